@@ -1,0 +1,1 @@
+"""The lake store: Delta tables through delta-rs, snapshots and the catalog."""

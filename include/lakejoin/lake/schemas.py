@@ -1,0 +1,77 @@
+"""Arrow schemas of the lake's core Delta tables (DESIGN "The lake on disk").
+
+Every index family builds from ``lake/cells`` joined with ``catalog/columns``; these
+schemas are the contract between ingestion, the index builds and the query side.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+CELLS = "lake/cells"
+DATASETS = "catalog/datasets"
+COLUMNS = "catalog/columns"
+SNAPSHOTS = "catalog/snapshots"
+VALIDATIONS = "quality/validations"
+
+# The long form every index is built from: one row per non-null cell.
+# ``value`` is lakejoin.normalize.normalize_value(raw); ``raw`` is kept only where it differs.
+CELLS_SCHEMA = pa.schema(
+    [
+        ("dataset_id", pa.string()),
+        ("column_id", pa.int64()),
+        ("row_id", pa.int64()),
+        ("value", pa.string()),
+        ("raw", pa.string()),
+    ]
+)
+
+DATASETS_SCHEMA = pa.schema(
+    [
+        ("dataset_id", pa.string()),
+        ("source", pa.string()),
+        ("url", pa.string()),
+        ("title", pa.string()),
+        ("publisher", pa.string()),
+        ("license", pa.string()),
+        ("format", pa.string()),
+        ("fetched_at", pa.timestamp("us", tz="UTC")),
+        ("etag", pa.string()),
+        ("last_modified", pa.string()),
+        ("content_sha256", pa.string()),
+        ("version", pa.int64()),
+        ("status", pa.string()),  # active | removed | quarantined
+        ("reason", pa.string()),
+        ("rows", pa.int64()),
+        ("columns", pa.int64()),
+        ("staged_path", pa.string()),  # raw/<sha256>.parquet, all columns as strings
+    ]
+)
+
+COLUMNS_SCHEMA = pa.schema(
+    [
+        ("column_id", pa.int64()),
+        ("dataset_id", pa.string()),
+        ("ordinal", pa.int32()),
+        ("name", pa.string()),
+        ("type", pa.string()),
+        ("count", pa.int64()),  # non-null cells
+        ("distinct", pa.int64()),  # distinct normalized values
+        ("nulls", pa.int64()),
+        ("null_fraction", pa.float64()),
+        ("uniqueness", pa.float64()),  # distinct / count
+        ("key_candidate", pa.bool_()),
+        ("semantic_type", pa.string()),
+        ("indexed_by", pa.list_(pa.string())),
+    ]
+)
+
+SNAPSHOTS_SCHEMA = pa.schema(
+    [
+        ("snapshot_id", pa.int64()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+        ("status", pa.string()),  # published | expired
+        ("table_versions", pa.string()),  # JSON {table name: delta version}
+        ("stats", pa.string()),  # JSON build statistics
+    ]
+)

@@ -1,0 +1,1 @@
+"""The Spark side of every build. Only this package imports pyspark."""
