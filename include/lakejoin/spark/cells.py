@@ -1,0 +1,115 @@
+"""Spark jobs that turn fetched files into the lake: parse+stage, then melt into ``lake/cells``.
+
+Both run inside executors; the driver only sees one small status row per file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame, SparkSession
+
+from lakejoin.ids import column_id
+from lakejoin.lake.schemas import CELLS_SCHEMA
+from lakejoin.normalize import normalize_value
+from lakejoin.sources.parse import UnparseableFile, parse_file
+
+
+@dataclass
+class ParseTask:
+    dataset_id: str
+    local_path: str
+    format: str
+    content_sha256: str
+    staged_path: str  # raw/<sha256>.parquet: the file parsed to all-string columns
+    max_bytes: int
+
+
+@dataclass
+class ParseOutcome:
+    dataset_id: str
+    ok: bool
+    reason: str | None
+    rows: int
+    columns: list[str]
+    warnings: list[str]
+
+
+def stage_file(task: ParseTask) -> ParseOutcome:
+    """Parse one file and keep the result as Parquet; content-addressed, so parsing is skipped
+    when the same bytes were staged before (a file renamed or re-downloaded)."""
+    staged = Path(task.staged_path)
+    try:
+        if staged.exists():
+            schema = pq.read_schema(staged)
+            return ParseOutcome(task.dataset_id, True, None, pq.read_metadata(staged).num_rows, schema.names, [])
+        parsed = parse_file(Path(task.local_path), task.format, task.max_bytes)
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        temporary = staged.with_suffix(f".{task.dataset_id}.tmp")
+        pq.write_table(parsed.table, temporary, compression="zstd")
+        temporary.replace(staged)
+        return ParseOutcome(task.dataset_id, True, None, parsed.table.num_rows, parsed.table.column_names, parsed.warnings)
+    except UnparseableFile as error:
+        return ParseOutcome(task.dataset_id, False, str(error), 0, [], [])
+    except Exception as error:  # one bad file must never fail the run
+        return ParseOutcome(task.dataset_id, False, f"{type(error).__name__}: {error}", 0, [], [])
+
+
+def stage_files(spark: SparkSession, tasks: list[ParseTask]) -> list[ParseOutcome]:
+    """Parse files in parallel on the executors (largest first, to balance the tasks)."""
+    if not tasks:
+        return []
+    ordered = sorted(tasks, key=lambda t: -Path(t.local_path).stat().st_size)
+    slices = max(1, min(len(ordered), spark.sparkContext.defaultParallelism * 4))
+    dicts = spark.sparkContext.parallelize([asdict(t) for t in ordered], slices).map(lambda d: asdict(stage_file(ParseTask(**d)))).collect()
+    return [ParseOutcome(**d) for d in dicts]
+
+
+def melt_staged(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: (dataset_id, content_sha256, staged_path) rows -> cells rows.
+
+    Normalization runs once per distinct value of a column (dictionary encoding), which keeps
+    repetitive columns (codes, years) cheap.
+    """
+    for batch in batches:
+        for task in batch.to_pylist():
+            staged = pq.read_table(task["staged_path"])
+            for ordinal, name in enumerate(staged.column_names):
+                cells = _melt_column(staged.column(name), task["dataset_id"], column_id(task["dataset_id"], task["content_sha256"], ordinal))
+                if cells is not None:
+                    yield from cells.to_batches(max_chunksize=1 << 16)
+
+
+def _melt_column(column: pa.ChunkedArray, dataset: str, column_ident: int) -> pa.Table | None:
+    encoded = pc.dictionary_encode(column.combine_chunks())
+    dictionary = encoded.dictionary.to_pylist()
+    normalized = [normalize_value(v) for v in dictionary]
+    raws = [None if n is None or n == v else v for v, n in zip(dictionary, normalized)]
+    indices = encoded.indices
+    keep = pc.and_(pc.is_valid(indices), pc.is_valid(pc.take(pa.array(normalized, pa.string()), indices)))
+    row_ids = pc.filter(pa.array(range(len(column)), pa.int64()), keep)
+    if len(row_ids) == 0:
+        return None
+    kept = pc.filter(indices, keep)
+    return pa.table(
+        {
+            "dataset_id": pa.array([dataset] * len(row_ids), pa.string()),
+            "column_id": pa.array([column_ident] * len(row_ids), pa.int64()),
+            "row_id": row_ids,
+            "value": pc.take(pa.array(normalized, pa.string()), kept),
+            "raw": pc.take(pa.array(raws, pa.string()), kept),
+        },
+        schema=CELLS_SCHEMA,
+    )
+
+
+def cells_tasks(spark: SparkSession, staged: list[dict]) -> DataFrame:
+    """One task row per staged dataset, spread over the cores; ``melt_staged`` turns each into
+    its cells inside the executor (see ``lakejoin.spark.delta.write_table(produce=...)``)."""
+    tasks = spark.createDataFrame(staged, "dataset_id string, content_sha256 string, staged_path string")
+    return tasks.repartition(max(1, min(len(staged), spark.sparkContext.defaultParallelism * 4)))
