@@ -115,7 +115,8 @@ def _metadata_row(resource: Resource, stored: dict[str, Any] | None) -> dict[str
         format=resource.format,
         fetched_at=datetime.now(timezone.utc),
         etag=resource.etag,
-        last_modified=resource.last_modified or resource.metadata_modified,
+        last_modified=resource.last_modified,
+        metadata_modified=resource.metadata_modified,
     )
     return row
 

@@ -37,7 +37,8 @@ DATASETS_SCHEMA = pa.schema(
         ("format", pa.string()),
         ("fetched_at", pa.timestamp("us", tz="UTC")),
         ("etag", pa.string()),
-        ("last_modified", pa.string()),
+        ("last_modified", pa.string()),  # HTTP Last-Modified of the last fetch
+        ("metadata_modified", pa.string()),  # the portal's change token (CKAN metadata_modified, Socrata updatedAt)
         ("content_sha256", pa.string()),
         ("version", pa.int64()),
         ("status", pa.string()),  # active | removed | quarantined

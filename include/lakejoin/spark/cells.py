@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,6 +18,8 @@ from pyspark.sql import DataFrame, SparkSession
 from lakejoin.ids import column_id
 from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import normalize_value
+from lakejoin.quality.drift import validate_version
+from lakejoin.quality.gate import validate_table
 from lakejoin.sources.parse import UnparseableFile, parse_file
 
 
@@ -28,6 +31,8 @@ class ParseTask:
     content_sha256: str
     staged_path: str  # raw/<sha256>.parquet: the file parsed to all-string columns
     max_bytes: int
+    version: int  # the catalog version this content would become
+    baseline_suite: str | None  # the dataset's expectation suite (from its first version), if any
 
 
 @dataclass
@@ -38,26 +43,55 @@ class ParseOutcome:
     rows: int
     columns: list[str]
     warnings: list[str]
+    validation: dict | None = None  # a quality/validations row (gate failure or drift check)
 
 
 def stage_file(task: ParseTask) -> ParseOutcome:
-    """Parse one file and keep the result as Parquet; content-addressed, so parsing is skipped
-    when the same bytes were staged before (a file renamed or re-downloaded)."""
-    staged = Path(task.staged_path)
+    """Parse one file, pass it through the quality gate, check it for drift against its
+    dataset's suite, and keep it as Parquet. Content-addressed: a file whose bytes were staged
+    before (renamed, re-downloaded) is not parsed again."""
     try:
-        if staged.exists():
-            schema = pq.read_schema(staged)
-            return ParseOutcome(task.dataset_id, True, None, pq.read_metadata(staged).num_rows, schema.names, [])
-        parsed = parse_file(Path(task.local_path), task.format, task.max_bytes)
-        staged.parent.mkdir(parents=True, exist_ok=True)
-        temporary = staged.with_suffix(f".{task.dataset_id}.tmp")
-        pq.write_table(parsed.table, temporary, compression="zstd")
-        temporary.replace(staged)
-        return ParseOutcome(task.dataset_id, True, None, parsed.table.num_rows, parsed.table.column_names, parsed.warnings)
+        table, warnings = _parsed_or_staged(task)
     except UnparseableFile as error:
-        return ParseOutcome(task.dataset_id, False, str(error), 0, [], [])
+        return _rejected(task, str(error))
     except Exception as error:  # one bad file must never fail the run
-        return ParseOutcome(task.dataset_id, False, f"{type(error).__name__}: {error}", 0, [], [])
+        return _rejected(task, f"{type(error).__name__}: {error}")
+    ragged = sum(int(w.split()[0]) for w in warnings if "ragged" in w)
+    gate = validate_table(table.to_pandas(), task.dataset_id, malformed_rows=ragged)
+    if not gate.success:
+        Path(task.staged_path).unlink(missing_ok=True)
+        return _rejected(task, f"quality gate: {gate.reason}", gate.result_json)
+    validation = validate_version(task.dataset_id, task.version, table, task.baseline_suite)
+    return ParseOutcome(task.dataset_id, True, None, table.num_rows, table.column_names, warnings, _serializable(validation))
+
+
+def _parsed_or_staged(task: ParseTask) -> tuple[pa.Table, list[str]]:
+    staged = Path(task.staged_path)
+    if staged.exists():
+        return pq.read_table(staged), []
+    parsed = parse_file(Path(task.local_path), task.format, task.max_bytes)
+    staged.parent.mkdir(parents=True, exist_ok=True)
+    temporary = staged.with_suffix(f".{task.dataset_id}.tmp")
+    pq.write_table(parsed.table, temporary, compression="zstd")
+    temporary.replace(staged)
+    return parsed.table, parsed.warnings
+
+
+def _rejected(task: ParseTask, reason: str, result_json: str | None = None) -> ParseOutcome:
+    validation = {
+        "dataset_id": task.dataset_id,
+        "version": task.version,
+        "suite": None,
+        "success": False,
+        "drift": [{"kind": "rejected", "column": None, "detail": reason}],
+        "validated_at": datetime.now(timezone.utc).isoformat(),
+        "result_json": result_json,
+    }
+    return ParseOutcome(task.dataset_id, False, reason, 0, [], [], validation)
+
+
+def _serializable(row: dict) -> dict:
+    return {**row, "validated_at": row["validated_at"].isoformat()}
 
 
 def stage_files(spark: SparkSession, tasks: list[ParseTask]) -> list[ParseOutcome]:

@@ -1,0 +1,53 @@
+"""Run the main job: ingest every source, build the indexes, publish a snapshot."""
+
+from __future__ import annotations
+
+import argparse
+
+from lakejoin.config import LakeConfig
+from lakejoin.index import FAMILIES
+from lakejoin.sources.bundled import DEFAULT_TABLES
+
+NAME = "run"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--source", action="append", default=[], metavar="SPEC", help="folder:PATH, ckan:URL or socrata:URL (repeatable); none = the bundled real-data lake")
+    parser.add_argument("--tables", default=str(DEFAULT_TABLES), help=f"bundled lake size: a number or 'all' (default {DEFAULT_TABLES})")
+    parser.add_argument("--spark-master", help="Spark master URL (default local[*] or $LAKEJOIN_SPARK_MASTER)")
+    parser.add_argument("--allow-private-hosts", action="store_true", help="let portal sources reach private/loopback addresses")
+    parser.add_argument("--max-bytes", type=int, help="largest file accepted (bytes)")
+    parser.add_argument("--families", default=",".join(FAMILIES), help=f"index families to build (default {','.join(FAMILIES)}; empty = none)")
+    parser.add_argument("--no-publish", action="store_true", help="build everything but do not publish a snapshot")
+
+
+def run(args: argparse.Namespace) -> dict:
+    from lakejoin.spark.pipeline import RunOptions, run as run_pipeline
+
+    tables = None if args.tables == "all" else int(args.tables)
+    if tables is not None and tables < 1:
+        raise ValueError("--tables must be a positive number or 'all'")
+    families = tuple(f for f in args.families.split(",") if f)
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        raise ValueError(f"unknown index families {unknown}: choose from {', '.join(FAMILIES)}")
+    options = RunOptions(sources=args.source, tables=tables, allow_private_hosts=args.allow_private_hosts, publish=not args.no_publish, families=families)
+    if args.max_bytes:
+        options.max_bytes = args.max_bytes
+    config = LakeConfig.from_args(args.home, args.spark_master, quiet=args.quiet or args.json)
+    return run_pipeline(config, options)
+
+
+def summarize(result: dict) -> str:
+    d = result["datasets"]
+    lines = [
+        "Lakejoin run finished",
+        f"  datasets : {d.get('active', 0)} active, {d.get('quarantined', 0)} quarantined, {d.get('removed', 0)} removed ({d.get('rewritten', 0)} new or changed this run)",
+        f"  columns  : {result['columns']}",
+        f"  cells    : {result['cells']}",
+        f"  snapshot : {result.get('snapshot_id', 'not published (--no-publish)')}",
+        f"  lake     : {result['home']}",
+        f"  time     : {result['seconds']} s",
+    ]
+    lines += [f"  ! {dataset}: {reason}" for dataset, reason in list(result["errors"].items())[:10]]
+    return "\n".join(lines)
