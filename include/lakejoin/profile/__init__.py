@@ -1,0 +1,144 @@
+"""Column profiles: type, counts, uniqueness, key candidacy, semantic hint, index selection.
+
+Profiling is split in two so that Spark and plain Python share every decision:
+
+1. *Aggregates* of one column (``ColumnAggregates``): counts, how many values match each
+   pattern of ``types``/``semantic``, numeric and length statistics, the most frequent
+   values. ``lakejoin.spark.profile.profile_columns`` computes them over ``lake/cells`` with
+   Spark built-ins; ``profile_values`` computes them here from a list of raw values (the
+   oracle the Spark job is tested against, and the path for a single in-memory table).
+2. ``finish_profile(aggregates)`` derives the profile row: the fields of
+   ``lakejoin.lake.schemas.COLUMNS_SCHEMA`` plus ``PROFILE_EXTRA_FIELDS``.
+
+Definitions (all over the column's non-null cells; "value" is the normalized value, the
+"original" is the cell's text before normalization):
+
+- ``count``: non-null cells; ``nulls = rows - count``; ``null_fraction = nulls / rows``.
+- ``distinct``: exact number of distinct values (no sketch); ``uniqueness = distinct / count``.
+- ``numeric_*``: min, max, mean and sample standard deviation of the values, for ``integer``
+  and ``decimal`` columns only (null otherwise; stddev null below two values).
+- ``length_*``: min, max and mean length in characters of the originals.
+- ``top_values``: JSON list of the ``TOP_K`` most frequent values, ``[{"value", "count"}]``,
+  by count descending then value ascending.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from lakejoin.lake.schemas import COLUMNS_SCHEMA
+from lakejoin.normalize import normalize_value
+from lakejoin.profile import semantic, types
+from lakejoin.profile.keys import is_key_candidate
+from lakejoin.profile.selection import DEFAULT_RULES, SelectionRules, indexed_by
+
+TOP_K = 5
+
+PROFILE_EXTRA_FIELDS = [
+    pa.field("numeric_min", pa.float64()),
+    pa.field("numeric_max", pa.float64()),
+    pa.field("numeric_mean", pa.float64()),
+    pa.field("numeric_stddev", pa.float64()),
+    pa.field("length_min", pa.int64()),
+    pa.field("length_max", pa.int64()),
+    pa.field("length_mean", pa.float64()),
+    pa.field("top_values", pa.string()),
+]
+PROFILE_SCHEMA = pa.schema([*COLUMNS_SCHEMA, *PROFILE_EXTRA_FIELDS])
+
+# Every per-value test whose match count the aggregates carry: pattern name -> regex.
+VALUE_PATTERNS: dict[str, str] = {**types.VALUE_PATTERNS, **semantic.VALUE_PATTERNS}
+ORIGINAL_PATTERNS: dict[str, str] = types.ORIGINAL_PATTERNS
+VALUE_SETS: dict[str, frozenset[str]] = semantic.VALUE_SETS
+MATCH_KEYS: tuple[str, ...] = (*VALUE_PATTERNS, *ORIGINAL_PATTERNS, *VALUE_SETS)
+
+ColumnAggregates = Mapping[str, Any]
+"""Keys: column_id, dataset_id, ordinal, name, rows, count, distinct, matches (name -> count
+over ``MATCH_KEYS``), numeric_count, numeric_min, numeric_max, numeric_mean, numeric_sumsq
+(sum of squared deviations from the mean), length_min, length_max, length_sum, top (list of
+(value, count), at least the TOP_K most frequent)."""
+
+
+def finish_profile(agg: ColumnAggregates, rules: SelectionRules = DEFAULT_RULES) -> dict[str, Any]:
+    """The profile row (``PROFILE_SCHEMA`` fields) of one column from its aggregates."""
+    count, rows, distinct = agg.get("count") or 0, agg["rows"], agg.get("distinct") or 0
+    if rows is None or rows < count:
+        raise ValueError(f"column {agg['column_id']}: rows ({rows}) must be at least the non-null count ({count})")
+    matches = {key: agg.get("matches", {}).get(key) or 0 for key in MATCH_KEYS}
+    column_type = types.infer_type(matches, count)
+    numeric = column_type in types.NUMERIC_TYPES
+    numeric_count = agg.get("numeric_count") or 0
+    profile: dict[str, Any] = {
+        "column_id": agg["column_id"],
+        "dataset_id": agg["dataset_id"],
+        "ordinal": agg["ordinal"],
+        "name": agg["name"],
+        "type": column_type,
+        "count": count,
+        "distinct": distinct,
+        "nulls": rows - count,
+        "null_fraction": (rows - count) / rows if rows else 0.0,
+        "uniqueness": distinct / count if count else 0.0,
+        "numeric_min": agg.get("numeric_min") if numeric else None,
+        "numeric_max": agg.get("numeric_max") if numeric else None,
+        "numeric_mean": agg.get("numeric_mean") if numeric else None,
+        "numeric_stddev": math.sqrt(agg["numeric_sumsq"] / (numeric_count - 1)) if numeric and numeric_count > 1 else None,
+        "length_min": agg.get("length_min") if count else None,
+        "length_max": agg.get("length_max") if count else None,
+        "length_mean": agg["length_sum"] / count if count else None,
+        "top_values": json.dumps([{"value": v, "count": n} for v, n in sorted(agg.get("top") or [], key=lambda vn: (-vn[1], vn[0]))[:TOP_K]]),
+    }
+    profile["key_candidate"] = is_key_candidate(profile)
+    profile["semantic_type"] = semantic.infer_semantic_type(profile, matches)
+    profile["indexed_by"] = indexed_by(profile, rules)
+    return profile
+
+
+def column_aggregates(originals: Sequence[str | None], *, name: str, rows: int | None = None, column_id: int = 0, dataset_id: str = "", ordinal: int = 0) -> dict[str, Any]:
+    """The aggregates of one column given its cells' original texts (None for a missing cell)."""
+    texts = [str(original) for original in originals if original is not None]
+    cells = [(value, text) for text in texts for value in [normalize_value(text)] if value is not None]
+    frequencies = Counter(value for value, _ in cells)
+    matches = {key: 0 for key in MATCH_KEYS}
+    for value, n in frequencies.items():
+        for key, pattern in VALUE_PATTERNS.items():
+            matches[key] += n if re.search(pattern, value) else 0
+        for key, members in VALUE_SETS.items():
+            matches[key] += n if value in members else 0
+    for _, original in cells:
+        for key, pattern in ORIGINAL_PATTERNS.items():
+            matches[key] += 1 if re.search(pattern, original) else 0
+    numbers = [float(value) for value, _ in cells if re.search(types.VALUE_PATTERNS["decimal"], value)]
+    mean = math.fsum(numbers) / len(numbers) if numbers else None
+    lengths = [len(original) for _, original in cells]
+    return {
+        "column_id": column_id,
+        "dataset_id": dataset_id,
+        "ordinal": ordinal,
+        "name": name,
+        "rows": len(originals) if rows is None else rows,
+        "count": len(cells),
+        "distinct": len(frequencies),
+        "matches": matches,
+        "numeric_count": len(numbers),
+        "numeric_min": min(numbers, default=None),
+        "numeric_max": max(numbers, default=None),
+        "numeric_mean": mean,
+        "numeric_sumsq": math.fsum((x - mean) ** 2 for x in numbers) if numbers else None,
+        "length_min": min(lengths, default=None),
+        "length_max": max(lengths, default=None),
+        "length_sum": sum(lengths),
+        "top": list(frequencies.items()),
+    }
+
+
+def profile_values(originals: Sequence[str | None], *, name: str, rules: SelectionRules = DEFAULT_RULES, **ids: Any) -> dict[str, Any]:
+    """Profile one in-memory column (``column_aggregates`` then ``finish_profile``)."""
+    return finish_profile(column_aggregates(originals, name=name, **ids), rules)

@@ -1,0 +1,58 @@
+"""Which index families index a column (the ``indexed_by`` field of ``catalog/columns``).
+
+A rule set maps each family to the column types it takes; a column with fewer than
+``min_distinct`` distinct values goes to no family. Defaults (``DEFAULT_RULES``):
+
+- ``josie``, ``lshensemble``: every type except ``integer`` and ``decimal``. Purely numeric
+  columns are left out, as the JOSIE/LSH Ensemble evaluation on open data does: small
+  integers and measurements overlap between unrelated columns by accident and flood
+  set-overlap search with meaningless candidates.
+- ``mate``: every type. MATE joins on composite keys of whole rows, where years, hours and
+  numeric ids are exactly what must match (flights→weather on origin, year, month, day, hour).
+- ``pexeso``: ``string`` and ``identifier``, i.e. every textual column. PEXESO handles string
+  columns only (``shared/notes/pexeso.md`` §1.1); codes are included so that semantic search
+  can relate codes and names. Pass ``SelectionRules(pexeso=frozenset({"string"}))`` to embed
+  free text only.
+
+Override by building another ``SelectionRules``; the pipeline takes the rules as a parameter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from lakejoin.index import FAMILIES
+from lakejoin.profile.types import NUMERIC_TYPES, TYPES
+
+_ALL = frozenset(TYPES)
+
+
+@dataclass(frozen=True)
+class SelectionRules:
+    """Column types each family indexes, and the distinct-value floor for any family."""
+
+    josie: frozenset[str] = _ALL - NUMERIC_TYPES
+    lshensemble: frozenset[str] = _ALL - NUMERIC_TYPES
+    mate: frozenset[str] = _ALL
+    pexeso: frozenset[str] = frozenset({"string", "identifier"})
+    min_distinct: int = 1
+
+    def __post_init__(self) -> None:
+        for family in FAMILIES:
+            unknown = set(getattr(self, family)) - _ALL
+            if unknown:
+                raise ValueError(f"selection rule for {family} names unknown types {sorted(unknown)}; types are {TYPES}")
+
+
+DEFAULT_RULES = SelectionRules()
+
+
+def indexed_by(profile: Mapping, rules: SelectionRules = DEFAULT_RULES) -> list[str]:
+    """The families (in ``lakejoin.index.FAMILIES`` order) that index the profiled column."""
+    missing = {"type", "distinct"} - set(profile)
+    if missing:
+        raise ValueError(f"profile lacks {sorted(missing)} needed to select index families")
+    if profile["distinct"] < rules.min_distinct:
+        return []
+    return [family for family in FAMILIES if profile["type"] in getattr(rules, family)]

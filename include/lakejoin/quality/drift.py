@@ -1,0 +1,215 @@
+"""Drift of a dataset across versions, checked with Great Expectations (GE 1.x).
+
+The first profiled version of a dataset yields an ``ExpectationSuite`` (``build_suite``);
+every later version is validated against that suite (``validate_version``) and each failed
+expectation becomes a drift item ``{kind, column, detail}``:
+
+============================================  ================  ==============================
+expectation (from the first version)          when               drift ``kind``
+============================================  ================  ==============================
+``ExpectTableColumnsToMatchSet`` (exact)       always             ``column_added``/``_removed``
+``ExpectColumnToExist``                        every column       (reported as removed)
+``ExpectColumnValuesToMatchRegex``             type not string    ``type_changed``
+``ExpectColumnValuesToNotBeNull`` (mostly)     null share < 95 %  ``null_spike``
+``ExpectColumnValuesToBeUnique``               key candidates     ``key_duplicates``
+``ExpectColumnValuesToBeInSet``                <= TOP_K values    ``new_values``
+============================================  ================  ==============================
+
+Values are validated after ``lakejoin.normalize.normalize_value`` (null-like text is null,
+numbers canonical), so the type regexes are those of ``lakejoin.profile.types`` and the
+suite states the profile. A null spike is a null share above the first version's plus
+``NULL_TOLERANCE``. Results are rows of ``quality/validations`` (``VALIDATIONS_SCHEMA``);
+each row carries the suite it was checked against as JSON, so the first row of a dataset
+holds its baseline (``baseline_suite``). Great Expectations is imported on first use: it
+takes seconds to import.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from functools import cache
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from lakejoin.normalize import normalize_value
+from lakejoin.profile import TOP_K, profile_values
+from lakejoin.profile.types import VALUE_PATTERNS
+
+NULL_TOLERANCE = 0.05
+
+
+
+def _non_capturing(pattern: str) -> str:
+    """pandas warns on groups in ``str.contains``; the patterns need grouping only."""
+    return re.sub(r"\((?!\?)", "(?:", pattern)
+
+
+TYPE_REGEX = {
+    name: _non_capturing(pattern)
+    for name, pattern in {
+        "integer": VALUE_PATTERNS["integer"],
+        "decimal": VALUE_PATTERNS["decimal"],
+        "boolean": VALUE_PATTERNS["boolean"],
+        "date": VALUE_PATTERNS["date"],
+        "datetime": f"({VALUE_PATTERNS['date']})|({VALUE_PATTERNS['datetime']})",
+        "identifier": VALUE_PATTERNS["token"],
+    }.items()
+}
+
+DRIFT_TYPE = pa.struct([("kind", pa.string()), ("column", pa.string()), ("detail", pa.string())])
+VALIDATIONS_SCHEMA = pa.schema(
+    [
+        ("dataset_id", pa.string()),
+        ("version", pa.int64()),
+        ("suite", pa.string()),  # the ExpectationSuite as JSON
+        ("success", pa.bool_()),
+        ("drift", pa.list_(DRIFT_TYPE)),
+        ("validated_at", pa.timestamp("us", tz="UTC")),
+        ("result_json", pa.string()),  # the GE validation result as JSON
+    ]
+)
+
+
+@cache
+def _batch_definition():
+    """The process's ephemeral GE context (suites need one to exist) and its pandas batch."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
+    asset = context.data_sources.add_pandas("lakejoin").add_dataframe_asset(name="dataset_version")
+    return asset.add_batch_definition_whole_dataframe("whole")
+
+
+def normalized_frame(table: pa.Table | pd.DataFrame) -> pd.DataFrame:
+    """The table with every cell normalized (null-like cells become None), as GE validates it."""
+    frame = table.to_pandas() if isinstance(table, pa.Table) else table
+    return pd.DataFrame({name: pd.Series([normalize_value(v) for v in frame[name].tolist()], dtype=object) for name in frame.columns})
+
+
+def profile_table(table: pa.Table | pd.DataFrame) -> list[dict[str, Any]]:
+    """Profiles of every column of an in-memory table (``lakejoin.profile.profile_values``)."""
+    frame = table.to_pandas() if isinstance(table, pa.Table) else table
+    return [profile_values([None if pd.isna(v) else str(v) for v in frame[name].tolist()], name=str(name), ordinal=i) for i, name in enumerate(frame.columns)]
+
+
+def build_suite(dataset_id: str, profiles: Sequence[Mapping[str, Any]]):
+    """The expectation suite a dataset's first version states (see the module table)."""
+    import great_expectations as gx
+
+    _batch_definition()
+    expect = gx.expectations
+    suite = gx.ExpectationSuite(name=f"lakejoin.{dataset_id}")
+    ordered = sorted(profiles, key=lambda p: p["ordinal"])
+    suite.add_expectation(expect.ExpectTableColumnsToMatchSet(column_set=[p["name"] for p in ordered], exact_match=True))
+    for profile in ordered:
+        column, meta = profile["name"], {"type": profile["type"]}
+        suite.add_expectation(expect.ExpectColumnToExist(column=column))
+        if profile["type"] in TYPE_REGEX:
+            suite.add_expectation(expect.ExpectColumnValuesToMatchRegex(column=column, regex=TYPE_REGEX[profile["type"]], meta=meta))
+        allowed_nulls = profile["null_fraction"] + NULL_TOLERANCE
+        if allowed_nulls < 1:
+            suite.add_expectation(expect.ExpectColumnValuesToNotBeNull(column=column, mostly=round(1 - allowed_nulls, 6)))
+        if profile["key_candidate"]:
+            suite.add_expectation(expect.ExpectColumnValuesToBeUnique(column=column))
+        if 0 < profile["distinct"] <= TOP_K < profile["count"]:
+            values = sorted(v["value"] for v in json.loads(profile["top_values"]))
+            suite.add_expectation(expect.ExpectColumnValuesToBeInSet(column=column, value_set=values))
+    return suite
+
+
+def suite_from_json(text: str):
+    """An ``ExpectationSuite`` from the JSON stored in ``quality/validations.suite``."""
+    import great_expectations as gx
+
+    _batch_definition()
+    return gx.ExpectationSuite(**json.loads(text))
+
+
+def suite_json(suite) -> str:
+    return json.dumps(suite.to_json_dict(), sort_keys=True)
+
+
+def _drift_items(result: dict, frame: pd.DataFrame) -> list[dict[str, str]]:
+    items: list[dict[str, str]] = []
+    removed: set[str] = set()
+    for outcome in result["results"]:
+        config, details = outcome["expectation_config"], outcome.get("result") or {}
+        if outcome["success"] or config["type"] != "expect_table_columns_to_match_set":
+            continue
+        expected, observed = set(config["kwargs"]["column_set"]), set(details.get("observed_value") or frame.columns)
+        removed = expected - observed
+        items += [{"kind": "column_added", "column": c, "detail": "column not in the first version"} for c in sorted(observed - expected)]
+        items += [{"kind": "column_removed", "column": c, "detail": "column of the first version is missing"} for c in sorted(removed)]
+    for outcome in result["results"]:
+        config, details = outcome["expectation_config"], outcome.get("result") or {}
+        column = config["kwargs"].get("column")
+        if outcome["success"] or column is None or column in removed:
+            continue
+        items.append(_column_drift(config, details, column, frame))
+    return items
+
+
+def _column_drift(config: dict, details: dict, column: str, frame: pd.DataFrame) -> dict[str, str]:
+    kind = config["type"]
+    examples = ", ".join(repr(v) for v in list(dict.fromkeys(details.get("partial_unexpected_list") or []))[:3])
+    if kind == "expect_column_values_to_match_regex":
+        now = profile_values(frame[column].tolist(), name=column)["type"]
+        detail = f"type {config['meta']['type']} -> {now}: {details.get('unexpected_count')} values do not parse (e.g. {examples})"
+        return {"kind": "type_changed", "column": column, "detail": detail}
+    if kind == "expect_column_values_to_not_be_null":
+        detail = f"null share {details.get('unexpected_percent', 0):.1f}% exceeds the allowed {100 * (1 - config['kwargs']['mostly']):.1f}%"
+        return {"kind": "null_spike", "column": column, "detail": detail}
+    if kind == "expect_column_values_to_be_unique":
+        return {"kind": "key_duplicates", "column": column, "detail": f"{details.get('unexpected_count')} cells repeat a key value (e.g. {examples})"}
+    if kind == "expect_column_values_to_be_in_set":
+        return {"kind": "new_values", "column": column, "detail": f"{details.get('unexpected_count')} cells outside the first version's values (e.g. {examples})"}
+    return {"kind": kind, "column": column, "detail": json.dumps(details, default=str)[:500]}
+
+
+def validate_version(
+    dataset_id: str,
+    version: int,
+    table: pa.Table | pd.DataFrame,
+    suite_text: str | None = None,
+    profiles: Sequence[Mapping[str, Any]] | None = None,
+    validated_at: datetime | None = None,
+) -> dict[str, Any]:
+    """Validate one dataset version; a ``quality/validations`` row (``VALIDATIONS_SCHEMA``).
+
+    ``table`` holds the version's cells as text (the staged file). Without ``suite_text``
+    this is the first version: its suite is built from ``profiles`` (the ``catalog/columns``
+    rows of this version; profiled here when None) and the version is validated against it.
+    """
+    if not dataset_id:
+        raise ValueError("dataset_id must be a non-empty string")
+    frame = normalized_frame(table)
+    suite = suite_from_json(suite_text) if suite_text else build_suite(dataset_id, profiles if profiles is not None else profile_table(table))
+    result = _batch_definition().get_batch(batch_parameters={"dataframe": frame}).validate(suite).to_json_dict()
+    drift = _drift_items(result, frame)
+    return {
+        "dataset_id": dataset_id,
+        "version": int(version),
+        "suite": suite_json(suite),
+        "success": not drift,
+        "drift": drift,
+        "validated_at": validated_at or datetime.now(UTC),
+        "result_json": json.dumps(result, default=str, sort_keys=True),
+    }
+
+
+def validations_table(records: Iterable[Mapping[str, Any]]) -> pa.Table:
+    """Rows from ``validate_version`` as an Arrow table the pipeline appends to ``quality/validations``."""
+    return pa.Table.from_pylist(list(records), schema=VALIDATIONS_SCHEMA)
+
+
+def baseline_suite(validations: pa.Table, dataset_id: str) -> str | None:
+    """The suite JSON of ``dataset_id``'s first validated version, or None if it has none."""
+    rows = [r for r in validations.select(["dataset_id", "version", "suite"]).to_pylist() if r["dataset_id"] == dataset_id]
+    return min(rows, key=lambda r: r["version"])["suite"] if rows else None
