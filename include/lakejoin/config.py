@@ -20,7 +20,8 @@ class LakeConfig:
     """Everything a pipeline run needs to know about its environment."""
 
     home: Path
-    spark_master: str = field(default_factory=lambda: os.environ.get("LAKEJOIN_SPARK_MASTER", "local[*]"))
+    # None: keep the master spark-submit chose (spark_jobs/), else local[*].
+    spark_master: str | None = field(default_factory=lambda: os.environ.get("LAKEJOIN_SPARK_MASTER", "local[*]"))
     quiet: bool = False
 
     @classmethod

@@ -20,23 +20,24 @@ _lock = threading.Lock()
 def get_spark(master: str | None = None, app_name: str = "lakejoin", shuffle_partitions: int | None = None) -> SparkSession:
     """Return the process's Spark session, starting it on first use.
 
-    A later call with another ``master`` stops the running session and starts a new one,
-    so one process can move from ``local[*]`` to a cluster (the cluster test does this).
+    A later call with another ``master`` stops the running session and starts a new one. Under
+    ``spark-submit`` (no ``master`` given) the submitted master is kept.
     """
+    submitted = master is None and "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit chose the master
     master = master or os.environ.get("LAKEJOIN_SPARK_MASTER", "local[*]")
     with _lock:
         active = SparkSession.getActiveSession()
         if active is not None:
-            if active.sparkContext.master == master:
+            if submitted or active.sparkContext.master == master:
                 return active
             active.stop()
         # Executors must run the same interpreter as the driver (numpy, lakejoin installed).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         partitions = shuffle_partitions or int(os.environ.get("LAKEJOIN_SHUFFLE_PARTITIONS", "8"))
+        builder = SparkSession.builder if submitted else SparkSession.builder.master(master)
         builder = (
-            SparkSession.builder.master(master)
-            .appName(app_name)
+            builder.appName(app_name)
             .config("spark.ui.enabled", "false")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", str(partitions))
