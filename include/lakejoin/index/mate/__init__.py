@@ -1,0 +1,25 @@
+"""MATE (Esmailoghli, Quiané-Ruiz, Abedjan, VLDB 2022): n-ary joinable-table discovery.
+
+- ``xash``: the XASH hash and row super keys (paper §5), bit-compatible with the authors' code.
+- ``build``: the index tables (``postings``, ``superkeys``) in memory; the Spark build is
+  ``lakejoin.spark.mate.build_tables``.
+- ``search``: Algorithm 1 (§6) behind ``load(tables) -> MateSearcher``.
+- ``scr``: the SCR baseline (no super keys), ``MateSearcher.search_scr``.
+- ``duckdb_join``: the brute-force n-ary join over all column mappings (oracle and baseline).
+"""
+
+from lakejoin.index.mate.build import build_from_cells, build_in_memory, cells_from_frames, choose_bits
+from lakejoin.index.mate.search import MateSearcher, SearchStats, load
+from lakejoin.index.mate.xash import super_key, xash
+
+__all__ = [
+    "MateSearcher",
+    "SearchStats",
+    "build_from_cells",
+    "build_in_memory",
+    "cells_from_frames",
+    "choose_bits",
+    "load",
+    "super_key",
+    "xash",
+]

