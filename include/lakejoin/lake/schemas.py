@@ -13,6 +13,7 @@ DATASETS = "catalog/datasets"
 COLUMNS = "catalog/columns"
 SNAPSHOTS = "catalog/snapshots"
 VALIDATIONS = "quality/validations"
+EMBEDDINGS = "embed/values"
 
 # The long form every index is built from: one row per non-null cell.
 # ``value`` is lakejoin.normalize.normalize_value(raw); ``raw`` is kept only where it differs.
@@ -76,3 +77,6 @@ SNAPSHOTS_SCHEMA = pa.schema(
         ("stats", pa.string()),  # JSON build statistics
     ]
 )
+
+# (model, value hash) -> vector: each distinct value is embedded once per model.
+EMBEDDINGS_SCHEMA = pa.schema([("model", pa.string()), ("value_hash", pa.string()), ("vector", pa.list_(pa.float32()))])

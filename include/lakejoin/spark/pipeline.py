@@ -24,13 +24,15 @@ from lakejoin.config import LakeConfig
 from lakejoin.ids import sha256_file
 from lakejoin.index import FAMILIES
 from lakejoin.lake import catalog, delta, snapshots
-from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, COLUMNS_SCHEMA, DATASETS, VALIDATIONS
+from lakejoin.embed import PEXESO_MODEL
+from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, COLUMNS_SCHEMA, DATASETS, EMBEDDINGS, EMBEDDINGS_SCHEMA, VALIDATIONS
 from lakejoin.progress import Progress
 from lakejoin.quality.drift import validations_table
 from lakejoin.sources import SourceUnavailable, open_source
 from lakejoin.sources.bundled import DEFAULT_TABLES, bundled_portal
 from lakejoin.sources.parse import DEFAULT_MAX_BYTES
 from lakejoin.spark import delta as spark_delta
+from lakejoin.spark.embed import embed_values
 from lakejoin.spark.cells import ParseTask, cells_tasks, melt_staged, stage_files
 from lakejoin.spark.session import get_spark
 
@@ -113,9 +115,9 @@ def build_indexes(config: LakeConfig, changed: set[str] | None, progress: Progre
             continue
         spark = spark or get_spark(config.spark_master)
         with progress.stage(f"index:{family}"):
-            cells = _family_cells(config, spark, family)
-            previous = _family_tables(config, spark, family)
-            tables = builder.build_tables(spark, cells, previous=previous or None, changed=changed)
+            previous = _family_tables(config, spark, family) or None
+            inputs, params = _family_inputs(config, spark, family, previous, changed)
+            tables = builder.build_tables(spark, inputs, previous=previous, changed=changed, **params)
             for name, frame in tables.items():
                 path = config.table_path(f"index/{family}/{name}")
                 schema = _arrow_schema(frame)
@@ -246,6 +248,29 @@ def _family_cells(config: LakeConfig, spark: SparkSession, family: str) -> DataF
     return spark_delta.read_table(spark, config.table_path(CELLS)).join(F.broadcast(columns), "column_id").select(CELLS_SCHEMA.names)
 
 
+def _family_inputs(config: LakeConfig, spark: SparkSession, family: str, previous: dict | None, changed: set[str]) -> tuple[DataFrame, dict[str, Any]]:
+    """What a family's build takes: the cells of the columns it indexes — for PEXESO, their
+    distinct values embedded (only the changed datasets' when the build is incremental)."""
+    cells = _family_cells(config, spark, family)
+    if family != "pexeso":
+        return cells, {}
+    if previous is not None:
+        cells = cells.where(F.col("dataset_id").isin(sorted(changed)))
+    return _embedded_values(config, spark, cells, PEXESO_MODEL), {"model": PEXESO_MODEL}
+
+
+def _embedded_values(config: LakeConfig, spark: SparkSession, cells: DataFrame, model: str) -> DataFrame:
+    """One row per distinct (column, value) with its vector; values are embedded once per model
+    (``embed/values`` caches them by value hash, and only misses are embedded)."""
+    cache_path = config.table_path(EMBEDDINGS)
+    cache = spark_delta.read_table(spark, cache_path) if delta.exists(cache_path) else None
+    distinct = cells.select("dataset_id", "column_id", "value").distinct()
+    vectors, new_cache = embed_values(spark, distinct.select("value"), model, cache)
+    spark_delta.write_table(new_cache, cache_path, EMBEDDINGS_SCHEMA, replace="none", operation=f"embed:{model}")
+    keyed = distinct.join(vectors.select("value", "vector"), "value")
+    return keyed.withColumn("vector_id", F.xxhash64("column_id", "value")).select("dataset_id", "column_id", "vector_id", "value", "vector")
+
+
 def _family_tables(config: LakeConfig, spark: SparkSession, family: str) -> dict[str, DataFrame]:
     folder = config.home / "index" / family
     if not folder.exists():
@@ -260,7 +285,7 @@ def _arrow_schema(frame: DataFrame) -> pa.Schema:
 
 
 def _all_tables(config: LakeConfig) -> list[str]:
-    tables = [DATASETS, CELLS, COLUMNS, VALIDATIONS, "embed/values"]
+    tables = [DATASETS, CELLS, COLUMNS, VALIDATIONS, EMBEDDINGS]
     index_root = config.home / "index"
     if index_root.exists():
         tables += [f"index/{f.name}/{t.name}" for f in sorted(index_root.iterdir()) for t in sorted(f.iterdir()) if delta.exists(t)]
