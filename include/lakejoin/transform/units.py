@@ -1,0 +1,274 @@
+"""Transformation units and programs (CST paper §2 Def. 1-3; Auto-Join, Zhu thesis §4.4.2).
+
+A *program* (the paper's "transformation", Def. 3) is a tuple of units; every unit is applied
+to the whole source string and the outputs are concatenated. A unit returns ``None`` when it
+cannot be applied (index out of range), and then the program fails on that value.
+
+One index convention everywhere: 0-based, half-open ``[s, e)``. Negative indices count from
+the end (Python style); the faithful CST configuration never generates them (the paper has
+no "last token" unit), the improved one and Auto-Join do.
+
+Units are ``NamedTuple`` s so that hashing and equality (the paper's duplicate removal,
+§4.1.5) run at C speed. Within one language two units of different kinds never compare equal
+because their field counts or field types differ (``Split(str, int)`` vs ``Substr(int, int)``);
+the two languages (CST's ``Substr(s, e)`` and Auto-Join's ``Substring(start, length)``) are
+never mixed in one candidate set. Auto-Join's ``Constant`` is ``Literal``.
+
+``COST`` is the number of parameters (the paper's z, §5) and ``RANK`` orders unit kinds from
+simplest to most specific; together they are the documented simplicity order that breaks
+every tie (never hash or set order).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple, Union
+
+
+def _piece(value: str, sep: str, index: int) -> str | None:
+    pieces = value.split(sep)
+    if -len(pieces) <= index < len(pieces):
+        return pieces[index]
+    return None
+
+
+def _clipped(piece: str | None, start: int, end: int) -> str | None:
+    """``piece[start:min(end, len)]``, end clipped as in the released CST code; None if empty."""
+    if piece is None or start >= len(piece):
+        return None
+    return piece[start:end]
+
+
+def _substring(piece: str | None, start: int, length: int | None) -> str | None:
+    """Auto-Join ``Substring``: ``start`` may count from the end; ``length=None`` = to the end."""
+    if piece is None:
+        return None
+    begin = start if start >= 0 else len(piece) + start
+    if begin < 0 or begin >= len(piece):
+        return None
+    if length is None:
+        return piece[begin:]
+    if begin + length > len(piece):
+        return None
+    return piece[begin : begin + length]
+
+
+class Literal(NamedTuple):
+    """Literal(str): emits a constant (CST §2; Auto-Join's ``Constant``)."""
+
+    text: str
+    COST = 1
+    RANK = 0
+
+    def apply(self, value: str) -> str | None:
+        return self.text
+
+
+class Substr(NamedTuple):
+    """Substr(s, e) = value[s:e], strict: fails when e > len(value) (CST code semantics).
+
+    Negative ``start`` means both ends count from the end (``end == 0`` is the end itself).
+    """
+
+    start: int
+    end: int
+    COST = 2
+    RANK = 2
+
+    def apply(self, value: str) -> str | None:
+        n = len(value)
+        begin, stop = (self.start, self.end) if self.start >= 0 else (n + self.start, n + self.end)
+        if begin < 0 or stop > n or begin >= stop:
+            return None
+        return value[begin:stop]
+
+
+class Split(NamedTuple):
+    """Split(c, i): the i-th piece of value.split(c); a negative i counts from the end."""
+
+    sep: str
+    index: int
+    COST = 2
+    RANK = 1
+
+    def apply(self, value: str) -> str | None:
+        return _piece(value, self.sep, self.index)
+
+
+class SplitSubstr(NamedTuple):
+    """SplitSubstr(c, i, s, e) = Split(c, i)[s:min(e, len)] (end clipped, as in the CST code)."""
+
+    sep: str
+    index: int
+    start: int
+    end: int
+    COST = 4
+    RANK = 3
+
+    def apply(self, value: str) -> str | None:
+        return _clipped(_piece(value, self.sep, self.index), self.start, self.end)
+
+
+class TwoCharSplitSubstr(NamedTuple):
+    """TwoCharSplitSubstr(c1, c2, i, s, e): the i-th text between c1 and the next c2, then [s:e].
+
+    The pieces are the non-overlapping, non-greedy matches of ``c1(.*?)c2`` (CST code).
+    """
+
+    left: str
+    right: str
+    index: int
+    start: int
+    end: int
+    COST = 5
+    RANK = 4
+
+    def apply(self, value: str) -> str | None:
+        return _clipped(_piece_between(value, self.left, self.right, self.index), self.start, self.end)
+
+
+def pieces_between(value: str, left: str, right: str) -> list[str]:
+    """All non-overlapping texts between a ``left`` char and the next ``right`` char."""
+    found, pos = [], 0
+    while True:
+        open_at = value.find(left, pos)
+        if open_at < 0:
+            return found
+        close_at = value.find(right, open_at + 1)
+        if close_at < 0:
+            return found
+        found.append(value[open_at + 1 : close_at])
+        pos = close_at + 1
+
+
+def _piece_between(value: str, left: str, right: str, index: int) -> str | None:
+    pieces = pieces_between(value, left, right)
+    return pieces[index] if -len(pieces) <= index < len(pieces) else None
+
+
+class Substring(NamedTuple):
+    """Auto-Join logical ``Substr(array, m, start, len)`` on the one-cell row: value[start:+len]."""
+
+    start: int
+    length: int
+    COST = 2
+    RANK = 2
+
+    def apply(self, value: str) -> str | None:
+        return _substring(value, self.start, self.length)
+
+
+class SplitSubstring(NamedTuple):
+    """Auto-Join ``SplitSubstr``: Substring(SelectK(Split(value, sep), m), start, len)."""
+
+    sep: str
+    m: int
+    start: int
+    length: int | None
+    COST = 4
+    RANK = 3
+
+    def apply(self, value: str) -> str | None:
+        return _substring(_piece(value, self.sep, self.m), self.start, self.length)
+
+
+class SplitSplitSubstring(NamedTuple):
+    """Auto-Join ``SplitSplitSubstr``: two Split/SelectK levels, then Substring."""
+
+    sep1: str
+    m1: int
+    sep2: str
+    m2: int
+    start: int
+    length: int | None
+    COST = 6
+    RANK = 5
+
+    def apply(self, value: str) -> str | None:
+        outer = _piece(value, self.sep1, self.m1)
+        inner = None if outer is None else _piece(outer, self.sep2, self.m2)
+        return _substring(inner, self.start, self.length)
+
+
+Unit = Union[
+    Literal, Substr, Split, SplitSubstr, TwoCharSplitSubstr,
+    Substring, SplitSubstring, SplitSplitSubstring,
+]
+Program = tuple  # tuple[Unit, ...]
+UNIT_TYPES = {cls.__name__: cls for cls in Unit.__args__}
+
+
+def apply_program(program: Sequence[Unit], value: str) -> str | None:
+    """t(s) = t1(s) . t2(s) . ... (Def. 3); None if any unit fails."""
+    parts = []
+    for unit in program:
+        out = unit.apply(value)
+        if out is None:
+            return None
+        parts.append(out)
+    return "".join(parts)
+
+
+def merge_literals(units: Iterable[Unit]) -> Program:
+    """Adjacent literals are merged (CST §2.2), so equal programs have one spelling."""
+    merged: list[Unit] = []
+    for unit in units:
+        if merged and type(unit) is Literal and type(merged[-1]) is Literal:
+            merged[-1] = Literal(merged[-1].text + unit.text)
+        else:
+            merged.append(unit)
+    return tuple(merged)
+
+
+def is_constant(program: Sequence[Unit]) -> bool:
+    """A pure-literal program joins nothing useful (it is skipped at join time, CST §6.5)."""
+    return all(type(unit) is Literal for unit in program)
+
+
+def simplicity_key(program: Sequence[Unit]) -> tuple:
+    """The documented tie-break order: fewer parameters, fewer units, simpler unit kinds, text."""
+    return (
+        sum(unit.COST for unit in program),
+        len(program),
+        tuple(unit.RANK for unit in program),
+        program_text(program),
+    )
+
+
+def unit_text(unit: Unit) -> str:
+    return f"{type(unit).__name__}({', '.join(repr(field) for field in unit)})"
+
+
+def program_text(program: Sequence[Unit]) -> str:
+    """Human-readable and parseable: ``Split(' ', 1) + Literal('@x.org')``."""
+    return " + ".join(unit_text(unit) for unit in program)
+
+
+def parse_program(text: str) -> Program:
+    """Inverse of :func:`program_text` (literal arguments only; nothing is evaluated)."""
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError("program text must be a non-empty string")
+    try:
+        tree = ast.parse(text, mode="eval").body
+    except SyntaxError as exc:
+        raise ValueError(f"cannot parse program {text!r}: {exc.msg}") from None
+    calls: list[ast.expr] = []
+    while isinstance(tree, ast.BinOp) and isinstance(tree.op, ast.Add):
+        calls.append(tree.right)
+        tree = tree.left
+    calls.append(tree)
+    return tuple(_parse_unit(call, text) for call in reversed(calls))
+
+
+def _parse_unit(node: ast.expr, text: str) -> Unit:
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and not node.keywords):
+        raise ValueError(f"program {text!r} is not a '+'-joined list of unit calls")
+    cls = UNIT_TYPES.get(node.func.id)
+    if cls is None:
+        raise ValueError(f"unknown unit {node.func.id!r} in program {text!r}")
+    try:
+        args = [ast.literal_eval(arg) for arg in node.args]
+        return cls(*args)
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"bad arguments for {node.func.id} in program {text!r}: {exc}") from None

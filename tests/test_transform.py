@@ -1,0 +1,251 @@
+"""Transformation joins: unit semantics, CST and Auto-Join learning, joins, CLI, determinism."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from lakejoin.commands import transform as transform_command
+from lakejoin.transform import apply_transformation, learn_and_join, parse_program, program_text
+from lakejoin.transform import autojoin, cst
+from lakejoin.transform.units import (
+    Literal,
+    Split,
+    SplitSplitSubstring,
+    SplitSubstr,
+    Substr,
+    Substring,
+    TwoCharSplitSubstr,
+    apply_program,
+)
+
+NAMES = [
+    ("Rafiei, Davood", "D Rafiei"), ("Zhu, Erkang", "E Zhu"), ("Nobari, Arash", "A Nobari"),
+    ("Miller, Renee", "R Miller"), ("Bowling, Michael", "M Bowling"), ("Payne, Missy", "M Payne"),
+    ("Gosgnach, Simon", "S Gosgnach"), ("Chaudhuri, Surajit", "S Chaudhuri"),
+]
+PHONES = [(f"({a}) {b}-{c}", f"{a}.{b}.{c}") for a, b, c in
+          [("780", "492", "5411"), ("416", "978", "2011"), ("604", "822", "2211"), ("514", "398", "4455"),
+           ("403", "220", "5110"), ("902", "494", "2211")]]
+
+
+def _joined(result: dict) -> set[tuple[str, str]]:
+    return {(pair["source"], pair["target"]) for pair in result["pairs"]}
+
+
+# -- units ---------------------------------------------------------------------------------------
+
+
+def test_units_follow_one_index_convention():
+    value = "bowling, michael j"
+    assert Substr(0, 7).apply(value) == "bowling"
+    assert Substr(0, 99).apply(value) is None  # strict end
+    assert Substr(-1, 0).apply(value) == "j"  # counted from the end
+    assert Split(" ", 1).apply(value) == "michael"
+    assert Split(" ", -1).apply(value) == "j"
+    assert Split(" ", 5).apply(value) is None
+    assert SplitSubstr(" ", 1, 0, 99).apply(value) == "michael"  # end clipped
+    assert SplitSubstr(" ", 2, 3, 4).apply(value) is None
+    assert TwoCharSplitSubstr("(", ")", 1, 0, 2).apply("a (bc) d (ef) g") == "ef"
+    assert Substring(-3, 2).apply("abcdef") == "de"
+    assert SplitSplitSubstring(",", 1, " ", -1, 0, 1).apply(value) == "j"
+
+
+def test_program_text_round_trips_and_rejects_code():
+    program = (SplitSubstr(" ", 1, 0, 1), Literal(" '+' "), Split(",", 0))
+    text = program_text(program)
+    assert parse_program(text) == program
+    assert apply_program(program, "rafiei, davood") == "d '+' rafiei"
+    for bad in ["", "__import__('os').system('true')", "Split(' ', 1) - Literal('x')", "Nope(1)", "Split(1, 2, 3)"]:
+        with pytest.raises(ValueError):
+            parse_program(bad)
+
+
+# -- CST internals against brute force ------------------------------------------------------------
+
+
+def test_trie_coverage_equals_brute_force():
+    rng = random.Random(7)
+    pairs = [(s.lower(), t.lower()) for s, t in NAMES + PHONES]
+    candidates: dict = {}
+    stats = {"generated": 0, "applied": 0, "cache_hits": 0}
+    for s, t in pairs:
+        cst.generate_programs(s, t, cst.IMPROVED, candidates, stats)
+    programs = rng.sample(list(candidates), 3000)
+    trie = cst._build_trie(programs)
+    for s, t in pairs:
+        fast = sorted(cst._covered_by_row(trie, s, t, stats))
+        brute = [pid for pid, program in enumerate(programs) if apply_program(program, s) == t]
+        assert fast == brute
+    assert stats["cache_hits"] > 0
+
+
+def test_greedy_cover_picks_max_gain_with_simplicity_ties():
+    programs = [(Literal("x"), Substr(0, 1)), (Split(" ", 0),), (Substr(0, 3),), (Split(",", 1),)]
+    coverage = [0b0011, 0b1110, 0b1110, 0b1000]
+    cover = cst.greedy_cover(programs, coverage, min_rows=1)
+    assert [learned.program for learned in cover] == [(Split(" ", 0),), (Literal("x"), Substr(0, 1))]
+    assert [learned.gain for learned in cover] == [3, 1]
+
+
+def test_skeletons_of_the_papers_example():
+    found = cst.skeletons("victor robbie kasumba", "victor r. kasumba", cst.FAITHFUL)
+    shapes = {tuple((b.text, b.start is not None) for b in sk) for sk in found}
+    assert (("victor r", True), (". ", False), ("kasumba", True)) in shapes
+    assert (("victor r. kasumba", False),) in shapes
+
+
+def test_sampling_formulas():
+    assert 95 <= cst.required_sample_size(0.05, 0.96) <= 100  # §5.3: q = 5 %, s = 100 -> 0.96
+    p_s, p_t = autojoin.sampling_rates(10**6, 10**6, participation=0.1)
+    assert p_s == pytest.approx(0.0141, abs=1e-3) and p_t == pytest.approx(0.0141, abs=1e-3)
+    p_s, p_t = autojoin.sampling_rates(10**4, 10**6, participation=0.1)
+    assert 10**4 * p_s + 10**6 * p_t < 3_000  # the corrected optimum (thesis labels: ~141K rows)
+
+
+def test_constrained_fuzzy_join_keeps_one_to_one():
+    derived = ["mpayne@k12.us", "kmoore@k12.us"]
+    targets = ["mipayne@k12.us", "kmoore@k12.us", "zz@other.org"]
+    assert sorted(autojoin.constrained_fuzzy_join(derived, targets)) == [(0, 0), (1, 1)]
+
+
+# -- learning and joining ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", ["cst", "cst+", "autojoin"])
+@pytest.mark.parametrize("rows", [NAMES, PHONES], ids=["names", "phones"])
+def test_hand_made_cases_join_every_row(method, rows):
+    sources, targets = [s for s, _ in rows], [t for _, t in rows]
+    # P.P.P phones need 5 skeleton blocks; the paper's setting allows 3
+    params = {"max_blocks": 5} if rows is PHONES and method != "autojoin" else {}
+    result = learn_and_join(sources, list(reversed(targets)), method=method, direction="forward", **params)
+    assert _joined(result) == set(rows)
+    best = result["transformations"][0]
+    assert best["used"]
+    outputs = apply_transformation(best, sources)
+    assert outputs == [t.lower() for t in targets]
+
+
+def test_cst_names_program_is_the_simplest_one():
+    result = learn_and_join([s for s, _ in NAMES], [t for _, t in NAMES], method="cst", direction="forward")
+    assert result["transformations"][0]["program"] == "SplitSubstr(' ', 1, 0, 1) + Literal(' ') + Split(',', 0)"
+
+
+def test_auto_direction_finds_the_backward_join():
+    sources, targets = [t for _, t in NAMES], [s for s, _ in NAMES]  # "D Rafiei" -> "Rafiei, Davood" is impossible
+    result = learn_and_join(sources, targets, method="cst")
+    assert result["direction"] == "backward"
+    assert _joined(result) == {(t, s) for s, t in NAMES}
+
+
+def test_results_are_deterministic_within_a_process():
+    sources, targets = [s for s, _ in NAMES + PHONES], [t for _, t in NAMES + PHONES]
+    for method in ("cst", "autojoin"):
+        first = learn_and_join(sources, targets, method=method)
+        second = learn_and_join(sources, targets, method=method)
+        first.pop("seconds"), second.pop("seconds")
+        assert first == second
+
+
+# -- benchmark cases ----------------------------------------------------------------------------------
+
+
+def _bench():
+    sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
+    import bench_transform
+
+    return bench_transform
+
+
+@pytest.mark.parametrize(("dataset", "case", "method", "floor"), [
+    ("web", "k12 name to email", "cst", 0.90),
+    ("web", "k12 name to email", "autojoin", 0.90),
+    ("web", "chinese provinces", "cst", 0.95),
+    ("spreadsheet", "reverse-name", "cst", 0.95),
+    ("spreadsheet", "dr-name", "autojoin", 0.95),
+])
+def test_benchmark_cases_reach_the_observed_f1(shared_dir, dataset, case, method, floor):
+    bench = _bench()
+    source, target, golden = bench.load_case(bench.DATASETS[dataset] / case)
+    precision, recall, f1 = bench.join_scores(learn_and_join(source, target, method=method)["pairs"], golden)
+    assert f1 >= floor, (precision, recall)
+
+
+def test_identical_json_across_hash_seeds(shared_dir):
+    folder = shared_dir / "benchmarks" / "autojoin-web" / "k12 name to email"
+    script = (
+        "import json, sys; sys.path.insert(0, 'tests/benchmarks'); import bench_transform as b; "
+        "from lakejoin.transform import learn_and_join; "
+        f"s, t, _ = b.load_case(b.Path({str(folder)!r})); "
+        "out = [learn_and_join(s, t, method=m) for m in ('cst', 'autojoin')]; "
+        "[r.pop('seconds') for r in out]; print(json.dumps(out, sort_keys=True))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    outputs = [
+        subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
+                       env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout
+        for seed in ("1", "12345")
+    ]
+    assert outputs[0] == outputs[1] and json.loads(outputs[0])[0]["pairs"]
+
+
+# -- malformed input and the CLI command ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("source", "target", "kwargs", "message"), [
+    ([], ["a"], {}, "source column has no non-empty values"),
+    (["", "n/a", None], ["a"], {}, "no non-empty values"),
+    (["abc", 12], ["a"], {}, "not text"),
+    ("abc", ["a"], {}, "sequence of strings"),
+    (["x" * 5000], ["a"], {}, "characters"),
+    (["abc"], ["abc"], {"method": "magic"}, "unknown method"),
+    (["abc"], ["abc"], {"direction": "sideways"}, "unknown direction"),
+    (["abc"], ["abc"], {"max_placeholderz": 2}, "unknown parameters"),
+    (["abc"], ["abc"], {"units": ("Regex",)}, "unknown CST units"),
+])
+def test_malformed_input_raises_value_error(source, target, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        learn_and_join(source, target, **kwargs)
+
+
+def _cli_args(tmp_path: Path, target_column: str = "email", **overrides) -> argparse.Namespace:
+    (tmp_path / "people.csv").write_text("name,id\n" + "".join(f'"{s}",{i}\n' for i, (s, _) in enumerate(NAMES)))
+    (tmp_path / "staff.csv").write_text("email\n" + "".join(f"{t}\n" for _, t in NAMES) + "NA\n")
+    parser = argparse.ArgumentParser()
+    transform_command.add_arguments(parser)
+    argv = ["--source", str(tmp_path / "people.csv"), "--source-column", "name",
+            "--target", str(tmp_path / "staff.csv"), "--target-column", target_column]
+    for key, value in overrides.items():
+        argv += [f"--{key}", value]
+    return parser.parse_args(argv)
+
+
+def test_cli_command_prints_the_learn_and_join_dict(tmp_path):
+    result = transform_command.run(_cli_args(tmp_path, method="autojoin"))
+    assert json.loads(json.dumps(result))["method"] == "autojoin"
+    assert _joined(result) == set(NAMES)
+    assert "joined pairs" in transform_command.summarize(result)
+
+
+def test_cli_command_rejects_a_missing_column(tmp_path):
+    with pytest.raises(ValueError, match="column 'mail' not in"):
+        transform_command.run(_cli_args(tmp_path, target_column="mail"))
+
+
+def test_console_script_transform_json(tmp_path):
+    script = Path(sys.executable).with_name("lakejoin")
+    if not script.exists():
+        pytest.skip("lakejoin console script not installed")
+    args = _cli_args(tmp_path)
+    argv = [str(script), "transform", "--source", args.source, "--source-column", "name",
+            "--target", args.target, "--target-column", "email", "--json"]
+    result = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+    assert _joined(result) == set(NAMES)
+    failed = subprocess.run([*argv[:-3], "--target-column", "mail", "--json"], capture_output=True, text=True)
+    assert failed.returncode != 0 and "column 'mail' not in" in json.loads(failed.stdout)["error"]
