@@ -1,0 +1,120 @@
+"""Read-cost model of JOSIE (thesis §3.4.3, Eq. 3.15) fitted to the searcher's own storage.
+
+``S(n) = s0 + s1·n`` is the time to read ``n`` tokens of a set and ``L(f) = l0 + l1·f`` the
+time to read a posting list of length ``f``. The thesis fits them by timing 1,000 sampled
+sets and 1,000 sampled lists in PostgreSQL (Fig. 3.4); here the storage is the in-memory
+CSR arrays of ``reads.py``, so :func:`fit_read_cost` times the very read functions the
+searchers call, on samples of the loaded index, when the index is loaded.
+
+Single reads take tens of nanoseconds, below a timer's resolution, so the samples are
+timed in batches of similar sizes (each batch read ``repeats`` times inside one compiled
+call, which also amortizes the call overhead) and the per-read coefficients come from a
+least-squares fit of ``time(batch) = c0·reads + c1·tokens`` over the batches.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from lakejoin.index.josie.reads import count_suffix, scan_list
+
+_MIN_COST = 1e-10  # seconds; keeps a coefficient positive when the fit lands at or below 0
+
+
+@dataclass(frozen=True)
+class ReadCost:
+    """Coefficients of Eq. 3.15, in seconds."""
+
+    s0: float
+    s1: float
+    l0: float
+    l1: float
+
+    def S(self, n: float) -> float:  # noqa: N802 - the thesis's name
+        return self.s0 + self.s1 * n
+
+    def L(self, f: float) -> float:  # noqa: N802 - the thesis's name
+        return self.l0 + self.l1 * f
+
+
+@njit(cache=True)
+def _read_lists(list_indptr, post_set, tokens, counts, touched, repeats):
+    n_touched = 0
+    for _ in range(repeats):
+        for t in tokens:
+            n_touched = scan_list(list_indptr, post_set, t, 1, counts, touched, n_touched)
+    counts[touched[:n_touched]] = 0
+
+
+@njit(cache=True)
+def _read_sets(set_indptr, set_tokens, mark, sets, repeats):
+    hits = 0
+    for _ in range(repeats):
+        for s in sets:
+            hits += count_suffix(set_indptr, set_tokens, mark, s, 0)
+    return hits
+
+
+def _sample(lengths: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Half uniform, half length-weighted: the skewed lengths of a lake still span the fit."""
+    candidates = np.flatnonzero(lengths > 0)
+    if len(candidates) == 0:
+        return candidates
+    half = max(1, n // 2)
+    weights = lengths[candidates] / lengths[candidates].sum()
+    picked = np.concatenate(
+        (rng.choice(candidates, size=half), rng.choice(candidates, size=half, p=weights))
+    )
+    return picked[np.argsort(lengths[picked], kind="stable")]
+
+
+def _fit(timer, items: np.ndarray, lengths: np.ndarray, batch: int) -> tuple[float, float]:
+    """Least-squares ``(c0, c1)`` of ``time = c0·reads + c1·tokens`` over batches of items."""
+    rows, times = [], []
+    for start in range(0, len(items), batch):
+        chunk = items[start : start + batch]
+        tokens = int(lengths[chunk].sum())
+        repeats = max(1, 20_000 // (len(chunk) + tokens // 4 + 1))
+        timer(chunk, 1)  # warm the caches and compile
+        best = min(_timed(timer, chunk, repeats) for _ in range(3))
+        rows.append((len(chunk), tokens))
+        times.append(best / repeats)
+    a = np.array(rows, dtype=np.float64)
+    (c0, c1), *_ = np.linalg.lstsq(a, np.array(times), rcond=None)
+    return max(float(c0), _MIN_COST), max(float(c1), _MIN_COST)
+
+
+def _timed(timer, chunk: np.ndarray, repeats: int) -> float:
+    start = time.perf_counter()
+    timer(chunk, repeats)
+    return time.perf_counter() - start
+
+
+def fit_read_cost(
+    list_indptr: np.ndarray,
+    post_set: np.ndarray,
+    set_indptr: np.ndarray,
+    set_tokens: np.ndarray,
+    n_sets: int,
+    *,
+    samples: int = 1000,
+    batch: int = 20,
+    seed: int = 0,
+) -> ReadCost:
+    """Fit ``S`` and ``L`` by timing ``samples`` sets and ``samples`` posting lists."""
+    rng = np.random.default_rng(seed)
+    list_lengths = np.diff(list_indptr)
+    set_lengths = np.diff(set_indptr)
+    counts = np.zeros(n_sets, np.int32)
+    touched = np.empty(n_sets, np.int32)
+    mark = np.zeros(int(set_tokens.max(initial=0)) + 1, np.uint8)
+    mark[::2] = 1
+    lists = _sample(list_lengths, samples, rng).astype(np.int64)
+    sets = _sample(set_lengths, samples, rng).astype(np.int64)
+    l0, l1 = _fit(lambda c, r: _read_lists(list_indptr, post_set, c, counts, touched, r), lists, list_lengths, batch)
+    s0, s1 = _fit(lambda c, r: _read_sets(set_indptr, set_tokens, mark, c, r), sets, set_lengths, batch)
+    return ReadCost(s0=s0, s1=s1, l0=l0, l1=l1)

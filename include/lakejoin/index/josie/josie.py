@@ -1,0 +1,415 @@
+"""JOSIE: exact top-k overlap set similarity search (thesis Ch. 3, Algorithm 2).
+
+Given a query set Q and the lake's sets Ω, return at most k sets X with |Q ∩ X| > 0 such
+that the k-th overlap is ≥ that of every set left out (Definition 3.1.1). Ranking by
+overlap equals ranking by containment |Q ∩ X| / |Q| for a fixed query.
+
+The algorithm reads Q's posting lists in the global order (rarest first) and keeps, for
+every unread candidate X, ``i_{X,0}`` (query position of first sight), ``j_{X,0}`` and
+``j_X`` (first and latest matched positions in X) and ``|Q[1:i] ∩ X|`` (partial overlap).
+Once per batch of λ distinct lists it compares the net cost (Eq. 3.13) of reading the best
+candidate's remaining suffix (benefit Eq. 3.7, new threshold Eq. 3.5, estimate Eq. 3.4)
+with that of reading the next batch of lists (benefit Eqs. 3.9–3.12), and does the cheaper.
+The prefix filter (§3.2.2) stops new candidates, the position filter (Eqs. 3.2, 3.6)
+drops candidates that cannot reach |Q ∩ X_k|, and only the last list of each duplicate
+group is read, the skipped lists adding to every partial overlap in it (§3.4.1; the bug
+the note's Part B flags in the published code, which overwrote instead of adding, is
+what ``partial[s] += skipped + 1`` avoids). The read costs S and L are fitted to this
+process's arrays when the index is loaded (``cost.py``).
+
+[D] In memory a decision is not free next to the reads it weighs: it scans every unread
+candidate (the note's pitfall 5, "estimation overhead"). A decision point is skipped when
+that scan, costed as ``2·s0`` per candidate (two random accesses to per-set state), exceeds
+the cost of all posting lists still unread, i.e. when no outcome could pay for it.
+
+Errata followed (see ../shared/notes/josie-lshensemble-autojoin.md, Part B): the batch
+overlap rate uses the observed window ``|Q[1:i] ∩ X| / (i − i_{X,0} + 1)`` (consistent with
+Eq. 3.4) rather than the printed Eq. 3.9 denominator; positions are 0-based.
+
+Memory: the searcher holds per posting entry 16 bytes (``post_set``, ``post_pos`` and
+``post_size``, int32, plus the entry's token id in its integer set, int32); per token about
+17 bytes of arrays (list offset int64, group int64, query mark) plus a Python dict entry for
+the token text (about 100 bytes + the text); per set 44 bytes (id and set offset int64, a
+16-byte candidate row and three int32 scratch slots). The Arrow tables passed to ``load``
+are not kept. So N entries, T tokens and M sets take about
+``16·N + (117 + mean text length)·T + 44·M`` bytes; tests/benchmarks/bench_josie.py measured
+the arrays (dict left out) at 19.3 B per entry on its 100,000-set open-data lake. On a 24 GiB machine, leaving
+~8 GiB to the OS, Spark-free serving and the load peak, about 16 GiB serve e.g. 800 M posting
+entries with 20 M tokens and 1 M sets; on a lake with many distinct values the token
+dictionary, not the postings, runs out first.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numba import njit
+
+from lakejoin.index.josie.baselines import mergelist, probeset
+from lakejoin.index.josie.cost import ReadCost, fit_read_cost
+from lakejoin.index.josie.reads import count_suffix, heap_push, is_group_end, kth_overlap
+from lakejoin.normalize import normalize_set
+
+DEFAULT_BATCH_SIZE = 20  # λ: the thesis's value for Open Data (§3.5.4)
+MATCHED_SAMPLE = 5
+
+# Per-set scratch row ``cands[s] = (partial, i_{X,0}, j_{X,0}, j_X)``, one cache line per
+# candidate; ``partial`` doubles as the state: 0 unseen, > 0 unread candidate, -1 done.
+_UNSEEN, _DONE = 0, -1
+
+
+@njit(cache=True)
+def _new_threshold(values, n, k, estimate):
+    """|Q ∩ X'_k|_est after reading a candidate estimated at ``estimate`` (Eq. 3.5)."""
+    if n < k - 1:
+        return 0.0
+    if n == k - 1:
+        return min(float(values[0]), estimate) if n > 0 else estimate
+    if estimate <= values[0]:
+        return float(values[0])
+    if k == 1:
+        return estimate
+    return min(estimate, float(values[1]))
+
+
+@njit(cache=True)
+def _next_batch_end(q, group, i, batch):
+    """Query position of the last list of the next batch of λ distinct lists after ``i``."""
+    nq = q.shape[0]
+    end = i
+    distinct = 0
+    while end + 1 < nq and distinct < batch:
+        end += 1
+        if is_group_end(q, group, end):
+            distinct += 1
+    return end
+
+
+@njit(cache=True)
+def _decide(
+    q, group, i, k, batch, s0, s1, list_cost, set_indptr, set_tokens, mark,
+    cands, cand, n_cand, n_unread, heap_values, heap_ids, n_heap, stats,
+):
+    """One decision point after reading the list at query position ``i``.
+
+    Prune unread candidates with the position filter (Eq. 3.6), then read candidates, best
+    estimate (Eq. 3.4) first, while a candidate's net cost (Eq. 3.13, benefit Eq. 3.7) is no
+    more than the next batch's (benefit Eq. 3.12). ``list_cost[m]`` is the summed L(f) of
+    the distinct lists before query position m. Returns (n_cand, n_unread, n_heap).
+    """
+    nq = q.shape[0]
+    theta = kth_overlap(heap_values, n_heap, k)
+    end = _next_batch_end(q, group, i, batch)
+    width = end - i
+    cost_batch = list_cost[end + 1] - list_cost[i + 1]
+
+    kept = 0
+    for c in range(n_cand):
+        s = cand[c]
+        if cands[s, 0] <= 0:
+            continue
+        size = set_indptr[s + 1] - set_indptr[s]
+        if cands[s, 0] + min(nq - 1 - i, size - 1 - cands[s, 3]) <= theta:  # Eq. 3.6
+            cands[s, 0] = _DONE
+            n_unread -= 1
+            continue
+        cand[kept] = s
+        kept += 1
+    n_cand = kept
+    if n_cand == 0:
+        return n_cand, n_unread, n_heap
+
+    bound = np.empty(n_cand)
+    read_cost = np.empty(n_cand)
+    estimate = np.full(n_cand, -1.0)
+    benefit_batch = 0.0
+    for c in range(n_cand):
+        s = cand[c]
+        size = set_indptr[s + 1] - set_indptr[s]
+        suffix = size - 1 - cands[s, 3]
+        bound[c] = cands[s, 0] + min(nq - 1 - i, suffix)
+        read_cost[c] = s0 + s1 * suffix
+        seen_for = i - cands[s, 1] + 1
+        if seen_for < batch:  # too few lists since first sight for a stable estimate
+            continue
+        rate = cands[s, 0] / seen_for
+        remaining = nq - cands[s, 1]
+        estimate[c] = min(rate * remaining, bound[c])  # Eq. 3.4
+        if width == 0:
+            continue
+        next_j = cands[s, 3] + width / remaining * (size - cands[s, 2])  # Eq. 3.10
+        next_bound = cands[s, 0] + rate * width + min(nq - 1 - end, size - 1 - next_j)  # Eq. 3.11
+        if next_bound <= theta:
+            benefit_batch += read_cost[c]  # Eq. 3.12, first term: X pruned by the batch
+        else:
+            benefit_batch += s1 * max(0.0, min(next_j, size - 1.0) - cands[s, 3])  # shorter suffix
+    net_batch = cost_batch - benefit_batch if width > 0 else np.inf
+
+    by_bound = np.argsort(bound)
+    sorted_bound = bound[by_bound]
+    pruned_cost = np.zeros(n_cand + 1)
+    pruned_cost[1:] = np.cumsum(read_cost[by_bound])
+    for c in np.argsort(-estimate):
+        if estimate[c] < 0:
+            break
+        s = cand[c]
+        theta = kth_overlap(heap_values, n_heap, k)
+        if estimate[c] <= theta:
+            break
+        if cands[s, 0] <= 0:
+            continue
+        if bound[c] <= theta:
+            cands[s, 0] = _DONE
+            n_unread -= 1
+            continue
+        if n_heap == k:
+            new_theta = _new_threshold(heap_values, n_heap, k, estimate[c])  # Eq. 3.5
+            prefix = min(nq - theta + 1, nq)
+            new_prefix = max(nq - int(new_theta) + 1, i + 1)
+            benefit = list_cost[prefix] - list_cost[new_prefix] if prefix > new_prefix else 0.0
+            pruned = np.searchsorted(sorted_bound, new_theta, side="right")
+            benefit += pruned_cost[pruned] - (read_cost[c] if bound[c] <= new_theta else 0.0)  # Eq. 3.7
+            if read_cost[c] - benefit > net_batch:  # Eq. 3.13: the batch is cheaper
+                break
+        size = set_indptr[s + 1] - set_indptr[s]
+        overlap = cands[s, 0] + count_suffix(set_indptr, set_tokens, mark, s, cands[s, 3] + 1)
+        stats[1] += 1
+        stats[3] += size - 1 - cands[s, 3]
+        cands[s, 0] = _DONE
+        n_unread -= 1
+        n_heap = heap_push(heap_values, heap_ids, n_heap, k, overlap, s)
+    return n_cand, n_unread, n_heap
+
+
+@njit(cache=True)
+def josie(
+    q, k, batch, s0, s1, l0, l1, list_indptr, post_set, post_pos, post_size, group, set_indptr, set_tokens, mark,
+    cands, touched, cand, out_sets, out_overlaps, stats,
+):
+    """JOSIE (Algorithm 2) over the query's token ids ``q`` (ascending, all in the index).
+
+    The scratch ``cands`` (one row per set) must have column 0 zeroed and is left so. Results go to ``out_sets``/``out_overlaps`` (ascending overlap); returns their
+    count. ``stats`` gets lists read, sets read, posting entries read, set tokens read.
+    """
+    nq = q.shape[0]
+    list_cost = np.zeros(nq + 1)
+    for m in range(nq):
+        read = l0 + l1 * (list_indptr[q[m] + 1] - list_indptr[q[m]]) if is_group_end(q, group, m) else 0.0
+        list_cost[m + 1] = list_cost[m] + read
+    n_heap = 0
+    n_touched = 0
+    n_cand = 0
+    n_unread = 0
+    skipped = 0
+    since_decision = 0
+    all_read = True
+    for i in range(nq):
+        if not is_group_end(q, group, i):
+            skipped += 1
+            continue
+        theta = kth_overlap(out_overlaps, n_heap, k)
+        best_unseen = nq - i + skipped  # a set first seen now matches at most this many
+        if theta >= best_unseen and n_unread == 0:  # past the prefix, nothing left to resolve
+            all_read = False
+            break
+        admit = theta < best_unseen
+        token = q[i]
+        stats[0] += 1
+        stats[2] += list_indptr[token + 1] - list_indptr[token]
+        for e in range(list_indptr[token], list_indptr[token + 1]):
+            s = post_set[e]
+            st = cands[s, 0]
+            if st > 0:
+                cands[s, 0] += skipped + 1
+                cands[s, 3] = post_pos[e]
+            elif st == _UNSEEN and admit:
+                position = post_pos[e]
+                size = post_size[e]
+                touched[n_touched] = s
+                n_touched += 1
+                if skipped + 1 + min(nq - 1 - i, size - 1 - position) <= theta:  # Eq. 3.2
+                    cands[s, 0] = _DONE
+                    continue
+                cands[s, 0] = skipped + 1
+                cands[s, 1] = i - skipped
+                cands[s, 2] = max(0, position - skipped)
+                cands[s, 3] = position
+                cand[n_cand] = s
+                n_cand += 1
+                n_unread += 1
+        skipped = 0
+        since_decision += 1
+        if i == nq - 1 or n_unread == 0 or since_decision < batch:
+            continue
+        if n_heap < k and n_unread < k:
+            continue
+        if n_heap == k and 2.0 * s0 * n_unread > list_cost[nq] - list_cost[i + 1]:
+            continue  # the decision would cost more than all the lists it could save
+        since_decision = 0
+        n_cand, n_unread, n_heap = _decide(
+            q, group, i, k, batch, s0, s1, list_cost, set_indptr, set_tokens, mark,
+            cands, cand, n_cand, n_unread, out_overlaps, out_sets, n_heap, stats,
+        )
+    if all_read:  # every list was read: partial overlaps of unread candidates are exact
+        for c in range(n_cand):
+            s = cand[c]
+            if cands[s, 0] > 0:
+                n_heap = heap_push(out_overlaps, out_sets, n_heap, k, cands[s, 0], s)
+    for t in range(n_touched):
+        cands[touched[t], 0] = _UNSEEN
+    return n_heap
+
+
+class JosieSearcher:
+    """Exact top-k joinable-column search over one loaded JOSIE index.
+
+    ``search`` runs JOSIE; ``search_mergelist`` and ``search_probeset`` run the thesis's
+    baselines on the same arrays (for benchmarks and cross-checks). All three return the
+    same result shape. One searcher serves one query at a time (a lock guards the shared
+    scratch arrays); ``last_stats`` describes the latest query's reads.
+    """
+
+    def __init__(self, tables: Mapping[str, pa.Table], *, batch_size: int = DEFAULT_BATCH_SIZE, read_cost: ReadCost | None = None, fit_samples: int = 1000) -> None:
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        missing = {"tokens", "sets", "postings"} - set(tables)
+        if missing:
+            raise ValueError(f"JOSIE index is missing tables: {sorted(missing)}")
+        self.batch_size = batch_size
+        self._load_sets(tables["sets"])
+        self._load_tokens(tables["tokens"])
+        self._load_postings(tables["postings"])
+        n_sets = len(self.set_ids)
+        self._cands = np.zeros((n_sets, 4), np.int32)
+        self._counts = np.zeros(n_sets, np.int32)  # MergeList counts, ProbeSet seen flags
+        self._touched = np.empty(n_sets, np.int32)
+        self._cand = np.empty(n_sets, np.int32)
+        self._lock = threading.Lock()
+        self.read_cost = read_cost or fit_read_cost(
+            self._list_indptr, self._post_set, self._set_indptr, self._set_tokens, n_sets, samples=fit_samples
+        )
+        self.last_stats: dict[str, object] = {}
+
+    def _load_sets(self, sets: pa.Table) -> None:
+        sets = sets.sort_by("set_id")
+        self.set_ids = sets["set_id"].to_numpy()
+        if len(np.unique(self.set_ids)) != len(self.set_ids):
+            raise ValueError("JOSIE sets table has duplicate set_id")
+        tokens = sets["tokens"].combine_chunks()
+        lengths = pc.list_value_length(tokens).to_numpy(zero_copy_only=False)
+        if not np.array_equal(lengths, sets["size"].to_numpy()):
+            raise ValueError("JOSIE sets table: size differs from the length of tokens")
+        self._set_indptr = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
+        self._set_tokens = pc.list_flatten(tokens).to_numpy().astype(np.int32)
+
+    def _load_tokens(self, tokens: pa.Table) -> None:
+        ids = tokens["token_id"].to_numpy()
+        n = int(ids.max(initial=-1)) + 1
+        self._group = np.arange(n, dtype=np.int64)  # ids absent from the table are never queried
+        self._group[ids] = tokens["group_id"].to_numpy()
+        self._token_ids = dict(zip(tokens["token"].to_pylist(), ids.tolist()))
+        self._mark = np.zeros(n, np.uint8)
+
+    def _load_postings(self, postings: pa.Table) -> None:
+        token_id = postings["token_id"].to_numpy()
+        order = np.argsort(token_id, kind="stable")
+        set_index = np.searchsorted(self.set_ids, postings["set_id"].to_numpy()[order])
+        if len(self.set_ids) == 0 or np.any(self.set_ids[np.minimum(set_index, len(self.set_ids) - 1)] != postings["set_id"].to_numpy()[order]):
+            raise ValueError("JOSIE postings table names a set_id missing from the sets table")
+        self._post_set = set_index.astype(np.int32)
+        self._post_pos = postings["position"].to_numpy()[order].astype(np.int32)
+        self._post_size = postings["set_size"].to_numpy()[order].astype(np.int32)
+        counts = np.bincount(token_id, minlength=len(self._group))
+        self._list_indptr = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
+
+    @property
+    def num_sets(self) -> int:
+        return len(self.set_ids)
+
+    def search(self, query: Iterable[str], k: int = 10) -> list[dict]:
+        """Top-k columns by overlap with ``query``'s distinct normalized values (JOSIE)."""
+        return self._run("josie", query, k)
+
+    def search_mergelist(self, query: Iterable[str], k: int = 10) -> list[dict]:
+        """Same answer as :meth:`search`, computed by MergeList-D (Eq. 3.1)."""
+        return self._run("mergelist", query, k)
+
+    def search_probeset(self, query: Iterable[str], k: int = 10) -> list[dict]:
+        """Same answer as :meth:`search`, computed by ProbeSet-D (Eq. 3.3)."""
+        return self._run("probeset", query, k)
+
+    def _prepare(self, query: Iterable[str]) -> tuple[int, np.ndarray, dict[int, str]]:
+        if isinstance(query, (str, bytes)):
+            raise ValueError("query must be an iterable of values, not a single string")
+        values = normalize_set(query)
+        if not values:
+            raise ValueError("empty query: no non-null value after normalization")
+        known = {self._token_ids[v]: v for v in values if v in self._token_ids}
+        q = np.array(sorted(known), dtype=np.int32)
+        return len(values), q, known
+
+    def _run(self, algorithm: str, query: Iterable[str], k: int) -> list[dict]:
+        if not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
+        size, q, known = self._prepare(query)
+        out_sets = np.full(k, -1, np.int64)
+        out_overlaps = np.zeros(k, np.int64)
+        stats = np.zeros(4, np.int64)
+        with self._lock:
+            started = time.perf_counter()
+            self._mark[q] = 1
+            n = self._dispatch(algorithm, q, k, out_sets, out_overlaps, stats) if len(q) else 0
+            elapsed = time.perf_counter() - started
+            results = [self._result(int(s), int(o), size, known) for s, o in zip(out_sets[:n], out_overlaps[:n])]
+            self._mark[q] = 0
+        self.last_stats = {
+            "algorithm": algorithm,
+            "query_size": size,
+            "matched_tokens": len(q),
+            "lists_read": int(stats[0]),
+            "sets_read": int(stats[1]),
+            "postings_read": int(stats[2]),
+            "set_tokens_read": int(stats[3]),
+            "seconds": elapsed,
+        }
+        return sorted(results, key=lambda r: (-r["overlap"], r["column_id"]))
+
+    def _dispatch(self, algorithm: str, q: np.ndarray, k: int, out_sets, out_overlaps, stats) -> int:
+        if algorithm == "mergelist":
+            return mergelist(q, k, self._list_indptr, self._post_set, self._group, self._counts, self._touched, out_sets, out_overlaps, stats)
+        if algorithm == "probeset":
+            return probeset(
+                q, k, self._list_indptr, self._post_set, self._post_pos, self._group, self._set_indptr,
+                self._set_tokens, self._mark, self._counts, self._touched, out_sets, out_overlaps, stats,
+            )
+        cost = self.read_cost
+        return josie(
+            q, k, self.batch_size, cost.s0, cost.s1, cost.l0, cost.l1, self._list_indptr, self._post_set,
+            self._post_pos, self._post_size, self._group, self._set_indptr, self._set_tokens, self._mark,
+            self._cands, self._touched, self._cand,
+            out_sets, out_overlaps, stats,
+        )
+
+    def _result(self, set_index: int, overlap: int, size: int, known: dict[int, str]) -> dict:
+        members = self._set_tokens[self._set_indptr[set_index] : self._set_indptr[set_index + 1]]
+        matched = members[self._mark[members] == 1][:MATCHED_SAMPLE]  # rarest matches first
+        return {
+            "column_id": int(self.set_ids[set_index]),
+            "overlap": overlap,
+            "containment": overlap / size,
+            "matched_sample": [known[int(t)] for t in matched],
+        }
+
+
+def load(tables: Mapping[str, pa.Table], **params: object) -> JosieSearcher:
+    """Build the in-memory searcher from the ``tokens``/``sets``/``postings`` tables.
+
+    ``params``: ``batch_size`` (λ, default 20), ``read_cost`` (a :class:`ReadCost` to skip
+    fitting), ``fit_samples`` (sets and lists timed by the cost fit, default 1,000).
+    """
+    return JosieSearcher(tables, **params)

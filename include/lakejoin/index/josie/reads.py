@@ -1,0 +1,85 @@
+"""The two reads every algorithm of thesis Ch. 3 is made of, and the running top-k heap.
+
+JOSIE, MergeList and ProbeSet differ only in *which* posting lists and set suffixes they
+read (thesis §3.2–3.3); the reads themselves live here so the cost model (``cost.py``)
+times exactly the code the searchers run.
+
+Storage is CSR over int32 arrays held in memory (the "storage layer" of §3.4.3):
+
+- posting list of token ``t``: ``post_set[list_indptr[t]:list_indptr[t+1]]`` (dense set
+  index) with ``post_pos`` (0-based position of ``t`` in that set) and ``post_size`` (the
+  set's size), the three fields of Example 3.2.3 read sequentially with the list.
+- integer set ``X``: ``set_tokens[set_indptr[X]:set_indptr[X+1]]``, token ids ascending in
+  the global order.
+- the query is a ``mark`` byte per token id (1 = in Q), so reading ``n`` tokens of a set
+  costs ``n`` lookups whatever |Q| is: ``S(n)`` linear in ``n`` as Eq. 3.15 assumes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True, inline="always")
+def is_group_end(q: np.ndarray, group: np.ndarray, i: int) -> bool:
+    """True when query position ``i`` holds the last list of its duplicate group (§3.4.1)."""
+    return i + 1 == q.shape[0] or group[q[i + 1]] != group[q[i]]
+
+
+@njit(cache=True)
+def count_suffix(set_indptr: np.ndarray, set_tokens: np.ndarray, mark: np.ndarray, s: int, start: int) -> int:
+    """Read ``X[start:]`` of set ``s`` and return ``|X[start:] ∩ Q|``."""
+    hits = 0
+    for e in range(set_indptr[s] + start, set_indptr[s + 1]):
+        hits += mark[set_tokens[e]]
+    return hits
+
+
+@njit(cache=True)
+def scan_list(
+    list_indptr: np.ndarray, post_set: np.ndarray, token: int, weight: int, counts: np.ndarray, touched: np.ndarray, n_touched: int
+) -> int:
+    """Read the posting list of ``token``: add ``weight`` to the count of every set in it,
+    append sets counted for the first time to ``touched``; return the new touched count."""
+    for e in range(list_indptr[token], list_indptr[token + 1]):
+        s = post_set[e]
+        if counts[s] == 0:
+            touched[n_touched] = s
+            n_touched += 1
+        counts[s] += weight
+    return n_touched
+
+
+@njit(cache=True)
+def heap_push(values: np.ndarray, ids: np.ndarray, n: int, k: int, overlap: int, set_index: int) -> int:
+    """Offer ``(overlap, set)`` to the running top-k and return its new size.
+
+    The heap is kept as an ascending array, so ``values[0]`` is |Q ∩ X_k| once full and
+    ``values[1]`` is |Q ∩ X_{k-1}| (both needed by Eq. 3.5); k is small (tens), so sorted
+    insertion costs less than a binary heap's bookkeeping.
+    """
+    if n < k:
+        j = n
+        n += 1
+        while j > 0 and values[j - 1] > overlap:
+            values[j] = values[j - 1]
+            ids[j] = ids[j - 1]
+            j -= 1
+    elif overlap > values[0]:
+        j = 0
+        while j + 1 < k and values[j + 1] < overlap:
+            values[j] = values[j + 1]
+            ids[j] = ids[j + 1]
+            j += 1
+    else:
+        return n
+    values[j] = overlap
+    ids[j] = set_index
+    return n
+
+
+@njit(cache=True, inline="always")
+def kth_overlap(values: np.ndarray, n: int, k: int) -> int:
+    """|Q ∩ X_k|, the pruning threshold: 0 until k sets are in the running top-k."""
+    return values[0] if n == k else 0
