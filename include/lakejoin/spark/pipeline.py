@@ -153,7 +153,8 @@ def _list_resources(config, sources, previous, options, progress):
     workdir = config.home / "downloads"
     workdir.mkdir(parents=True, exist_ok=True)
     for spec in sources:
-        source = open_source(spec, allow_private_hosts=options.allow_private_hosts, max_bytes=options.max_bytes, **options.source_options)
+        settings = {"allow_private_hosts": options.allow_private_hosts, "max_bytes": options.max_bytes, **options.source_options}
+        source = open_source(spec, **settings)
         mine = {k: v for k, v in previous.items() if v["source"] == source.spec}
         try:
             listed.extend(source.resources(mine, workdir))
