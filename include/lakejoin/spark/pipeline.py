@@ -109,6 +109,9 @@ def build_indexes(config: LakeConfig, changed: set[str] | None, progress: Progre
     Returns rows written per table."""
     changed = changed_since_published(config) if changed is None else changed
     written: dict[str, int] = {}
+    if not delta.exists(config.table_path(COLUMNS)):
+        progress.say("  nothing ingested yet: no index to build")
+        return written
     for family in families:
         builder = _family_builder(family)
         if builder is None or (not changed and _family_built(config, family)):
@@ -117,7 +120,8 @@ def build_indexes(config: LakeConfig, changed: set[str] | None, progress: Progre
         with progress.stage(f"index:{family}"):
             previous = _family_tables(config, spark, family) or None
             inputs, params = _family_inputs(config, spark, family, previous, changed)
-            tables = builder.build_tables(spark, inputs, previous=previous, changed=changed, **params)
+            incremental = {"previous": previous, "changed": changed} if previous is not None else {}
+            tables = builder.build_tables(spark, inputs, **incremental, **params)
             for name, frame in tables.items():
                 path = config.table_path(f"index/{family}/{name}")
                 schema = _arrow_schema(frame)
