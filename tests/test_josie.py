@@ -185,7 +185,7 @@ def test_tables_follow_the_global_order():
 
 def test_read_cost_is_fitted_on_load(real_searcher):
     cost = real_searcher.read_cost
-    assert min(cost.s0, cost.s1, cost.l0, cost.l1) > 0
+    assert min(cost.s0, cost.s1, cost.l0, cost.l1) > 0 and cost.d >= 0
     assert cost.S(1000) > cost.S(10) and cost.L(1000) > cost.L(10)
 
 

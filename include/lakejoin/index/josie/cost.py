@@ -6,6 +6,9 @@ sets and 1,000 sampled lists in PostgreSQL (Fig. 3.4); here the storage is the i
 CSR arrays of ``reads.py``, so :func:`fit_read_cost` times the very read functions the
 searchers call, on samples of the loaded index, when the index is loaded.
 
+``d`` is fitted the same way, by timing JOSIE's own decision step (``josie.fit_decision_cost``)
+on growing numbers of candidates.
+
 Single reads take tens of nanoseconds, below a timer's resolution, so the samples are
 timed in batches of similar sizes (each batch read ``repeats`` times inside one compiled
 call, which also amortizes the call overhead) and the per-read coefficients come from a
@@ -27,12 +30,15 @@ _MIN_COST = 1e-10  # seconds; keeps a coefficient positive when the fit lands at
 
 @dataclass(frozen=True)
 class ReadCost:
-    """Coefficients of Eq. 3.15, in seconds."""
+    """Coefficients of Eq. 3.15, in seconds, and ``d``: the time a decision point spends per
+    unread candidate (the thesis's "estimation overhead", §3.5.4, linear in the candidates;
+    0 makes decisions free)."""
 
     s0: float
     s1: float
     l0: float
     l1: float
+    d: float = 0.0
 
     def S(self, n: float) -> float:  # noqa: N802 - the thesis's name
         return self.s0 + self.s1 * n

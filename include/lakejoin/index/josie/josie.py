@@ -18,9 +18,13 @@ what ``partial[s] += skipped + 1`` avoids). The read costs S and L are fitted to
 process's arrays when the index is loaded (``cost.py``).
 
 [D] In memory a decision is not free next to the reads it weighs: it scans every unread
-candidate (the note's pitfall 5, "estimation overhead"). A decision point is skipped when
-that scan, costed as ``2·s0`` per candidate (two random accesses to per-set state), exceeds
-the cost of all posting lists still unread, i.e. when no outcome could pay for it.
+candidate (the note's pitfall 5, "estimation overhead"). So the decision makes one pass over
+U, sums Eq. 3.7's elimination term by integer upper bound instead of sorting U, and sorts
+only the candidates estimated above |Q ∩ X_k| (the only ones it may read); its cost per
+candidate, ``d``, is timed on load with the read costs (:func:`fit_decision_cost`), and a
+decision point is skipped when ``d·|U|`` exceeds the cost of all posting lists still
+unread, i.e. when no outcome could pay for it. A query with fewer than λ·12 distinct lists
+gets a smaller λ (:func:`_query_batch`) so that it still reaches decision points.
 
 Errata followed (see ../shared/notes/josie-lshensemble-autojoin.md, Part B): the batch
 overlap rate uses the observed window ``|Q[1:i] ∩ X| / (i − i_{X,0} + 1)`` (consistent with
@@ -31,7 +35,8 @@ Memory: the searcher holds per posting entry 16 bytes (``post_set``, ``post_pos`
 17 bytes of arrays (list offset int64, group int64, query mark) plus a Python dict entry for
 the token text (about 100 bytes + the text); per set 44 bytes (id and set offset int64, a
 16-byte candidate row and three int32 scratch slots). The Arrow tables passed to ``load``
-are not kept. So N entries, T tokens and M sets take about
+are not kept; a decision allocates 12 bytes per unread candidate and 8 per query token
+while it runs. So N entries, T tokens and M sets take about
 ``16·N + (117 + mean text length)·T + 44·M`` bytes; tests/benchmarks/bench_josie.py measured
 the arrays (dict left out) at 19.3 B per entry on its 100,000-set open-data lake. On a 24 GiB machine, leaving
 ~8 GiB to the OS, Spark-free serving and the load peak, about 16 GiB serve e.g. 800 M posting
@@ -41,6 +46,7 @@ dictionary, not the postings, runs out first.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -56,6 +62,8 @@ from lakejoin.index.josie.reads import count_suffix, heap_push, is_group_end, kt
 from lakejoin.normalize import normalize_set
 
 DEFAULT_BATCH_SIZE = 20  # λ: the thesis's value for Open Data (§3.5.4)
+DECISIONS_PER_QUERY = 12  # a query of few lists gets a smaller λ so it still has decision points
+MIN_BATCH_SIZE = 2  # estimates (Eq. 3.4) need two lists since first sight to be a rate at all
 MATCHED_SAMPLE = 5
 
 # Per-set scratch row ``cands[s] = (partial, i_{X,0}, j_{X,0}, j_X)``, one cache line per
@@ -78,6 +86,17 @@ def _new_threshold(values, n, k, estimate):
 
 
 @njit(cache=True)
+def _query_batch(q, group, batch):
+    """λ for this query: the configured λ, or less when the query has too few distinct
+    lists to reach ``DECISIONS_PER_QUERY`` decision points with it (a web-table query of a
+    dozen lists and λ = 20 would never decide, i.e. run MergeList)."""
+    distinct = 0
+    for i in range(q.shape[0]):
+        distinct += is_group_end(q, group, i)
+    return min(batch, max(MIN_BATCH_SIZE, -(-distinct // DECISIONS_PER_QUERY)))
+
+
+@njit(cache=True)
 def _next_batch_end(q, group, i, batch):
     """Query position of the last list of the next batch of λ distinct lists after ``i``."""
     nq = q.shape[0]
@@ -97,10 +116,14 @@ def _decide(
 ):
     """One decision point after reading the list at query position ``i``.
 
-    Prune unread candidates with the position filter (Eq. 3.6), then read candidates, best
-    estimate (Eq. 3.4) first, while a candidate's net cost (Eq. 3.13, benefit Eq. 3.7) is no
-    more than the next batch's (benefit Eq. 3.12). ``list_cost[m]`` is the summed L(f) of
-    the distinct lists before query position m. Returns (n_cand, n_unread, n_heap).
+    One pass over the unread candidates prunes them with the position filter (Eq. 3.6),
+    sums the next batch's benefit (Eq. 3.12) and buckets each survivor's read cost by its
+    upper bound, an integer in [0, |Q|], so the candidate-elimination term of Eq. 3.7 is a
+    prefix sum instead of a sort. Then candidates are read, best estimate (Eq. 3.4) first,
+    while a candidate's net cost (Eq. 3.13) is no more than the next batch's. The reading
+    stops at the first estimate ≤ |Q ∩ X_k|, so only the candidates estimated above it are
+    sorted. ``list_cost[m]`` is the summed L(f) of the distinct lists before query
+    position m. Returns (n_cand, n_unread, n_heap).
     """
     nq = q.shape[0]
     theta = kth_overlap(heap_values, n_heap, k)
@@ -108,78 +131,79 @@ def _decide(
     width = end - i
     cost_batch = list_cost[end + 1] - list_cost[i + 1]
 
+    pruned_cost = np.zeros(nq + 1)  # Σ S(|Y[j_Y+1:]|) of the unread Y with ub(Y) = b
+    hopeful = np.empty(n_cand, np.int32)  # candidates estimated above θ
+    hopeful_estimate = np.empty(n_cand)
+    n_hopeful = 0
+    benefit_batch = 0.0
     kept = 0
     for c in range(n_cand):
         s = cand[c]
-        if cands[s, 0] <= 0:
+        partial = cands[s, 0]
+        if partial <= 0:
             continue
         size = set_indptr[s + 1] - set_indptr[s]
-        if cands[s, 0] + min(nq - 1 - i, size - 1 - cands[s, 3]) <= theta:  # Eq. 3.6
+        suffix = size - 1 - cands[s, 3]
+        bound = partial + min(nq - 1 - i, suffix)
+        if bound <= theta:  # Eq. 3.6
             cands[s, 0] = _DONE
             n_unread -= 1
             continue
         cand[kept] = s
         kept += 1
-    n_cand = kept
-    if n_cand == 0:
-        return n_cand, n_unread, n_heap
-
-    bound = np.empty(n_cand)
-    read_cost = np.empty(n_cand)
-    estimate = np.full(n_cand, -1.0)
-    benefit_batch = 0.0
-    for c in range(n_cand):
-        s = cand[c]
-        size = set_indptr[s + 1] - set_indptr[s]
-        suffix = size - 1 - cands[s, 3]
-        bound[c] = cands[s, 0] + min(nq - 1 - i, suffix)
-        read_cost[c] = s0 + s1 * suffix
+        read_cost = s0 + s1 * suffix
+        pruned_cost[bound] += read_cost
         seen_for = i - cands[s, 1] + 1
         if seen_for < batch:  # too few lists since first sight for a stable estimate
             continue
-        rate = cands[s, 0] / seen_for
+        rate = partial / seen_for
         remaining = nq - cands[s, 1]
-        estimate[c] = min(rate * remaining, bound[c])  # Eq. 3.4
+        estimate = min(rate * remaining, bound)  # Eq. 3.4
+        if estimate > theta:
+            hopeful[n_hopeful] = s
+            hopeful_estimate[n_hopeful] = estimate
+            n_hopeful += 1
         if width == 0:
             continue
         next_j = cands[s, 3] + width / remaining * (size - cands[s, 2])  # Eq. 3.10
-        next_bound = cands[s, 0] + rate * width + min(nq - 1 - end, size - 1 - next_j)  # Eq. 3.11
+        next_bound = partial + rate * width + min(nq - 1 - end, size - 1 - next_j)  # Eq. 3.11
         if next_bound <= theta:
-            benefit_batch += read_cost[c]  # Eq. 3.12, first term: X pruned by the batch
+            benefit_batch += read_cost  # Eq. 3.12, first term: X pruned by the batch
         else:
             benefit_batch += s1 * max(0.0, min(next_j, size - 1.0) - cands[s, 3])  # shorter suffix
+    n_cand = kept
     net_batch = cost_batch - benefit_batch if width > 0 else np.inf
+    for b in range(1, nq + 1):
+        pruned_cost[b] += pruned_cost[b - 1]
 
-    by_bound = np.argsort(bound)
-    sorted_bound = bound[by_bound]
-    pruned_cost = np.zeros(n_cand + 1)
-    pruned_cost[1:] = np.cumsum(read_cost[by_bound])
-    for c in np.argsort(-estimate):
-        if estimate[c] < 0:
-            break
-        s = cand[c]
+    for h in np.argsort(-hopeful_estimate[:n_hopeful]):
+        s = hopeful[h]
+        estimate = hopeful_estimate[h]
         theta = kth_overlap(heap_values, n_heap, k)
-        if estimate[c] <= theta:
+        if estimate <= theta:
             break
-        if cands[s, 0] <= 0:
+        partial = cands[s, 0]
+        if partial <= 0:
             continue
-        if bound[c] <= theta:
+        size = set_indptr[s + 1] - set_indptr[s]
+        suffix = size - 1 - cands[s, 3]
+        bound = partial + min(nq - 1 - i, suffix)
+        if bound <= theta:
             cands[s, 0] = _DONE
             n_unread -= 1
             continue
+        read_cost = s0 + s1 * suffix
         if n_heap == k:
-            new_theta = _new_threshold(heap_values, n_heap, k, estimate[c])  # Eq. 3.5
+            new_theta = _new_threshold(heap_values, n_heap, k, estimate)  # Eq. 3.5
             prefix = min(nq - theta + 1, nq)
             new_prefix = max(nq - int(new_theta) + 1, i + 1)
             benefit = list_cost[prefix] - list_cost[new_prefix] if prefix > new_prefix else 0.0
-            pruned = np.searchsorted(sorted_bound, new_theta, side="right")
-            benefit += pruned_cost[pruned] - (read_cost[c] if bound[c] <= new_theta else 0.0)  # Eq. 3.7
-            if read_cost[c] - benefit > net_batch:  # Eq. 3.13: the batch is cheaper
+            benefit += pruned_cost[min(int(new_theta), nq)] - (read_cost if bound <= new_theta else 0.0)  # Eq. 3.7
+            if read_cost - benefit > net_batch:  # Eq. 3.13: the batch is cheaper
                 break
-        size = set_indptr[s + 1] - set_indptr[s]
-        overlap = cands[s, 0] + count_suffix(set_indptr, set_tokens, mark, s, cands[s, 3] + 1)
+        overlap = partial + count_suffix(set_indptr, set_tokens, mark, s, cands[s, 3] + 1)
         stats[1] += 1
-        stats[3] += size - 1 - cands[s, 3]
+        stats[3] += suffix
         cands[s, 0] = _DONE
         n_unread -= 1
         n_heap = heap_push(heap_values, heap_ids, n_heap, k, overlap, s)
@@ -188,7 +212,7 @@ def _decide(
 
 @njit(cache=True)
 def josie(
-    q, k, batch, s0, s1, l0, l1, list_indptr, post_set, post_pos, post_size, group, set_indptr, set_tokens, mark,
+    q, k, batch, s0, s1, l0, l1, d, list_indptr, post_set, post_pos, post_size, group, set_indptr, set_tokens, mark,
     cands, touched, cand, out_sets, out_overlaps, stats,
 ):
     """JOSIE (Algorithm 2) over the query's token ids ``q`` (ascending, all in the index).
@@ -197,6 +221,7 @@ def josie(
     count. ``stats`` gets lists read, sets read, posting entries read, set tokens read.
     """
     nq = q.shape[0]
+    batch = _query_batch(q, group, batch)
     list_cost = np.zeros(nq + 1)
     for m in range(nq):
         read = l0 + l1 * (list_indptr[q[m] + 1] - list_indptr[q[m]]) if is_group_end(q, group, m) else 0.0
@@ -248,7 +273,7 @@ def josie(
             continue
         if n_heap < k and n_unread < k:
             continue
-        if n_heap == k and 2.0 * s0 * n_unread > list_cost[nq] - list_cost[i + 1]:
+        if n_heap == k and d * n_unread > list_cost[nq] - list_cost[i + 1]:
             continue  # the decision would cost more than all the lists it could save
         since_decision = 0
         n_cand, n_unread, n_heap = _decide(
@@ -263,6 +288,40 @@ def josie(
     for t in range(n_touched):
         cands[touched[t], 0] = _UNSEEN
     return n_heap
+
+
+def fit_decision_cost(set_indptr: np.ndarray, set_tokens: np.ndarray, cost: ReadCost, *, samples: int = 1000, seed: int = 0) -> float:
+    """Seconds per unread candidate of one decision point (:func:`_decide`), fitted like the
+    read costs: time decisions over growing candidate counts (up to ``4·samples``) and take
+    the least-squares slope. Every candidate is estimated (Eqs. 3.4, 3.9–3.12) and survives
+    the position filter but none beats θ: the pass over U that every decision makes; the
+    few candidates above θ, sorted and weighed one by one, are not per-candidate costs."""
+    n_sets = set_indptr.shape[0] - 1
+    rng = np.random.default_rng(seed)
+    nq, i, k = 64, 31, 10  # estimate 1/32·64 = 2 = θ for each candidate below
+    q = np.arange(nq, dtype=np.int32)
+    group = np.arange(nq, dtype=np.int64)
+    list_cost = np.zeros(nq + 1)
+    mark = np.zeros(1, np.uint8)
+    counts, times = [], []
+    for n in np.unique(np.minimum(n_sets, samples * np.arange(1, 5))):
+        sets = rng.choice(n_sets, size=n, replace=False).astype(np.int32)
+        cands = np.zeros((n_sets, 4), np.int32)
+        cands[sets, 0] = 1  # seen once, at query position 0 and set position 0; sets of
+        # fewer than 3 tokens are pruned by the first timing, a negligible share
+        best = np.inf
+        for _ in range(4):
+            cand = sets.copy()
+            started = time.perf_counter()
+            _decide(q, group, i, k, 20, cost.s0, cost.s1, list_cost, set_indptr, set_tokens, mark, cands, cand,
+                    n, n, np.full(k, 2, np.int64), np.zeros(k, np.int64), k, np.zeros(4, np.int64))
+            best = min(best, time.perf_counter() - started)
+        counts.append(n)
+        times.append(best)
+    if len(counts) < 2:
+        return 0.0
+    slope = np.polyfit(np.array(counts, float), np.array(times), 1)[0]
+    return max(float(slope), 0.0)
 
 
 class JosieSearcher:
@@ -290,9 +349,10 @@ class JosieSearcher:
         self._touched = np.empty(n_sets, np.int32)
         self._cand = np.empty(n_sets, np.int32)
         self._lock = threading.Lock()
-        self.read_cost = read_cost or fit_read_cost(
-            self._list_indptr, self._post_set, self._set_indptr, self._set_tokens, n_sets, samples=fit_samples
-        )
+        if read_cost is None:
+            read_cost = fit_read_cost(self._list_indptr, self._post_set, self._set_indptr, self._set_tokens, n_sets, samples=fit_samples)
+            read_cost = dataclasses.replace(read_cost, d=fit_decision_cost(self._set_indptr, self._set_tokens, read_cost, samples=fit_samples))
+        self.read_cost = read_cost
         self.last_stats: dict[str, object] = {}
 
     def _load_sets(self, sets: pa.Table) -> None:
@@ -389,7 +449,7 @@ class JosieSearcher:
             )
         cost = self.read_cost
         return josie(
-            q, k, self.batch_size, cost.s0, cost.s1, cost.l0, cost.l1, self._list_indptr, self._post_set,
+            q, k, self.batch_size, cost.s0, cost.s1, cost.l0, cost.l1, cost.d, self._list_indptr, self._post_set,
             self._post_pos, self._post_size, self._group, self._set_indptr, self._set_tokens, self._mark,
             self._cands, self._touched, self._cand,
             out_sets, out_overlaps, stats,
