@@ -1,0 +1,359 @@
+"""One search API over every index family, on one snapshot per query.
+
+``QueryEngine.search`` takes a query table (a file the user holds, or a dataset of the lake), the
+query column(s), a method and its parameters, runs the family's searcher on the snapshot it
+resolved, and returns the CLI's / REST API's JSON shape::
+
+    {"snapshot_id", "method", "query": {...}, "params": {...}, "seconds",
+     "results": [{"rank", "dataset_id", "table", "column", "column_id", ...family fields}]}
+
+Family fields: JOSIE ``overlap, containment, matched_sample``; LSH Ensemble
+``containment_estimate`` (and ``containment`` when ``verify``); MATE ``joinability, mapping,
+matched_sample, rows_verified`` (``column``/``column_id`` are then lists, one per query column);
+PEXESO ``model, joinability, joinability_exact, matched, sample_pairs``.
+
+``method="auto"`` picks from the query and reports the pick under ``"auto"``:
+
+- ``semantic=True`` → PEXESO (one column; matches misspellings, synonyms and formats);
+- several columns → MATE (a composite key);
+- one column → JOSIE (exact top-k by overlap); when the column has at least
+  ``AUTO_LSH_MIN_DISTINCT`` distinct values and the snapshot has an LSH Ensemble, LSH Ensemble
+  runs too and each JOSIE result gets its ``containment_estimate`` beside the exact
+  ``containment`` (``null`` where LSH Ensemble missed it), so the approximate and exact
+  scores of large columns can be compared.
+
+A query given as a lake ``dataset_id`` never returns its own dataset.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+
+from lakejoin.config import LakeConfig
+from lakejoin.lake import snapshots
+from lakejoin.normalize import normalize_set
+from lakejoin.query.join import join as join_tables
+from lakejoin.query.join import key_pairs, provenance_of, table_prefix
+from lakejoin.query.snapshot import DEFAULT_REFRESH_SECONDS, LoadedSnapshot, MethodUnavailable, SnapshotCache
+from lakejoin.query.tables import QueryTable, dataset_table
+
+METHODS = ("josie", "lshensemble", "mate", "pexeso", "auto")
+AUTO_LSH_MIN_DISTINCT = 10_000
+DEFAULT_K = 10
+DEFAULT_THRESHOLD = 0.5  # LSH Ensemble containment threshold t*
+DEFAULT_TAU = 0.06  # PEXESO τ: a fraction of the maximum distance 2 of unit vectors
+
+# Per-method parameters and their types; anything else is a ValueError naming it.
+PARAMS: dict[str, dict[str, type]] = {
+    "josie": {},
+    "lshensemble": {"threshold": float, "verify": bool},
+    "mate": {"initial_column": str},
+    "pexeso": {"tau": float, "T": float, "model": str, "exact": bool},
+}
+PARAMS["auto"] = {"semantic": bool, **{k: t for family in PARAMS.values() for k, t in family.items()}}
+
+
+class QueryTooLarge(ValueError):
+    """The query table is beyond the engine's row limits (the REST API answers 413)."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds on one query (the REST API answers 4xx beyond them)."""
+
+    max_k: int = 100
+    max_rows: int = 200_000
+    max_columns: int = 8
+    max_semantic_rows: int = 20_000  # PEXESO embeds every query record
+
+
+class QueryEngine:
+    """Searches one lake; holds its snapshot cache. One engine per lake per process."""
+
+    def __init__(self, config: LakeConfig, *, refresh_seconds: float = DEFAULT_REFRESH_SECONDS, limits: Limits = Limits()):
+        self.config = config
+        self.limits = limits
+        self.cache = SnapshotCache(config, refresh_seconds)
+
+    def snapshot(self, snapshot_id: int | None = None) -> LoadedSnapshot:
+        return self.cache.get(snapshot_id)
+
+    def search(
+        self,
+        method: str,
+        columns: list[str],
+        *,
+        table: QueryTable | None = None,
+        dataset_id: str | None = None,
+        k: int = DEFAULT_K,
+        params: Mapping[str, Any] | None = None,
+        snapshot_id: int | None = None,
+    ) -> dict[str, Any]:
+        """Rank the lake's columns (tables, for MATE) joinable with ``columns`` of the query."""
+        started = time.perf_counter()
+        loaded = self.snapshot(snapshot_id)
+        query = self.query_table(loaded, table, dataset_id)
+        params = check_params(method, params or {})
+        self._check_query(query, columns, k, method, params)
+        picked, reason = pick_method(method, columns, query, params, loaded)
+        results = _RUNNERS[picked[0]](loaded, query, columns, k, params)
+        if len(picked) > 1:
+            _attach_estimates(results, _RUNNERS["lshensemble"](loaded, query, columns, k, {**params, "verify": False}))
+        response: dict[str, Any] = {
+            "snapshot_id": loaded.snapshot_id,
+            "method": picked[0],
+            "query": query.describe(columns),
+            "params": {"k": k, **params},
+            "results": [{"rank": i, **r} for i, r in enumerate(results, 1)],
+        }
+        if method == "auto":
+            response["auto"] = {"picked": picked, "reason": reason}
+        response["seconds"] = round(time.perf_counter() - started, 4)
+        return response
+
+    def join(
+        self,
+        method: str,
+        columns: list[str],
+        *,
+        table: QueryTable | None = None,
+        dataset_id: str | None = None,
+        rank: int = 1,
+        k: int | None = None,
+        params: Mapping[str, Any] | None = None,
+        snapshot_id: int | None = None,
+        how: str = "left",
+        policy: str = "first",
+        transform: str | None = None,
+        prefix: str | None = None,
+    ) -> tuple[pa.Table, dict[str, Any]]:
+        """Search, then join the result at ``rank`` onto the query table (``lakejoin.query.join``).
+
+        Both the search and the found table are read from one snapshot. Returns the augmented
+        table (provenance in its schema metadata) and a summary with the joined result.
+        """
+        if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= self.limits.max_k:
+            raise ValueError(f"rank must be an integer in [1, {self.limits.max_k}], got {rank!r}")
+        response = self.search(method, columns, table=table, dataset_id=dataset_id, k=max(k or rank, rank), params=params, snapshot_id=snapshot_id)
+        if len(response["results"]) < rank:
+            raise LookupError(f"the search found {len(response['results'])} result(s), so there is no rank {rank} to join")
+        result = response["results"][rank - 1]
+        loaded = self.snapshot(response["snapshot_id"])
+        query = self.query_table(loaded, table, dataset_id)
+        semantic = None
+        if response["method"] == "pexeso":
+            searcher, _ = loaded.searcher("pexeso")
+            semantic = {"model": result["model"], "tau": response["params"].get("tau", DEFAULT_TAU), "tau_scale": searcher.tau_scale}
+        provenance = {
+            "dataset_id": result["dataset_id"],
+            "table": result["table"],
+            "url": loaded.dataset(result["dataset_id"]).get("url"),
+            "snapshot_id": response["snapshot_id"],
+            "method": response["method"],
+            "rank": rank,
+            "query": response["query"],
+            "result": {key: value for key, value in result.items() if key not in ("matched_sample", "sample_pairs")},
+        }
+        joined = join_tables(
+            query.table,
+            loaded.staged_table(result["dataset_id"]),
+            key_pairs(result, columns),
+            how=how,
+            policy=policy,
+            transform=transform,
+            semantic=semantic,
+            prefix=prefix or table_prefix(result["table"], "found"),
+            provenance=provenance,
+        )
+        summary = {"snapshot_id": response["snapshot_id"], "method": response["method"], "result": result, "rows": joined.num_rows, "columns": joined.column_names, "provenance": provenance_of(joined)}
+        return joined, summary
+
+    def query_table(self, loaded: LoadedSnapshot, table: QueryTable | None, dataset_id: str | None) -> QueryTable:
+        if (table is None) == (dataset_id is None):
+            raise ValueError("give the query as exactly one of a table file or a dataset_id")
+        return table if table is not None else dataset_table(loaded, dataset_id)
+
+    def datasets(self, snapshot_id: int | None = None) -> dict[str, Any]:
+        """The active datasets of a snapshot with their columns (for pickers and scripts)."""
+        loaded = self.snapshot(snapshot_id)
+        rows = []
+        for dataset_id, row in sorted(loaded.datasets.items()):
+            if row["status"] != "active":
+                continue
+            columns = [{"name": c.name, "column_id": c.column_id, "type": c.type, "distinct": c.distinct, "indexed_by": c.indexed_by} for c in loaded.columns_of(dataset_id)]
+            rows.append({"dataset_id": dataset_id, "title": row.get("title"), "url": row.get("url"), "rows": row.get("rows"), "columns": columns})
+        return {"snapshot_id": loaded.snapshot_id, "families": loaded.families(), "datasets": rows}
+
+    def snapshots(self) -> list[dict[str, Any]]:
+        return [s.to_json() for s in snapshots.list_snapshots(self.config)]
+
+    def _check_query(self, query: QueryTable, columns: list[str], k: int, method: str, params: dict[str, Any]) -> None:
+        query.check_columns(columns)
+        limits = self.limits
+        if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= limits.max_k:
+            raise ValueError(f"k must be an integer in [1, {limits.max_k}], got {k!r}")
+        if len(columns) > limits.max_columns:
+            raise ValueError(f"at most {limits.max_columns} query columns, got {len(columns)}")
+        if query.table.num_rows > limits.max_rows:
+            raise QueryTooLarge(f"the query table has {query.table.num_rows} rows; the limit is {limits.max_rows}")
+        semantic = method == "pexeso" or params.get("semantic")
+        if semantic and query.table.num_rows > limits.max_semantic_rows:
+            raise QueryTooLarge(f"semantic search embeds every query row: at most {limits.max_semantic_rows} rows, got {query.table.num_rows}")
+
+
+def check_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` checked against ``PARAMS[method]``: unknown names and wrong types are errors."""
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    allowed = PARAMS[method]
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise ValueError(f"unknown parameter(s) {unknown} for {method}; known: {sorted(allowed) or 'none'}")
+    checked = {}
+    for name, value in params.items():
+        kind = allowed[name]
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+            raise ValueError(f"parameter {name} must be {kind.__name__}, got {value!r}")
+        checked[name] = value
+    return checked
+
+
+def pick_method(method: str, columns: list[str], query: QueryTable, params: dict[str, Any], loaded: LoadedSnapshot) -> tuple[list[str], str | None]:
+    """The families to run: ``[method]``, or what ``auto`` picks and why."""
+    if method != "auto":
+        return [method], None
+    if params.get("semantic"):
+        if len(columns) != 1:
+            raise ValueError("semantic search (PEXESO) takes exactly one query column")
+        return ["pexeso"], "semantic=true: PEXESO matches values by embedding similarity"
+    if len(columns) > 1:
+        return ["mate"], f"{len(columns)} columns: MATE searches the composite key"
+    distinct = len(normalize_set(query.column_values(columns[0])))
+    if distinct >= AUTO_LSH_MIN_DISTINCT and "lshensemble" in loaded.families():
+        return ["josie", "lshensemble"], f"one column with {distinct} distinct values (>= {AUTO_LSH_MIN_DISTINCT}): JOSIE exact top-k, with LSH Ensemble containment estimates"
+    return ["josie"], f"one column ({distinct} distinct values): JOSIE exact top-k by overlap"
+
+
+# --- family runners: (loaded, query, columns, k, params) -> enriched results, best first ------
+
+
+def _single(columns: list[str], family: str) -> str:
+    if len(columns) != 1:
+        raise ValueError(f"{family} searches one column; use mate (or auto) for {len(columns)} columns")
+    return columns[0]
+
+
+def _extra(loaded: LoadedSnapshot, query: QueryTable, family: str) -> int:
+    """How many more results to ask for, so that dropping the query's own columns still leaves k."""
+    if query.dataset_id is None:
+        return 0
+    return sum(1 for c in loaded.columns_of(query.dataset_id) if family in c.indexed_by)
+
+
+def _column_results(loaded: LoadedSnapshot, query: QueryTable, found: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
+    """Add dataset, table title and column name to column-level results; drop the query's own."""
+    results = []
+    for result in found:
+        info = loaded.columns.get(result["column_id"])
+        dataset_id = info.dataset_id if info else result.get("dataset_id")
+        if query.dataset_id is not None and dataset_id == query.dataset_id:
+            continue
+        table = (loaded.datasets.get(dataset_id) or {}).get("title")
+        fields = {k: v for k, v in result.items() if k not in ("column_id", "dataset_id")}
+        results.append({"dataset_id": dataset_id, "table": table, "column": info.name if info else None, "column_id": result["column_id"], **fields})
+    return results[:k]
+
+
+def _run_josie(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any]) -> list[dict[str, Any]]:
+    searcher, lock = loaded.searcher("josie")
+    values = query.column_values(_single(columns, "josie"))
+    with lock:
+        found = searcher.search(values, k=k + _extra(loaded, query, "josie"))
+    return _column_results(loaded, query, found, k)
+
+
+def _run_lshensemble(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any]) -> list[dict[str, Any]]:
+    searcher, lock = loaded.searcher("lshensemble")
+    values = query.column_values(_single(columns, "lshensemble"))
+    threshold = params.get("threshold", DEFAULT_THRESHOLD)
+    with lock:
+        found = searcher.search(values, threshold, verify=params.get("verify", False), k=k + _extra(loaded, query, "lshensemble"))
+    return _column_results(loaded, query, found, k)
+
+
+def _run_pexeso(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any]) -> list[dict[str, Any]]:
+    searcher, lock = loaded.searcher("pexeso")
+    values = [v for v in query.column_values(_single(columns, "pexeso")) if v is not None]
+    model = params.get("model", searcher.model)
+    options: dict[str, Any] = {"exact": params.get("exact", False), "k": k + _extra(loaded, query, "pexeso")}
+    options["mode"] = "threshold" if "T" in params else "topk"
+    with lock:
+        found = searcher.search_text(values, model, params.get("tau", DEFAULT_TAU), params.get("T", 1.0), **options)
+    return [{**r, "model": model} for r in _column_results(loaded, query, found, k)]
+
+
+def _run_mate(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any]) -> list[dict[str, Any]]:
+    searcher, lock = loaded.searcher("mate")
+    frame = pd.DataFrame({c: query.column_values(c) for c in columns})
+    exclude = [query.dataset_id] if query.dataset_id else []
+    with lock:
+        found = searcher.search(frame, columns, k=k, initial_column=params.get("initial_column"), exclude_datasets=exclude)
+    results = []
+    for result in found:
+        dataset_id = result["dataset_id"]
+        mapping = {q: {"column_id": cid, "column": _column_name(loaded, cid)} for q, cid in result["mapping"].items()}
+        results.append({
+            "dataset_id": dataset_id,
+            "table": (loaded.datasets.get(dataset_id) or {}).get("title"),
+            "column": [m["column"] for m in mapping.values()],
+            "column_id": [m["column_id"] for m in mapping.values()],
+            "joinability": result["joinability"],
+            "mapping": mapping,
+            "matched_sample": result["matched_sample"],
+            "rows_verified": result["rows_verified"],
+        })
+    return results
+
+
+def _column_name(loaded: LoadedSnapshot, column_id: int) -> str | None:
+    info = loaded.columns.get(column_id)
+    return info.name if info else None
+
+
+def _attach_estimates(results: list[dict[str, Any]], estimates: list[dict[str, Any]]) -> None:
+    by_column = {r["column_id"]: r["containment_estimate"] for r in estimates}
+    for result in results:
+        result["containment_estimate"] = by_column.get(result["column_id"])
+
+
+_RUNNERS: dict[str, Callable[..., list[dict[str, Any]]]] = {
+    "josie": _run_josie,
+    "lshensemble": _run_lshensemble,
+    "mate": _run_mate,
+    "pexeso": _run_pexeso,
+}
+
+_engines: dict[Path, QueryEngine] = {}
+_engines_lock = threading.Lock()
+
+
+def engine_for(config: LakeConfig) -> QueryEngine:
+    """The process's engine for the lake at ``config.home`` (so its snapshot is loaded once)."""
+    with _engines_lock:
+        engine = _engines.get(config.home)
+        if engine is None:
+            engine = _engines[config.home] = QueryEngine(config)
+        return engine
+
+
+__all__ = ["AUTO_LSH_MIN_DISTINCT", "METHODS", "PARAMS", "Limits", "MethodUnavailable", "QueryEngine", "QueryTooLarge", "check_params", "engine_for", "pick_method"]

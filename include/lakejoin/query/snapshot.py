@@ -1,0 +1,198 @@
+"""The query side's view of one published snapshot, and the per-process cache of it.
+
+A :class:`LoadedSnapshot` reads the catalog and every index table at the versions the snapshot
+pins, so everything a query touches comes from one consistent cut of the lake. Searchers are
+built on first use per family (loading PEXESO compiles numba kernels; a process that only runs
+JOSIE should not pay for it) and then kept for the snapshot's lifetime.
+
+:class:`SnapshotCache` holds the latest published snapshot and swaps it when a newer one is
+published. The swap is one reference assignment made after the new snapshot is fully loaded
+(its catalog, plus the searchers the old one had already loaded), so a query sees either the
+old snapshot or the new one, never a mix; a query that began on the old one finishes on it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from lakejoin.config import LakeConfig
+from lakejoin.index import FAMILIES
+from lakejoin.lake import delta, snapshots
+from lakejoin.lake.schemas import COLUMNS, DATASETS
+
+# How often the cache re-reads catalog/snapshots to notice a publish. A query arriving within
+# this window after a publish may still be answered from the previous snapshot (and says so).
+DEFAULT_REFRESH_SECONDS = 1.0
+PINNED_SNAPSHOTS = 2  # explicitly requested older snapshots kept loaded (LRU)
+
+
+class MethodUnavailable(LookupError):
+    """The snapshot has no index for the requested family (not built, or not yet landed)."""
+
+
+@dataclass
+class ColumnInfo:
+    column_id: int
+    dataset_id: str
+    ordinal: int
+    name: str
+    type: str | None
+    distinct: int | None
+    indexed_by: list[str]
+
+
+@dataclass
+class LoadedSnapshot:
+    """The catalog of one snapshot in memory, and its searchers once loaded."""
+
+    config: LakeConfig
+    snapshot: snapshots.Snapshot
+    datasets: dict[str, dict[str, Any]]
+    columns: dict[int, ColumnInfo]
+    _searchers: dict[str, Any] = field(default_factory=dict)
+    _locks: dict[str, threading.Lock] = field(default_factory=lambda: {f: threading.Lock() for f in FAMILIES})
+    _load_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def snapshot_id(self) -> int:
+        return self.snapshot.snapshot_id
+
+    def families(self) -> list[str]:
+        """Index families whose tables this snapshot pins."""
+        return [f for f in FAMILIES if self.index_tables_of(f)]
+
+    def index_tables_of(self, family: str) -> list[str]:
+        prefix = f"index/{family}/"
+        return sorted(t.removeprefix(prefix) for t in self.snapshot.table_versions if t.startswith(prefix))
+
+    def loaded_families(self) -> list[str]:
+        return sorted(self._searchers)
+
+    def searcher(self, family: str) -> tuple[Any, threading.Lock]:
+        """The family's searcher (built on first use) and the lock that serializes its queries."""
+        if family not in FAMILIES:
+            raise ValueError(f"unknown index family {family!r}; choose one of {', '.join(FAMILIES)}")
+        searcher = self._searchers.get(family)
+        if searcher is None:
+            with self._load_lock:
+                searcher = self._searchers.get(family)
+                if searcher is None:
+                    searcher = self._searchers[family] = self._load(family)
+        return searcher, self._locks[family]
+
+    def _load(self, family: str) -> Any:
+        import importlib
+
+        names = self.index_tables_of(family)
+        if not names:
+            raise MethodUnavailable(f"snapshot {self.snapshot_id} has no {family} index (built families: {', '.join(self.families()) or 'none'})")
+        try:
+            module = importlib.import_module(f"lakejoin.index.{family}")
+        except ImportError as error:
+            raise MethodUnavailable(f"the {family} search module is not installed: {error}") from error
+        tables = {name: self.read(f"index/{family}/{name}") for name in names}
+        return module.load(tables)
+
+    def read(self, table: str) -> pa.Table:
+        """``table`` at this snapshot's pinned version."""
+        version = self.snapshot.version_of(table)
+        if version is None:
+            raise LookupError(f"snapshot {self.snapshot_id} does not pin table {table}")
+        return delta.read_arrow(self.config.table_path(table), version)
+
+    def dataset(self, dataset_id: str) -> dict[str, Any]:
+        row = self.datasets.get(dataset_id)
+        if row is None:
+            raise LookupError(f"dataset {dataset_id!r} is not in snapshot {self.snapshot_id}")
+        if row["status"] != "active":
+            raise LookupError(f"dataset {dataset_id!r} is {row['status']} in snapshot {self.snapshot_id}")
+        return row
+
+    def staged_table(self, dataset_id: str) -> pa.Table:
+        """The dataset's staged copy (Parquet, every column text), column names from the catalog."""
+        row = self.dataset(dataset_id)
+        if not row.get("staged_path"):
+            raise LookupError(f"dataset {dataset_id!r} has no staged copy")
+        path = Path(row["staged_path"])
+        return pq.read_table(path if path.is_absolute() else self.config.home / path)
+
+    def columns_of(self, dataset_id: str) -> list[ColumnInfo]:
+        return sorted((c for c in self.columns.values() if c.dataset_id == dataset_id), key=lambda c: c.ordinal)
+
+
+def load_snapshot(config: LakeConfig, snapshot: snapshots.Snapshot) -> LoadedSnapshot:
+    """Read the catalog tables of ``snapshot`` at their pinned versions."""
+    datasets: dict[str, dict[str, Any]] = {}
+    if snapshot.version_of(DATASETS) is not None:
+        for row in delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS)).to_pylist():
+            datasets[row["dataset_id"]] = row
+    columns: dict[int, ColumnInfo] = {}
+    if snapshot.version_of(COLUMNS) is not None:
+        fields = ["column_id", "dataset_id", "ordinal", "name", "type", "distinct", "indexed_by"]
+        for row in delta.read_arrow(config.table_path(COLUMNS), snapshot.version_of(COLUMNS), columns=fields).to_pylist():
+            columns[row["column_id"]] = ColumnInfo(**{**row, "indexed_by": list(row["indexed_by"] or [])})
+    return LoadedSnapshot(config, snapshot, datasets, columns)
+
+
+class SnapshotCache:
+    """The latest published snapshot of one lake, loaded once per process and swapped on publish."""
+
+    def __init__(self, config: LakeConfig, refresh_seconds: float = DEFAULT_REFRESH_SECONDS, clock: Callable[[], float] = time.monotonic):
+        self.config = config
+        self.refresh_seconds = refresh_seconds
+        self._clock = clock
+        self._current: LoadedSnapshot | None = None
+        self._checked_at = float("-inf")
+        self._pinned: OrderedDict[int, LoadedSnapshot] = OrderedDict()
+        self._swap_lock = threading.Lock()
+        self._pinned_lock = threading.Lock()
+
+    def get(self, snapshot_id: int | None = None) -> LoadedSnapshot:
+        """The latest published snapshot (``snapshot_id=None``) or the given published one."""
+        if snapshot_id is not None:
+            return self._pinned_snapshot(snapshot_id)
+        current = self._current
+        if current is not None and self._clock() - self._checked_at < self.refresh_seconds:
+            return current
+        if current is None:
+            self._swap_lock.acquire()
+        elif not self._swap_lock.acquire(blocking=False):
+            return current  # another thread is checking or loading: keep serving the current one
+        try:
+            latest = snapshots.resolve(self.config)
+            if self._current is None or latest.snapshot_id != self._current.snapshot_id:
+                self._current = self._warm(latest, self._current)
+            self._checked_at = self._clock()
+            return self._current
+        finally:
+            self._swap_lock.release()
+
+    def _warm(self, snapshot: snapshots.Snapshot, previous: LoadedSnapshot | None) -> LoadedSnapshot:
+        loaded = load_snapshot(self.config, snapshot)
+        for family in previous.loaded_families() if previous else []:
+            if family in loaded.families():
+                loaded.searcher(family)
+        return loaded
+
+    def _pinned_snapshot(self, snapshot_id: int) -> LoadedSnapshot:
+        current = self._current
+        if current is not None and current.snapshot_id == snapshot_id:
+            return current
+        with self._pinned_lock:
+            if snapshot_id in self._pinned:
+                self._pinned.move_to_end(snapshot_id)
+                return self._pinned[snapshot_id]
+            loaded = load_snapshot(self.config, snapshots.resolve(self.config, snapshot_id))
+            self._pinned[snapshot_id] = loaded
+            while len(self._pinned) > PINNED_SNAPSHOTS:
+                self._pinned.popitem(last=False)
+            return loaded

@@ -1,0 +1,293 @@
+"""The Lakejoin REST API and search page, a FastAPI app the Airflow 3 API server mounts at
+``/lakejoin`` (``plugins/lakejoin_plugin.py``).
+
+Routes (all answer in the CLI's JSON shapes, see ``lakejoin.query.engine``):
+
+- ``POST /lakejoin/api/search``: JSON ``{"method", "dataset_id", "columns", "k", "params",
+  "snapshot_id"}``, or ``multipart/form-data`` with a table ``file`` and the same fields
+  (``columns`` and ``params`` as JSON text, or ``columns`` comma-separated);
+- ``POST /lakejoin/api/join``: the search fields plus ``rank, how, policy, transform, prefix``
+  and ``format``: ``json`` (a preview of ``preview_rows`` rows), ``parquet`` or ``csv`` (a
+  download; the provenance is in Parquet's metadata and in the ``X-Lakejoin-Provenance`` header);
+- ``POST /lakejoin/api/columns``: the columns of an uploaded table (for the search page);
+- ``GET /lakejoin/api/datasets``, ``GET /lakejoin/api/snapshots``;
+- ``GET /lakejoin/search``: the search page (plain HTML + JS, calls the routes above).
+
+Authentication is Airflow's own: every route depends on :func:`authenticated_user`, which
+resolves the caller with ``airflow.api_fastapi.core_api.security.get_user`` (a JWT in
+``Authorization: Bearer``, or the Airflow UI's ``_token`` cookie, validated by the configured
+auth manager) and asks the auth manager whether the user may use the custom view ``Lakejoin``.
+No credential, a bad signature or an expired token all answer 401; a valid user without the
+permission gets 403. OpenAPI docs are at ``/lakejoin/docs``.
+
+Bounds: uploads above ``LAKEJOIN_MAX_UPLOAD_BYTES`` (default 16 MiB) get 413 before they are
+parsed; query tables above the engine's row limits get 413; ``k``, ``rank``, the column count
+and unknown or mistyped parameters get 400/422 with a message naming the problem.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+import pyarrow.parquet as pq
+from airflow.api_fastapi.core_api.security import bearer_scheme
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from lakejoin.config import LakeConfig
+from lakejoin.query import METHODS, QueryEngine, QueryTable, engine_for, read_table_file
+from lakejoin.query.engine import QueryTooLarge
+from lakejoin.query.join import HOWS, POLICIES, provenance_of
+
+STATIC = Path(__file__).parent / "static"
+DEFAULT_MAX_UPLOAD_BYTES = 16 * 1024 * 1024
+RESOURCE_NAME = "Lakejoin"
+
+
+def max_upload_bytes() -> int:
+    return int(os.environ.get("LAKEJOIN_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES))
+
+
+# --- authentication ------------------------------------------------------------------------
+
+async def authenticated_user(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme)) -> Any:
+    """The Airflow user of the request, or 401 (no/invalid/expired token) / 403 (not permitted)."""
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.api_fastapi.core_api.security import get_user
+
+    try:
+        user = await get_user(request, None, credentials)
+    except HTTPException as error:
+        # Airflow answers a malformed token with 403; for this API any unusable credential is 401.
+        detail = error.detail if error.status_code == 401 else f"Not authenticated: {error.detail}"
+        raise HTTPException(401, detail, headers={"WWW-Authenticate": "Bearer"}) from None
+    if not get_auth_manager().is_authorized_custom_view(method="GET", resource_name=RESOURCE_NAME, user=user):
+        raise HTTPException(403, f"user {user.get_name()!r} may not use {RESOURCE_NAME}")
+    return user
+
+
+# --- request bodies ------------------------------------------------------------------------
+
+
+class SearchBody(BaseModel):
+    """A search: the query table is the lake dataset ``dataset_id`` (JSON) or the uploaded ``file``."""
+
+    model_config = ConfigDict(extra="forbid")
+    method: Literal[METHODS] = "auto"  # type: ignore[valid-type]
+    dataset_id: str | None = None
+    columns: list[str] = Field(min_length=1, max_length=8)
+    k: int = Field(10, ge=1, le=100)
+    params: dict[str, Any] = Field(default_factory=dict)
+    snapshot_id: int | None = None
+
+
+class JoinBody(SearchBody):
+    rank: int = Field(1, ge=1, le=100)
+    how: Literal[HOWS] = "left"  # type: ignore[valid-type]
+    policy: Literal[POLICIES] = "first"  # type: ignore[valid-type]
+    transform: str | None = None
+    prefix: str | None = None
+    format: Literal["json", "parquet", "csv"] = "json"
+    preview_rows: int = Field(20, ge=0, le=1000)
+
+
+def _request_body_doc(model: type[BaseModel]) -> dict[str, Any]:
+    form = model.model_json_schema()
+    form["properties"] = {
+        **{k: v for k, v in form["properties"].items() if k != "dataset_id"},
+        "file": {"type": "string", "format": "binary", "description": "query table (CSV, TSV, JSON lines, Parquet)"},
+        "columns": {"type": "string", "description": 'JSON list or comma-separated, e.g. ["series","episode"] or series,episode'},
+        "params": {"type": "string", "description": "JSON object of method parameters"},
+    }
+    form.pop("additionalProperties", None)
+    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}, "multipart/form-data": {"schema": form}}}}
+
+
+# --- app -----------------------------------------------------------------------------------
+
+app = FastAPI(
+    title="Lakejoin",
+    description="Joinable-table search over the Lakejoin lake, on the latest published snapshot. Authenticate like Airflow's API: `POST /auth/token`, then `Authorization: Bearer <token>`.",
+    version="1",
+    dependencies=[Depends(authenticated_user)],
+)
+
+_engine: QueryEngine | None = None
+
+
+def engine() -> QueryEngine:
+    """The process's engine for the lake named by the Variable ``lakejoin_home`` or ``$LAKEJOIN_HOME``."""
+    global _engine
+    if _engine is None:
+        from airflow.models.variable import Variable
+
+        from lakejoin_airflow.hooks import HOME_VARIABLE, resolve_home
+
+        _engine = engine_for(LakeConfig.from_args(resolve_home(None, Variable.get(HOME_VARIABLE, default_var="")), quiet=True))
+    return _engine
+
+
+@app.exception_handler(QueryTooLarge)
+async def _too_large(request: Request, error: QueryTooLarge) -> JSONResponse:
+    return JSONResponse({"detail": str(error)}, status_code=413)
+
+
+@app.exception_handler(ValueError)
+async def _bad_request(request: Request, error: ValueError) -> JSONResponse:
+    return JSONResponse({"detail": str(error)}, status_code=400)
+
+
+@app.exception_handler(LookupError)
+async def _not_found(request: Request, error: LookupError) -> JSONResponse:
+    return JSONResponse({"detail": str(error.args[0]) if error.args else str(error)}, status_code=404)
+
+
+@app.post("/api/search", summary="Search the lake for joinable tables", openapi_extra=_request_body_doc(SearchBody))
+async def search(request: Request) -> dict[str, Any]:
+    body, table = await _read_request(request, SearchBody)
+    return await run_in_threadpool(engine().search, **_search_arguments(body, table))
+
+
+@app.post("/api/join", summary="Join a search result onto the query table", openapi_extra=_request_body_doc(JoinBody))
+async def join(request: Request) -> Response:
+    body, table = await _read_request(request, JoinBody)
+    joined, summary = await run_in_threadpool(
+        engine().join, **_search_arguments(body, table), rank=body.rank, how=body.how, policy=body.policy, transform=body.transform, prefix=body.prefix
+    )
+    if body.format == "json":
+        return JSONResponse({**summary, "preview": joined.slice(0, body.preview_rows).to_pylist()})
+    buffer = io.BytesIO()
+    if body.format == "parquet":
+        pq.write_table(joined, buffer)
+        media = "application/vnd.apache.parquet"
+    else:
+        import pyarrow.csv as pacsv
+
+        pacsv.write_csv(joined.replace_schema_metadata(None), buffer)
+        media = "text/csv"
+    name = f"{summary['result']['dataset_id']}-joined.{body.format}"
+    headers = {"Content-Disposition": f'attachment; filename="{name}"', "X-Lakejoin-Provenance": json.dumps(provenance_of(joined), default=str)}
+    return Response(buffer.getvalue(), media_type=media, headers=headers)
+
+
+@app.post("/api/columns", summary="The columns of an uploaded table")
+async def columns(request: Request) -> dict[str, Any]:
+    form, table = await _read_form(request)
+    if table is None:
+        raise HTTPException(400, "upload a table as the multipart field 'file'")
+    return {"table": table.name, "columns": table.table.column_names, "rows": table.table.num_rows}
+
+
+@app.get("/api/datasets", summary="Datasets and columns of a snapshot")
+async def datasets(snapshot_id: int | None = None) -> dict[str, Any]:
+    return await run_in_threadpool(engine().datasets, snapshot_id)
+
+
+@app.get("/api/snapshots", summary="Every snapshot with its status and table versions")
+async def snapshots() -> list[dict[str, Any]]:
+    return await run_in_threadpool(engine().snapshots)
+
+
+@app.get("/search", response_class=HTMLResponse, summary="The search page", include_in_schema=False)
+async def search_page() -> FileResponse:
+    return FileResponse(STATIC / "search.html", media_type="text/html")
+
+
+@app.get("/static/{name}", include_in_schema=False)
+async def static(name: str) -> FileResponse:
+    path = STATIC / name
+    if path.parent != STATIC or not path.is_file():
+        raise HTTPException(404, f"no asset {name!r}")
+    return FileResponse(path)
+
+
+# --- request parsing -----------------------------------------------------------------------
+
+
+def _search_arguments(body: SearchBody, table: QueryTable | None) -> dict[str, Any]:
+    if table is not None and body.dataset_id is not None:
+        raise HTTPException(400, "give either an uploaded file or a dataset_id, not both")
+    return {
+        "method": body.method,
+        "columns": body.columns,
+        "table": table,
+        "dataset_id": body.dataset_id,
+        "k": body.k,
+        "params": body.params,
+        "snapshot_id": body.snapshot_id,
+    }
+
+
+async def _read_request(request: Request, model: type[SearchBody]) -> tuple[SearchBody, QueryTable | None]:
+    content_type = request.headers.get("content-type", "")
+    if content_type.startswith("multipart/form-data"):
+        fields, table = await _read_form(request)
+        data: dict[str, Any] = dict(fields)
+        for name in ("columns", "params"):
+            if name in data:
+                data[name] = _json_or_list(name, data[name])
+    elif content_type.startswith("application/json"):
+        try:
+            data = json.loads(await _bounded_body(request))
+        except json.JSONDecodeError as error:
+            raise HTTPException(400, f"the body is not valid JSON: {error}") from None
+        table = None
+    else:
+        raise HTTPException(415, "send application/json or multipart/form-data")
+    try:
+        return model.model_validate(data), table
+    except ValidationError as error:
+        raise HTTPException(422, json.loads(error.json(include_url=False, include_context=False))) from None
+
+
+async def _bounded_body(request: Request) -> bytes:
+    """The body, refused with 413 as soon as it passes the upload limit (declared or streamed)."""
+    limit = max_upload_bytes()
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise HTTPException(413, f"request body of {int(declared)} bytes exceeds the limit of {limit} bytes")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise HTTPException(413, f"request body exceeds the limit of {limit} bytes")
+    return bytes(body)
+
+
+async def _read_form(request: Request) -> tuple[dict[str, str], QueryTable | None]:
+    body = await _bounded_body(request)
+
+    async def replay() -> dict[str, Any]:
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    form = await Request(request.scope, replay).form(max_files=1, max_fields=32)
+    fields = {k: v for k, v in form.items() if isinstance(v, str)}
+    upload = form.get("file")
+    if upload is None or isinstance(upload, str):
+        return fields, None
+    name = Path(upload.filename or "upload.csv").name
+    with tempfile.TemporaryDirectory(prefix="lakejoin-upload-") as folder:
+        path = Path(folder) / name
+        path.write_bytes(await upload.read())
+        table = await run_in_threadpool(read_table_file, path, max_upload_bytes(), name)
+    return fields, table
+
+
+def _json_or_list(name: str, text: str) -> Any:
+    text = text.strip()
+    if text.startswith(("[", "{")):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise HTTPException(400, f"field {name!r} is not valid JSON: {error}") from None
+    if name == "params":
+        raise HTTPException(400, "field 'params' must be a JSON object")
+    return [part.strip() for part in text.split(",") if part.strip()]

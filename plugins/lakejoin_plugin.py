@@ -1,0 +1,22 @@
+"""Registers Lakejoin with Airflow 3: the REST API + search page (mounted at ``/lakejoin`` by the
+API server) and the search page's entry in the UI's navigation (Browse → Lakejoin search)."""
+
+from __future__ import annotations
+
+from airflow.plugins_manager import AirflowPlugin
+
+from lakejoin_airflow.api import app
+
+
+class LakejoinPlugin(AirflowPlugin):
+    name = "lakejoin"
+    fastapi_apps = [{"app": app, "url_prefix": "/lakejoin", "name": "Lakejoin search API"}]
+    external_views = [
+        {
+            "name": "Lakejoin search",
+            "href": "/lakejoin/search",
+            "url_route": "lakejoin-search",
+            "category": "browse",
+            "destination": "nav",
+        }
+    ]
