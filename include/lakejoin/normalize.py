@@ -37,6 +37,12 @@ def canonical_number(text: str) -> str | None:
     return repr(value)
 
 
+def normalize_text(raw: object) -> str:
+    """The text part of the normalization (NFKC, trim, collapse whitespace, lowercase), with no
+    null-like or number rules: for names such as column headers, where "NA" is a name."""
+    return _WHITESPACE.sub(" ", unicodedata.normalize("NFKC", str(raw))).strip().lower()
+
+
 def normalize_value(raw: object) -> str | None:
     """Normalize one cell; None means null-like (left out of every set)."""
     if raw is None:
@@ -47,8 +53,7 @@ def normalize_value(raw: object) -> str | None:
         if isinstance(raw, float) and not math.isfinite(raw):
             return None
         raw = repr(raw) if isinstance(raw, float) else str(raw)
-    text = unicodedata.normalize("NFKC", str(raw))
-    text = _WHITESPACE.sub(" ", text).strip().lower()
+    text = normalize_text(raw)
     if text in NULL_LIKE:
         return None
     number = canonical_number(text)

@@ -1,8 +1,8 @@
 """The ingestion quality gate, written as Great Expectations 1.x suites.
 
 A parsed table enters the lake only if it has at least one column and one row, at most
-``max_columns`` columns, unique non-empty headers after the one value normalization
-(``lakejoin.normalize.normalize_value``), and at most ``max_malformed_share`` of its rows
+``max_columns`` columns, unique non-empty headers after the text normalization
+(``lakejoin.normalize.normalize_text``: headers are names, so "NA" is no null), and at most ``max_malformed_share`` of its rows
 malformed. Failures are quarantined by ingestion with the GX result JSON as evidence.
 
 Two batches are validated because GX expectations look at one frame at a time: the table
@@ -20,7 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from lakejoin.normalize import normalize_value
+from lakejoin.normalize import normalize_text
 
 # pandas names a blank header cell "Unnamed: <i>": that is an empty header, not a name
 _PANDAS_BLANK_HEADER = re.compile(r"^unnamed: \d+(_level_\d+)?$")
@@ -48,9 +48,10 @@ class GateResult:
 
 
 def normalized_header(name: object) -> str | None:
-    """A header as the indexes will see it; None when it is empty."""
-    text = normalize_value(name)
-    return None if text is None or _PANDAS_BLANK_HEADER.match(text) else text
+    """A header trimmed, collapsed and lowercased; None when it is empty. Headers are names, not
+    values: "nA" (a sample size) or "NULL" stay headers, so the null-like rules do not apply."""
+    text = normalize_text("" if name is None else name)
+    return None if not text or _PANDAS_BLANK_HEADER.match(text) else text
 
 
 def structure_frame(df: pd.DataFrame, malformed_rows: int) -> pd.DataFrame:
