@@ -50,13 +50,14 @@ AUTO_LSH_MIN_DISTINCT = 10_000
 DEFAULT_K = 10
 DEFAULT_THRESHOLD = 0.5  # LSH Ensemble containment threshold t*
 DEFAULT_TAU = 0.06  # PEXESO τ: a fraction of the maximum distance 2 of unit vectors
+DEFAULT_T = 0.6  # PEXESO T: the share of query records that must match (threshold mode)
 
 # Per-method parameters and their types; anything else is a ValueError naming it.
 PARAMS: dict[str, dict[str, type]] = {
     "josie": {},
     "lshensemble": {"threshold": float, "verify": bool},
     "mate": {"initial_column": str},
-    "pexeso": {"tau": float, "T": float, "model": str, "exact": bool},
+    "pexeso": {"tau": float, "T": float, "model": str, "exact": bool, "mode": str},
 }
 PARAMS["auto"] = {"semantic": bool, **{k: t for family in PARAMS.values() for k, t in family.items()}}
 
@@ -296,9 +297,9 @@ def _run_pexeso(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k
     values = [v for v in query.column_values(_single(columns, "pexeso")) if v is not None]
     model = params.get("model", searcher.model)
     options: dict[str, Any] = {"exact": params.get("exact", False), "k": k + _extra(loaded, query, "pexeso")}
-    options["mode"] = "threshold" if "T" in params else "topk"
+    options["mode"] = params.get("mode", "threshold")
     with lock:
-        found = searcher.search_text(values, model, params.get("tau", DEFAULT_TAU), params.get("T", 1.0), **options)
+        found = searcher.search_text(values, model, params.get("tau", DEFAULT_TAU), params.get("T", DEFAULT_T), **options)
     return [{**r, "model": model} for r in _column_results(loaded, query, found, k)]
 
 
