@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import random
 import subprocess
@@ -249,3 +250,141 @@ def test_console_script_transform_json(tmp_path):
     assert _joined(result) == set(NAMES)
     failed = subprocess.run([*argv[:-3], "--target-column", "mail", "--json"], capture_output=True, text=True)
     assert failed.returncode != 0 and "column 'mail' not in" in json.loads(failed.stdout)["error"]
+
+
+# -- exact speed-ups and the improvements of the "cst+" preset -------------------------------------
+
+EMAILS = [(f"{last}, {first}", f"{first}.{last}@ualberta.ca") for first, last in
+          [("davood", "rafiei"), ("arash", "nobari"), ("michael", "bowling"), ("missy", "payne"),
+           ("simon", "gosgnach"), ("renee", "miller")]]
+
+
+def _brute_coverage(programs, pairs):
+    return [sum(apply_program(program, s) == t for s, t in pairs) for program in programs]
+
+
+def test_unshared_literal_pruning_keeps_every_program_covering_two_rows():
+    pairs = [(s.lower(), t.lower()) for s, t in NAMES + EMAILS]
+    full, pruned = {}, {}
+    stats = {"generated": 0, "applied": 0, "cache_hits": 0}
+    shared = cst._shared_literal_test([t for _, t in pairs])
+    for s, t in pairs:
+        cst.generate_programs(s, t, cst.FAITHFUL, full, stats)
+        cst.generate_programs(s, t, cst.FAITHFUL, pruned, stats, shared)
+    assert set(pruned) < set(full) and stats["pruned_skeletons"] > 0
+    kept = {program for program, count in zip(full, _brute_coverage(full, pairs)) if count >= 2}
+    assert kept <= set(pruned)
+
+
+def _greedy_oracle(programs, coverage, min_rows):
+    """Textbook greedy: rescan everything each round, ties by the full simplicity key."""
+    from lakejoin.transform.units import simplicity_key
+
+    covered, picked = 0, []
+    while True:
+        gains = [((coverage[pid] & ~covered).bit_count(), pid) for pid in range(len(programs))]
+        best = min((pid for gain, pid in gains if gain >= min_rows),
+                   key=lambda pid: (-(coverage[pid] & ~covered).bit_count(), simplicity_key(programs[pid])),
+                   default=None)
+        if best is None:
+            return picked
+        covered |= coverage[best]
+        picked.append(programs[best])
+
+
+def test_lazy_greedy_cover_with_tied_shapes_equals_the_rescanning_oracle():
+    rng = random.Random(3)
+    programs = [(Split(" ", i),) for i in range(12)] + [(Substr(i, i + 2),) for i in range(12)] + \
+               [(SplitSubstr(",", i, 0, 1), Literal("x")) for i in range(12)]
+    for _ in range(30):
+        coverage = [rng.getrandbits(10) & rng.getrandbits(10) for _ in programs]
+        for min_rows in (1, 2):
+            lazy = [learned.program for learned in cst.greedy_cover(programs, coverage, min_rows)]
+            assert lazy == _greedy_oracle(programs, coverage, min_rows)
+
+
+def test_constant_target_text_stays_one_block():
+    targets = [t for _, t in EMAILS]
+    frequent = cst.frequent_grams(targets, 0.5)
+    assert cst.constant_spans("davood.rafiei@ualberta.ca", frequent) == [(13, 25)]
+    assert cst.constant_spans("x@other.org", frequent) == []
+    config = dataclasses.replace(cst.FAITHFUL, max_blocks=5)
+    spans = cst.constant_spans("michael.bowling@ualberta.ca", frequent)
+    with_spans = cst.skeletons("bowling, michael", "michael.bowling@ualberta.ca", config, spans)
+    shapes = {tuple(b.text for b in sk) for sk in with_spans}
+    assert ("michael", ".", "bowling", "@ualberta.ca") in shapes
+    assert all("@ualberta.ca" in texts or "." + "bowling@ualberta.ca" in "".join(texts) for texts in shapes)
+    # without the spans the domain breaks into one-letter placeholders: many more skeletons
+    assert len(with_spans) * 3 < len(cst.skeletons("bowling, michael", "michael.bowling@ualberta.ca", config))
+
+
+def test_improved_learns_placeholder_literal_shapes():
+    spreadsheet = {"max_placeholders": 4, "max_blocks": 7}  # cst.IMPROVED_SPREADSHEET
+    assert dataclasses.replace(cst.IMPROVED, **spreadsheet) == cst.IMPROVED_SPREADSHEET
+    result = learn_and_join([s for s, _ in EMAILS], [t for _, t in EMAILS], method="cst+", direction="forward",
+                            **spreadsheet)
+    assert _joined(result) == set(EMAILS)
+    best = result["transformations"][0]
+    assert best["program"].endswith("Literal('@ualberta.ca')")  # the domain is one literal
+    assert apply_transformation(best, ["Smith, John"]) == ["john.smith@ualberta.ca"]
+    initials = [("jan kotas", "j.k."), ("andrew cencici", "a.c."), ("mariya sergienko", "m.s."),
+                ("ruth bauer", "r.b."), ("kim lee", "k.l.")]
+    result = learn_and_join([s for s, _ in initials], [t for _, t in initials], method="cst+", direction="forward",
+                            **spreadsheet)
+    assert _joined(result) == set(initials)
+    faithful = learn_and_join([s for s, _ in initials], [t for _, t in initials], method="cst", direction="forward")
+    assert not faithful["pairs"]  # P L P L needs 4 blocks; the web setting allows 3
+
+
+def test_separator_runs_split_on_multi_character_separators():
+    config = dataclasses.replace(cst.FAITHFUL, separator_runs=True)
+    source = "a great big sled - the killers"
+    assert Split(" - ", 0) in cst.candidate_units(source, "a great big sled", 0, config)
+    assert Split(" - ", 0) not in cst.candidate_units(source, "a great big sled", 0, cst.FAITHFUL)
+    assert cst._separator_runs("x, y", 0, 1) == [", "] and cst._separator_runs("x y", 0, 1) == []
+
+
+def test_symbol_splits_never_split_at_letters_or_digits():
+    config = dataclasses.replace(cst.FAITHFUL, symbol_splits=True)
+    units = cst.candidate_units("rafiei, davood", "d", 8, config)
+    seps = {unit.sep for unit in units if isinstance(unit, SplitSubstr)}
+    assert seps == {" ", ","}
+    assert "a" in {unit.sep for unit in cst.candidate_units("rafiei, davood", "d", 8, cst.FAITHFUL)
+                   if isinstance(unit, SplitSubstr)}
+
+
+def test_gram_fallback_matches_values_shorter_than_n0_only():
+    from lakejoin.transform.matching import match_rows
+
+    source = ["938-242-504", "981-424-843", "118-980-214", "springfield"]
+    target = ["981", "938", "980", "springfield il"]
+    assert match_rows(source, target) == [(3, 3)]
+    assert match_rows(source, target, n_fallback=1) == [(0, 1), (1, 0), (2, 2), (3, 3)]
+    with pytest.raises(ValueError, match="n_fallback"):
+        match_rows(source, target, n_fallback=4)
+
+
+def test_improved_is_identical_across_hash_seeds(shared_dir):
+    folder = shared_dir / "benchmarks" / "autojoin-web" / "k12 name to email"
+    script = (
+        "import json, sys; sys.path.insert(0, 'tests/benchmarks'); import bench_transform as b; "
+        "from lakejoin.transform import learn_and_join; "
+        f"s, t, _ = b.load_case(b.Path({str(folder)!r})); "
+        "out = learn_and_join(s, t, method='cst+'); out.pop('seconds'); print(json.dumps(out, sort_keys=True))"
+    )
+    root = Path(__file__).resolve().parents[1]
+    outputs = [
+        subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
+                       env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout
+        for seed in ("3", "777")
+    ]
+    assert outputs[0] == outputs[1] and json.loads(outputs[0])["pairs"]
+
+
+def test_unsampled_targets_keep_the_true_pairs_of_big_columns():
+    people = [(f"user{i:04d} x.edu", f"http://x.edu/~user{i:04d}") for i in range(1500)]
+    sources, targets = [s for s, _ in people], [t for _, t in people]
+    both = learn_and_join(sources, targets, method="cst+", direction="forward", sample_targets=True)
+    source_only = learn_and_join(sources, targets, method="cst+", direction="forward")
+    assert _joined(source_only) == set(people)
+    assert _joined(both) != set(people)  # mostly false matches survive two-sided sampling

@@ -80,7 +80,10 @@ def _equi_join(program: Program, source: Sequence[str], target_row: Mapping[str,
 
 def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tuple[list[dict], set]:
     learn_source, learn_target = _learning_sample(len(source), len(target), config.seed)
-    matched = match_rows([source[i] for i in learn_source], [target[j] for j in learn_target])
+    if not config.sample_targets:
+        learn_target = list(range(len(target)))
+    matched = match_rows([source[i] for i in learn_source], [target[j] for j in learn_target],
+                         n_fallback=config.gram_fallback)
     pairs = [(source[learn_source[s]], target[learn_target[t]]) for s, t in matched]
     result = cst.learn(pairs, config)
     target_row = {value: row for row, value in enumerate(target)}
@@ -119,8 +122,10 @@ def learn_and_join(source_values: Sequence[str], target_values: Sequence[str], m
                    direction: str = "auto", **params) -> dict:
     """Learn transformations from ``source_values`` to ``target_values`` and equi-join with them.
 
-    ``method``: "cst" (the paper's configuration), "cst+" (indices from the end, punctuation
-    separators) or "autojoin"; ``params`` override fields of :class:`cst.CSTConfig` or
+    ``method``: "cst" (the paper's web configuration; ``max_placeholders=4`` gives its spreadsheet
+    one), "cst+" (:data:`cst.IMPROVED`: indices from the end, punctuation separators, separator
+    runs, constant target text, the n-gram fallback) or "autojoin"; ``params`` override fields
+    of :class:`cst.CSTConfig` or
     :class:`autojoin.AutoJoinConfig`. Returns ``{"method", "direction", "transformations",
     "pairs", "seconds"}``; ``pairs`` are ``{"source", "target"}`` raw values of the two inputs.
     """

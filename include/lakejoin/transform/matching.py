@@ -9,6 +9,11 @@ reproduces the paper's Table 1 (112.5 pairs per web table, P 0.80 / R 0.93); Alg
 printed keeps one per size and yields many more pairs (notes/cst.md §3.2). Ties on Rscore go
 to the shorter n-gram, then to the earlier position in the row, so the result never depends on
 hash order. Rows are the distinct values of each column.
+
+Improvement (not in the paper, off by default): with ``n_fallback`` a source row that shares
+no n-gram of size >= n0 with the target column retries with the sizes n_fallback <= n < n0.
+A value shorter than n0 (a 3-digit area code, a 2-letter state) has no n0-gram, so otherwise
+it can never be matched; rows that do match at n0 are unaffected.
 """
 
 from __future__ import annotations
@@ -37,22 +42,40 @@ def ngram_rows(values: Sequence[str], n_min: int = N_MIN, n_max: int = N_MAX) ->
     return index
 
 
+def _representative(value: str, source_index: dict[str, list[int]], target_index: dict[str, list[int]],
+                    n_min: int, n_max: int) -> str | None:
+    """The n-gram of ``value`` with the highest Rscore (Eq. 2); None if it shares none."""
+    best_gram, best_score = None, 0.0
+    for gram in _row_ngrams(value, n_min, n_max):
+        target_rows = target_index.get(gram)
+        if target_rows is None:
+            continue
+        score = 1.0 / (len(source_index[gram]) * len(target_rows))
+        if score > best_score:
+            best_gram, best_score = gram, score
+    return best_gram
+
+
 def match_rows(
-    source: Sequence[str], target: Sequence[str], n_min: int = N_MIN, n_max: int = N_MAX
+    source: Sequence[str], target: Sequence[str], n_min: int = N_MIN, n_max: int = N_MAX,
+    n_fallback: int | None = None,
 ) -> list[tuple[int, int]]:
-    """Candidate joinable pairs (source row, target row), ordered by source row then target row."""
-    source_index = ngram_rows(source, n_min, n_max)
-    target_index = ngram_rows(target, n_min, n_max)
+    """Candidate joinable pairs (source row, target row), ordered by source row then target row.
+
+    ``n_fallback`` (< n_min): n-gram size the unmatched rows retry down to (module docstring).
+    """
+    if n_fallback is not None and not 1 <= n_fallback < n_min:
+        raise ValueError(f"n_fallback must lie in [1, {n_min}), got {n_fallback}")
+    indexes = {(n_min, n_max): (ngram_rows(source, n_min, n_max), ngram_rows(target, n_min, n_max))}
+    sizes = [(n_min, n_max)] + ([(n_fallback, n_min)] if n_fallback is not None else [])
     pairs: list[tuple[int, int]] = []
     for row, value in enumerate(source):
-        best_gram, best_score = None, 0.0
-        for gram in _row_ngrams(value, n_min, n_max):
-            target_rows = target_index.get(gram)
-            if target_rows is None:
-                continue
-            score = 1.0 / (len(source_index[gram]) * len(target_rows))
-            if score > best_score:
-                best_gram, best_score = gram, score
-        if best_gram is not None:
-            pairs.extend((row, target_row) for target_row in target_index[best_gram])
+        for size in sizes:
+            if size not in indexes:  # built only when some row needs it
+                indexes[size] = (ngram_rows(source, *size), ngram_rows(target, *size))
+            source_index, target_index = indexes[size]
+            gram = _representative(value, source_index, target_index, *size)
+            if gram is not None:
+                pairs.extend((row, target_row) for target_row in target_index[gram])
+                break
     return pairs

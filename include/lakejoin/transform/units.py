@@ -22,6 +22,7 @@ every tie (never hash or set order).
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Union
 
@@ -226,18 +227,24 @@ def is_constant(program: Sequence[Unit]) -> bool:
     return all(type(unit) is Literal for unit in program)
 
 
+def shape_key(program: Sequence[Unit]) -> tuple:
+    """The cheap prefix of :func:`simplicity_key`: fewer parameters, fewer units, simpler kinds.
+    Rankings over many programs sort on it and compare texts only within its ties."""
+    return (sum(unit.COST for unit in program), len(program), tuple(unit.RANK for unit in program))
+
+
 def simplicity_key(program: Sequence[Unit]) -> tuple:
     """The documented tie-break order: fewer parameters, fewer units, simpler unit kinds, text."""
-    return (
-        sum(unit.COST for unit in program),
-        len(program),
-        tuple(unit.RANK for unit in program),
-        program_text(program),
-    )
+    return (*shape_key(program), program_text(program))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _unit_text(kind: type, fields: tuple) -> str:  # keyed on the kind: Substr(0, 3) == Substring(0, 3)
+    return f"{kind.__name__}({', '.join(repr(field) for field in fields)})"
 
 
 def unit_text(unit: Unit) -> str:
-    return f"{type(unit).__name__}({', '.join(repr(field) for field in unit)})"
+    return _unit_text(type(unit), tuple(unit))
 
 
 def program_text(program: Sequence[Unit]) -> str:
