@@ -5,9 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from deltalake import DeltaTable
-
 from lakejoin.config import resolve_home
+from lakejoin.lake import delta
 from lakejoin.lake.schemas import VALIDATIONS
 
 NAME = "quality"
@@ -21,14 +20,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     """Read ``<home>/quality/validations`` at its latest Delta version."""
     path = resolve_home(args.home) / VALIDATIONS
-    if not (path / "_delta_log").is_dir():
+    if not delta.exists(path):
         return {"table_version": None, "validations": []}
-    table = DeltaTable(str(path))
     columns = ["dataset_id", "version", "success", "drift", "validated_at"]
-    rows = table.to_pyarrow_table(columns=columns).to_pylist()
+    version = delta.current_version(path)
+    rows = delta.read_arrow(path, version, columns).to_pylist()
     rows = [r for r in rows if args.dataset in (None, r["dataset_id"]) and not (args.failed and r["success"])]
     rows.sort(key=lambda r: (r["dataset_id"], r["version"]))
-    return {"table_version": table.version(), "validations": rows}
+    return {"table_version": version, "validations": rows}
 
 
 def summarize(result: dict[str, Any]) -> str:

@@ -51,9 +51,24 @@ def current_version(path: Path) -> int | None:
 
 
 def read_arrow(path: Path, version: int | None = None, columns: Sequence[str] | None = None, filter: pads.Expression | None = None) -> pa.Table:
-    """Read a table (or its pinned version) into Arrow."""
-    dataset = open_table(path, version).to_pyarrow_dataset()
-    return dataset.to_table(columns=list(columns) if columns else None, filter=filter)
+    """Read a table (or its pinned version) into Arrow.
+
+    delta-rs lists the version's files; pyarrow reads them (Hive-style partition folders give the
+    partition columns back). Reading through delta-rs' own pyarrow filesystem instead made the
+    interpreter abort at exit about every other run ("terminate called without an active
+    exception", deltalake 1.6), so the CLI could die after printing its answer.
+    """
+    table = open_table(path, version)
+    schema = pa.schema(table.schema().to_arrow())
+    selected = list(columns) if columns else None
+    files = table.file_uris()
+    if not files:
+        empty = schema.empty_table()
+        return empty.select(selected) if selected else empty
+    partition_columns = table.metadata().partition_columns
+    partitioning = pads.partitioning(pa.schema([schema.field(c) for c in partition_columns]), flavor="hive") if partition_columns else None
+    dataset = pads.dataset(files, schema=schema, format="parquet", partitioning=partitioning, partition_base_dir=str(path))
+    return dataset.to_table(columns=selected, filter=filter)
 
 
 def write_arrow(path: Path, table: pa.Table, mode: str = "overwrite", partition_by: Sequence[str] | None = None, operation: str | None = None) -> int:
