@@ -14,6 +14,7 @@ from typing import Any
 from lakejoin.commands.search import add_query_arguments, query_arguments
 from lakejoin.config import LakeConfig
 from lakejoin.query import engine_for
+from lakejoin.query.engine import LOCAL_LIMITS
 from lakejoin.query.join import FORMATS, HOWS, POLICIES, write_table
 
 NAME = "join"
@@ -31,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    engine = engine_for(LakeConfig.from_args(args.home))
+    engine = engine_for(LakeConfig.from_args(args.home), LOCAL_LIMITS)
     table, summary = engine.join(
         **query_arguments(args), rank=args.rank, how=args.how, policy=args.policy, transform=args.transform, prefix=args.prefix
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 from lakejoin.config import LakeConfig
 from lakejoin.query import METHODS, engine_for, read_table_file
+from lakejoin.query.engine import LOCAL_LIMITS
 
 NAME = "search"
 
@@ -64,7 +65,7 @@ def query_arguments(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    return engine_for(LakeConfig.from_args(args.home)).search(**query_arguments(args))
+    return engine_for(LakeConfig.from_args(args.home), LOCAL_LIMITS).search(**query_arguments(args))
 
 
 def summarize(result: dict[str, Any]) -> str:

