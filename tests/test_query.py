@@ -106,9 +106,16 @@ def test_mate_joinability_equals_the_brute_force_join(engine: QueryEngine, lake:
     assert {"bakeoff_ratings.csv", "bakeoff_episodes.csv"} & titles
 
 
+def test_pexeso_threshold_mode_returns_lower_bounds_at_least_T(engine: QueryEngine, lake: dict) -> None:
+    dataset_id = lake["ids"]["bakeoff_challenges.csv"]
+    results = engine.search("pexeso", ["baker"], dataset_id=dataset_id, k=3, params={"T": 0.6})["results"]
+    assert results and all(r["joinability"] >= 0.6 for r in results)
+    assert ("bakeoff_bakers.csv", "baker") in {(r["table"], r["column"]) for r in results}
+
+
 def test_pexeso_finds_the_equal_column_first(engine: QueryEngine, lake: dict) -> None:
     dataset_id = lake["ids"]["bakeoff_challenges.csv"]
-    response = engine.search("pexeso", ["baker"], dataset_id=dataset_id, k=3)
+    response = engine.search("pexeso", ["baker"], dataset_id=dataset_id, k=3, params={"exact": True})
     best = response["results"][0]
     assert (best["table"], best["column"]) == ("bakeoff_bakers.csv", "baker")
     assert best["joinability"] == 1.0 and best["model"] == engine.snapshot().searcher("pexeso")[0].model

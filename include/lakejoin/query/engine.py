@@ -143,6 +143,8 @@ class QueryEngine:
         """
         if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= self.limits.max_k:
             raise ValueError(f"rank must be an integer in [1, {self.limits.max_k}], got {rank!r}")
+        if method == "pexeso":  # rank by exact joinability, not threshold mode's lower bounds
+            params = {**(params or {}), "exact": True}
         response = self.search(method, columns, table=table, dataset_id=dataset_id, k=max(k or rank, rank), params=params, snapshot_id=snapshot_id)
         if len(response["results"]) < rank:
             raise LookupError(f"the search found {len(response['results'])} result(s), so there is no rank {rank} to join")
