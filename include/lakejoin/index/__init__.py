@@ -1,10 +1,12 @@
 """Index families. Every family has the same shape (DESIGN "Layout"):
 
-- ``lakejoin.spark.<family>.build_tables(spark, cells, columns, **params) -> dict[str, DataFrame]``
-  turns the lake's long-form cells (schema ``lakejoin.lake.schemas.CELLS_SCHEMA``, already
-  restricted to the columns this family indexes) into the family's index tables. The pipeline
-  writes each returned DataFrame to the Delta table ``index/<family>/<name>`` and pins its
-  version in the snapshot.
+- ``lakejoin.spark.<family>.build_tables(spark, inputs, *, previous=None, changed=None, **params)
+  -> dict[str, DataFrame]`` turns the lake's long-form cells (``lakejoin.lake.schemas.CELLS_SCHEMA``,
+  restricted by the pipeline to the columns this family indexes; for PEXESO, their distinct values
+  with embeddings) into the family's index tables. For an incremental build the pipeline also
+  passes ``previous`` (the family's tables of the last build) and ``changed`` (dataset ids added,
+  changed or removed since). It writes each returned DataFrame to the Delta table
+  ``index/<family>/<name>`` and pins its version in the snapshot.
 - ``lakejoin.index.<family>.load(tables: dict[str, pyarrow.Table], **params) -> Searcher`` builds
   the in-memory searcher from those tables read at the snapshot's pinned versions.
 - ``Searcher.search(query, **params) -> list[dict]`` returns ranked results; each carries the
