@@ -12,6 +12,7 @@ import pytest
 
 from lakejoin.index.mate import build_from_cells, build_in_memory, cells_from_frames, choose_bits, load
 from lakejoin.index.mate.duckdb_join import DuckDBJoin
+from lakejoin.index.mate.kernels import best_mapping
 from lakejoin.index.mate.search import prepare_query
 from lakejoin.index.mate.xash import bytes_to_words, super_key
 
@@ -259,6 +260,25 @@ def test_no_false_negatives_at_every_size(real_lake) -> None:
         _, mate = searcher.search_with_stats(query, ["series", "baker"], 3)
         _, scr = searcher.search_with_stats(query, ["series", "baker"], 3, use_superkeys=False)
         assert mate.pairs_joinable == scr.pairs_joinable > 0
+
+
+@pytest.mark.parametrize(("wide", "id_range", "n_query"), [(4, 20, 50), (4, 10**9, 50), (60_000, 10**9, 3_000_000)])
+def test_best_mapping_counts_distinct_tuples_per_mapping(wide, id_range, n_query) -> None:
+    """calculateJ's count equals a plain group-by: with narrow and scattered column ids, and when
+    the mapping codes must be re-ranked (tens of thousands of columns ** 4 overflow int64)."""
+    rng = np.random.default_rng(wide)
+    columns = rng.choice(id_range, wide, replace=False)
+    rows = 100_000
+    supported = np.column_stack(
+        [columns[rng.integers(0, 3, rows)] for _ in range(3)] + [columns[rng.integers(0, wide, rows)], rng.integers(0, 40, rows)]
+    )
+    score, mapping, matched = best_mapping(supported, n_query)
+    distinct = pd.DataFrame(supported).drop_duplicates()
+    counts = distinct.groupby([0, 1, 2, 3]).size()
+    best = counts[counts == counts.max()].index.min()  # ties: the smallest column-id tuple
+    assert (score, tuple(mapping)) == (counts.max(), best)
+    expected = distinct[(distinct[[0, 1, 2, 3]] == best).all(axis=1)][4].sort_values()
+    assert matched.tolist() == expected.tolist()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -5,7 +5,7 @@
   ``lakejoin.spark.mate.build_tables``.
 - ``search``: Algorithm 1 (§6) behind ``load(tables) -> MateSearcher``; the SCR baseline
   (no super keys, §7.1) is ``MateSearcher.search_scr``.
-- ``kernels``: Algorithm 1's compiled per-pair loops (row filter, calculateJ's comparison).
+- ``kernels``: Algorithm 1's table loop compiled as one pass (rules 1-2, row filter, calculateJ).
 - ``duckdb_join``: the brute-force n-ary join over all column mappings (oracle and baseline).
 """
 

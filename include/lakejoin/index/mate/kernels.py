@@ -1,11 +1,17 @@
-"""Compiled inner loops of Algorithm 1 (numba): the row filter (§6.3) and calculateJ's comparison.
+"""Algorithm 1's table loop (§6.2-§6.3 and calculateJ) as one compiled pass (numba).
 
-Both loops run once per candidate table over its (PL item, query row) pairs, so they are the
-whole per-pair cost of MATE and of SCR. SCR runs the same two kernels with the super-key test
-switched off, so the baseline differs from MATE only by the filter (paper §7.1).
+``scan_tables`` walks the candidate tables in rank order and, per table, applies rule 1, the
+row filter, rule 2, calculateJ and the top-k update without returning to Python, so the cost
+of a search is its per-pair work plus a fixed cost per query, not a Python round trip per
+table. SCR runs the same pass with the row filter switched off: it verifies every
+(PL item, query row) pair straight from the posting lists (paper §7.1).
 
 Layout (see ``search.MateIndex``): row g's cells are ``row_offsets[g]:row_offsets[g+1]`` of
 ``cell_values`` (value ids, ascending) and ``cell_columns`` (column id; ascending within a value).
+Item i of the candidate list (row ``item_rows[i]``, column ``item_columns[i]``) meets the query
+rows of its initial value, ``query_rows[slot_start[s] : slot_start[s] + slot_count[s]]`` with
+``s = item_slots[i]`` (the dictionary of line 20); ``bucket_keys[j]`` is the key of
+``query_rows[j]``.
 """
 
 from __future__ import annotations
@@ -13,57 +19,55 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+CODE_LIMIT = 1 << 62  # packed (mapping, query row) codes stay below this (int64)
+DENSE_MIN = 1 << 12  # presence tables up to this size (or 4 entries per supported row) are cheap
+STATS = ("tables_verified", "pruned_rule1", "pruned_rule2", "pairs_checked", "pairs_passed", "pairs_joinable")
+
 
 @njit(cache=True, nogil=True)
-def row_filter(
-    item_rows: np.ndarray,
-    item_slots: np.ndarray,
-    slot_start: np.ndarray,
-    slot_count: np.ndarray,
-    query_rows: np.ndarray,
-    bucket_keys: np.ndarray,
-    superkeys: np.ndarray,
-    use_superkeys: bool,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Algorithm 1 lines 15-26 for a run of PL items: the pairs whose query key is in the row's super key.
+def row_filter(lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, out_item, out_j):
+    """Lines 20-25 for items ``lo:hi``: the pairs (item, bucket position j) whose key is in S.
 
-    Item i (candidate row ``item_rows[i]``) meets the query rows of its initial value, found
-    through the dictionary ``query_rows[slot_start[s] : slot_start[s] + slot_count[s]]`` with
-    ``s = item_slots[i]`` (line 20); ``bucket_keys[j]`` is the key of ``query_rows[j]``, so a
-    bucket's keys are read in sequence. A pair survives iff ``key(x) & ~S(g) == 0`` (line 22),
-    tested from word 0, which holds the length bits: most rows fail there (§5.2).
-    Returns (item positions, ascending; query rows) of the surviving pairs.
+    ``item_keys[i]`` is the super key S that came with PL item i (line 4). A pair survives iff
+    ``key(x) & ~S == 0`` (line 22), tested word by word from word 0, which holds the length
+    bits: most rows fail there (§5.2). The surviving pairs go to ``out_item`` (ascending) and
+    ``out_j``, which must hold every pair of the items; returns how many survived.
     """
-    checked = 0
-    for i in range(len(item_rows)):
-        checked += slot_count[item_slots[i]]
-    out_item = np.empty(checked, np.int32)
-    out_x = np.empty(checked, np.int32)
-    words = superkeys.shape[1]
+    words = item_keys.shape[1]
     n = 0
-    for i in range(len(item_rows)):
-        g = item_rows[i]
+    for i in range(lo, hi):
         s = item_slots[i]
-        missing_high = ~superkeys[g, 0]
+        missing_high = ~item_keys[i, 0]
         for j in range(slot_start[s], slot_start[s] + slot_count[s]):
-            if use_superkeys:
-                if bucket_keys[j, 0] & missing_high:
-                    continue
-                missing = np.uint64(0)
-                for w in range(1, words):
-                    missing |= bucket_keys[j, w] & ~superkeys[g, w]
-                if missing:
-                    continue
+            if bucket_keys[j, 0] & missing_high:
+                continue
+            w = 1
+            while w < words and not bucket_keys[j, w] & ~item_keys[i, w]:
+                w += 1
+            if w < words:
+                continue
             out_item[n] = i
-            out_x[n] = query_rows[j]
+            out_j[n] = j
             n += 1
-    if n == checked:
-        return out_item, out_x
-    return out_item[:n].copy(), out_x[:n].copy()
+    return n
 
 
 @njit(cache=True, nogil=True)
-def _first_cell(cell_values: np.ndarray, lo: int, hi: int, value: int) -> int:
+def _distinct_rows(item_rows, items, seen):
+    """r_match of rule 2: distinct candidate rows among ``items``; ``seen`` (one flag per lake
+    row, all False) is left as it was found."""
+    distinct = 0
+    for i in items:
+        if not seen[item_rows[i]]:
+            seen[item_rows[i]] = True
+            distinct += 1
+    for i in items:
+        seen[item_rows[i]] = False
+    return distinct
+
+
+@njit(cache=True, nogil=True)
+def _first_cell(cell_values, lo, hi, value):
     """Lower bound of ``value`` in the sorted ``cell_values[lo:hi]``."""
     while lo < hi:
         mid = (lo + hi) >> 1
@@ -75,81 +79,299 @@ def _first_cell(cell_values: np.ndarray, lo: int, hi: int, value: int) -> int:
 
 
 @njit(cache=True, nogil=True)
-def supported_mappings(
-    pair_rows: np.ndarray,
-    pair_initial_columns: np.ndarray,
-    pair_query_rows: np.ndarray,
-    value_ids: np.ndarray,
-    initial: int,
-    row_offsets: np.ndarray,
-    cell_values: np.ndarray,
-    cell_columns: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray, int]:
-    """calculateJ's comparison (line 27): every one-to-one mapping each pair's row supports.
+def _verify_pair(g, c0, x, value_ids, initial, row_offsets, cell_values, cell_columns, out, n, first, count, pick, combo):
+    """calculateJ's comparison for pair (row g, initial column c0, query row x).
 
-    For pair (g, c0, x) the initial column is c0 (the PL item's column); every other key value
-    ``value_ids[x, p]`` must sit in some cell of row g, and the chosen columns must all differ.
-    A value held by several cells gives several mappings, all enumerated (an odometer over the
-    choices). Returns (mapping columns (N, m), their query rows (N,), joinable pair count).
+    Every other key value ``value_ids[x, p]`` must sit in some cell of row g, and the chosen
+    columns must all differ. A value held by several cells gives several mappings, all
+    appended to ``out`` (columns..., x) from row ``n`` (an odometer over the choices).
+    Returns (out, possibly grown; new n; whether the pair supports some mapping).
     """
     m = value_ids.shape[1]
-    capacity = len(pair_rows) + 16
-    out_cols = np.empty((capacity, m), np.int64)
-    out_x = np.empty(capacity, np.int64)
-    first = np.zeros(m, np.int64)
-    count = np.ones(m, np.int64)
-    pick = np.zeros(m, np.int64)
-    combo = np.empty(m, np.int64)
-    n = 0
-    joinable = 0
-    for k in range(len(pair_rows)):
-        g = pair_rows[k]
-        x = pair_query_rows[k]
-        lo, hi = row_offsets[g], row_offsets[g + 1]
-        found = True
-        for p in range(m):
-            if p == initial:
-                continue
-            v = value_ids[x, p]
-            a = _first_cell(cell_values, lo, hi, v) if v >= 0 else hi
-            b = a
-            while b < hi and cell_values[b] == v:
-                b += 1
-            if a == b:
-                found = False
-                break
-            first[p] = a
-            count[p] = b - a
-        if not found:
+    lo, hi = row_offsets[g], row_offsets[g + 1]
+    for p in range(m):
+        if p == initial:
             continue
-        combo[initial] = pair_initial_columns[k]
-        pick[:] = 0
-        supported = False
-        while True:
-            for p in range(m):
-                if p != initial:
-                    combo[p] = cell_columns[first[p] + pick[p]]
-            injective = True
-            for p in range(m):
-                for q in range(p + 1, m):
-                    if combo[p] == combo[q]:
-                        injective = False
-            if injective:
-                if n == len(out_x):  # grow the output
-                    out_cols = np.concatenate((out_cols, np.empty_like(out_cols)))
-                    out_x = np.concatenate((out_x, np.empty_like(out_x)))
-                out_cols[n] = combo
-                out_x[n] = x
-                n += 1
-                supported = True
-            p = m - 1  # next choice, last key column fastest
-            while p >= 0 and (p == initial or pick[p] + 1 == count[p]):
-                if p != initial:
-                    pick[p] = 0
-                p -= 1
-            if p < 0:
-                break
-            pick[p] += 1
-        if supported:
-            joinable += 1
-    return out_cols[:n], out_x[:n], joinable
+        v = value_ids[x, p]
+        a = _first_cell(cell_values, lo, hi, v) if v >= 0 else hi
+        b = a
+        while b < hi and cell_values[b] == v:
+            b += 1
+        if a == b:
+            return out, n, False
+        first[p] = a
+        count[p] = b - a
+    combo[initial] = c0
+    pick[:] = 0
+    supported = False
+    while True:
+        for p in range(m):
+            if p != initial:
+                combo[p] = cell_columns[first[p] + pick[p]]
+        injective = True
+        for p in range(m):
+            for q in range(p + 1, m):
+                if combo[p] == combo[q]:
+                    injective = False
+        if injective:
+            if n == out.shape[0]:
+                out = np.concatenate((out, np.empty_like(out)))
+            out[n, :m] = combo
+            out[n, m] = x
+            n += 1
+            supported = True
+        p = m - 1  # next choice, last key column fastest
+        while p >= 0 and (p == initial or pick[p] + 1 == count[p]):
+            if p != initial:
+                pick[p] = 0
+            p -= 1
+        if p < 0:
+            return out, n, supported
+        pick[p] += 1
+
+
+@njit(cache=True, nogil=True)
+def _dense_ranks(codes):
+    """Codes replaced by their rank among the distinct codes (order kept); and how many there are."""
+    distinct = np.unique(codes)
+    return np.searchsorted(distinct, codes).astype(np.int64), len(distinct)
+
+
+@njit(cache=True, nogil=True)
+def _column_ranks(columns):
+    """Each column id's rank among the distinct ids in ``columns``; and how many there are.
+
+    A table's column ids are usually a short range, so a presence table over the range ranks
+    them in one pass; a wide range falls back to sorting the distinct ids.
+    """
+    lo, hi = columns.min(), columns.max()
+    if hi - lo > 4 * columns.size + DENSE_MIN:
+        distinct = np.unique(columns.ravel())
+        return np.searchsorted(distinct, columns.ravel()).reshape(columns.shape).astype(np.int64), len(distinct)
+    rank = np.zeros(hi - lo + 1, np.int64)
+    for c in columns.ravel():
+        rank[c - lo] = 1
+    rank = np.cumsum(rank) - 1
+    ranks = np.empty(columns.shape, np.int64)
+    for e in range(columns.shape[0]):
+        for p in range(columns.shape[1]):
+            ranks[e, p] = rank[columns[e, p] - lo]
+    return ranks, rank[-1] + 1
+
+
+@njit(cache=True, nogil=True)
+def _mapping_codes(ranks, width):
+    """One int64 code per mapping that sorts like its column-id tuple (first column most
+    significant); re-ranked densely whenever the next factor would overflow. Returns (codes, span)."""
+    codes = ranks[:, 0].copy()
+    span = width
+    for p in range(1, ranks.shape[1]):
+        if span > CODE_LIMIT // width:
+            codes, span = _dense_ranks(codes)
+        codes = codes * width + ranks[:, p]
+        span *= width
+    return codes, span
+
+
+@njit(cache=True, nogil=True)
+def _count_dense(codes, xs, span, n_query):
+    """Distinct query rows per mapping code through a (code, x) presence table: (ȷ, code, rows)."""
+    seen = np.zeros(span * n_query, np.bool_)
+    counts = np.zeros(span, np.int64)
+    for e in range(len(codes)):
+        cell = codes[e] * n_query + xs[e]
+        if not seen[cell]:
+            seen[cell] = True
+            counts[codes[e]] += 1
+    best_code = np.argmax(counts)  # ties: the smallest code
+    return counts[best_code], best_code, np.flatnonzero(seen[best_code * n_query : (best_code + 1) * n_query])
+
+
+@njit(cache=True, nogil=True)
+def _count_sorted(codes, xs, n_query):
+    """``_count_dense`` for code spaces too large for a table: sort (code, x) keys, then scan."""
+    keys = np.sort(codes * n_query + xs)
+    best, best_code, best_start = 0, -1, 0
+    count, code, start = 0, -1, 0
+    for p in range(len(keys) + 1):
+        if p < len(keys) and p > 0 and keys[p] == keys[p - 1]:
+            continue
+        next_code = keys[p] // n_query if p < len(keys) else -2
+        if next_code != code:
+            if count > best:
+                best, best_code, best_start = count, code, start
+            code, count, start = next_code, 0, p
+        count += 1
+    matched = np.empty(best, np.int64)
+    n = 0
+    for p in range(best_start, len(keys)):
+        if keys[p] // n_query != best_code:
+            break
+        if p == best_start or keys[p] != keys[p - 1]:
+            matched[n] = keys[p] % n_query
+            n += 1
+    return best, best_code, matched
+
+
+@njit(cache=True, nogil=True)
+def best_mapping(supported, n_query):
+    """calculateJ's count: (ȷ_t, best mapping's columns, its matched query rows ascending).
+
+    ``supported`` holds rows (columns..., x). Each mapping becomes one int64 code (local column
+    ranks, ``_mapping_codes``); ȷ of a mapping is its number of distinct x, counted in a
+    presence table over (code, x) when that is small, else by sorting packed (code, x) keys.
+    Ties go to the smallest column-id tuple.
+    """
+    m = supported.shape[1] - 1
+    ranks, width = _column_ranks(supported[:, :m])
+    codes, span = _mapping_codes(ranks, width)
+    xs = supported[:, m]
+    if span <= (4 * len(codes) + DENSE_MIN) // n_query:
+        best, best_code, matched = _count_dense(codes, xs, span, n_query)
+    else:
+        if span > CODE_LIMIT // n_query:
+            codes, span = _dense_ranks(codes)
+        best, best_code, matched = _count_sorted(codes, xs, n_query)
+    mapping = supported[np.flatnonzero(codes == best_code)[0], :m].copy()
+    return best, mapping, matched
+
+
+@njit(cache=True, nogil=True)
+def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_ids, initial, row_offsets, cell_values, cell_columns, out):
+    """calculateJ's comparison for the pairs that passed the row filter: (supported mappings in
+    ``out``, their count, pairs supporting some mapping)."""
+    m = value_ids.shape[1]
+    first, count, pick, combo = np.zeros(m, np.int64), np.ones(m, np.int64), np.zeros(m, np.int64), np.empty(m, np.int64)
+    n = joinable = 0
+    for p in range(len(items)):
+        i = items[p]
+        out, n, ok = _verify_pair(
+            item_rows[i], item_columns[i], query_rows[positions[p]], value_ids, initial,
+            row_offsets, cell_values, cell_columns, out, n, first, count, pick, combo,
+        )
+        joinable += ok
+    return out, n, joinable
+
+
+@njit(cache=True, nogil=True)
+def _verify_items(lo, hi, item_rows, item_columns, item_slots, slot_start, slot_count, query_rows, value_ids, initial, row_offsets, cell_values, cell_columns, out):
+    """``_verify_passed`` for SCR: every pair of items ``lo:hi``, read straight from the buckets."""
+    m = value_ids.shape[1]
+    first, count, pick, combo = np.zeros(m, np.int64), np.ones(m, np.int64), np.zeros(m, np.int64), np.empty(m, np.int64)
+    n = joinable = 0
+    for i in range(lo, hi):
+        s = item_slots[i]
+        for j in range(slot_start[s], slot_start[s] + slot_count[s]):
+            out, n, ok = _verify_pair(
+                item_rows[i], item_columns[i], query_rows[j], value_ids, initial,
+                row_offsets, cell_values, cell_columns, out, n, first, count, pick, combo,
+            )
+            joinable += ok
+    return out, n, joinable
+
+
+@njit(cache=True, nogil=True)
+def _worst_slot(top_score, top_rank, filled):
+    """The top-k entry to evict: lowest score, ties the latest-ranked table."""
+    worst = 0
+    for e in range(1, filled):
+        if top_score[e] < top_score[worst] or (top_score[e] == top_score[worst] and top_rank[e] > top_rank[worst]):
+            worst = e
+    return worst
+
+
+@njit(cache=True, nogil=True)
+def scan_tables(
+    table_start,
+    item_rows,
+    item_columns,
+    item_slots,
+    slot_start,
+    slot_count,
+    query_rows,
+    bucket_keys,
+    item_keys,
+    use_superkeys,
+    value_ids,
+    initial,
+    row_offsets,
+    cell_values,
+    cell_columns,
+    k,
+    sample_size,
+):
+    """Algorithm 1 lines 7-30 over tables ``table_start[r]:table_start[r+1]`` in rank order r.
+
+    Rule 1 (line 10) stops at the first table with ``L_t ≤ ȷ_k``. Rule 2 (line 17) is
+    evaluated once a table's items are all filtered: its bound ``L_t − r_checked + r_match``
+    never grows as items are checked (each item adds at most one passed row), so it ends at
+    ``r_match`` and drops the table exactly when some point of the paper's item-by-item scan
+    would have. Each table is verified right after its filter, so the top-k list is never
+    stale and no batch is left unverified (the reference code loses its last batch).
+    ``item_keys`` (the items' super keys) is read only when ``use_superkeys``.
+    Returns the top-k (score, rank, mapping, matched sample, pairs verified) unsorted, and the
+    counters named in ``STATS``.
+    """
+    m = value_ids.shape[1]
+    n_query = max(value_ids.shape[0], 1)
+    top_score = np.zeros(k, np.int64)
+    top_rank = np.zeros(k, np.int64)
+    top_mapping = np.zeros((k, m), np.int64)
+    top_sample = np.full((k, sample_size), -1, np.int64)
+    top_verified = np.zeros(k, np.int64)
+    counters = np.zeros(len(STATS), np.int64)
+    out = np.empty((1024, m + 1), np.int64)  # calculateJ's supported mappings, reused
+    filled = 0
+    n_tables = len(table_start) - 1
+    table_pairs = np.zeros(n_tables, np.int64)
+    for r in range(n_tables):
+        for i in range(table_start[r], table_start[r + 1]):
+            table_pairs[r] += slot_count[item_slots[i]]
+    most = table_pairs.max() if use_superkeys else 0
+    items, positions = np.empty(most, np.int64), np.empty(most, np.int64)  # the row filter's output
+    seen = np.zeros(0, np.bool_)  # rule 2's row flags, allocated once the top-k list is full
+    for r in range(n_tables):
+        lo, hi = table_start[r], table_start[r + 1]
+        worst = top_score[_worst_slot(top_score, top_rank, filled)] if filled == k else -1
+        if hi - lo <= worst:  # rule 1: no later table can enter the top-k
+            counters[1] = n_tables - r
+            break
+        if worst >= 0 and len(seen) == 0:
+            seen = np.zeros(len(row_offsets) - 1, np.bool_)
+        counters[3] += table_pairs[r]
+        if use_superkeys:
+            passed = row_filter(lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, items, positions)
+            if passed == 0:
+                continue  # no row passed the filter: ȷ_t = 0
+            if worst >= 0 and _distinct_rows(item_rows, items[:passed], seen) <= worst:  # rule 2
+                counters[2] += 1
+                continue
+            out, n, joinable = _verify_passed(
+                items[:passed], positions[:passed], item_rows, item_columns, query_rows, value_ids, initial,
+                row_offsets, cell_values, cell_columns, out,
+            )
+        else:
+            if worst >= 0 and _distinct_rows(item_rows, np.arange(lo, hi), seen) <= worst:  # rule 2
+                counters[2] += 1
+                continue
+            passed = table_pairs[r]
+            out, n, joinable = _verify_items(
+                lo, hi, item_rows, item_columns, item_slots, slot_start, slot_count, query_rows, value_ids, initial,
+                row_offsets, cell_values, cell_columns, out,
+            )
+        counters[0] += 1
+        counters[4] += passed
+        counters[5] += joinable
+        if n == 0:
+            continue
+        score, mapping, matched = best_mapping(out[:n], n_query)
+        if score <= worst:
+            continue
+        e = filled if filled < k else _worst_slot(top_score, top_rank, filled)
+        filled = min(filled + 1, k)
+        top_score[e], top_rank[e], top_verified[e] = score, r, passed
+        top_mapping[e] = mapping
+        top_sample[e] = -1
+        shown = min(sample_size, len(matched))
+        top_sample[e, :shown] = matched[:shown]
+    return top_score[:filled], top_rank[:filled], top_mapping[:filled], top_sample[:filled], top_verified[:filled], counters

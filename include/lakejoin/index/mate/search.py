@@ -11,9 +11,11 @@ The four phases, as in Algorithm 1:
 1. Initialization (§6.1, lines 1-6): normalize the key cells with
    ``lakejoin.normalize.normalize_value`` (the index was built from the same values), drop rows
    with a null key value, de-duplicate on Q; pick the initial column q' (overridable; see
-   ``initial_column_selection``); fetch the posting lists of q''s values in one go; group them
-   by table and order tables by their number of PL items ``L_t``, descending; compute each
-   query row's key.
+   ``initial_column_selection``); fetch the posting lists of q''s values in one go, each PL
+   item with its row's super key as in the paper's per-cell layout (``fetch_candidates``; the
+   keys are stored per row, §5.3, and gathered here; SCR fetches none); group them by table
+   and order tables by their number of PL items ``L_t``, descending; compute each query row's
+   key.
 2. Table filtering (§6.2), once k tables are in the top-k list with worst score ȷ_k:
    rule 1 (line 10) stops the search when ``L_t ≤ ȷ_k``; rule 2 (line 17) drops a table when
    ``L_t − r_checked + r_match ≤ ȷ_k``. ``≤`` prunes ties, which cannot enter the list anyway.
@@ -22,10 +24,11 @@ The four phases, as in Algorithm 1:
    The high word, which holds the length bits, is tested first.
 4. ``calculateJ`` (line 27): the surviving rows' cells are compared with the key values to find
    every one-to-one mapping they support, and ȷ_t is the best mapping's count of distinct tuples.
-   Phases 3 and 4 are compiled loops (``kernels``); SCR runs the same ones without the filter.
-   Each table is verified right after its row filter, so the top-k list is never stale and no
-   batch of candidates is left unverified at the end (the reference code loses its last batch).
-   A table none of whose rows passes the filter is never verified: ȷ_t = 0.
+   Phases 2-4 run in one compiled pass over the ranked tables (``kernels.scan_tables``); SCR
+   runs the same pass without the filter. Each table is verified right after its row filter,
+   so the top-k list is never stale and no batch of candidates is left unverified at the end
+   (the reference code loses its last batch). A table none of whose rows passes the filter is
+   never verified: ȷ_t = 0.
 
 Why the bounds hold under set semantics: under one mapping, a row holds exactly one key tuple,
 and only PL items in the mapping's initial column count, so ȷ_t ≤ L_t, and a table's final
@@ -34,7 +37,6 @@ score is at most the distinct rows that passed the filter plus the items not yet
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 
@@ -43,11 +45,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakejoin.index.mate.kernels import row_filter, supported_mappings
+from lakejoin.index.mate.kernels import STATS, scan_tables
 from lakejoin.index.mate.xash import bytes_to_words, xash_words
 from lakejoin.normalize import normalize_value
 
-PAIRS_PER_CHUNK = 1 << 20  # (PL item, query row) pairs filtered in one pass (bounds memory)
 SAMPLE_SIZE = 5
 
 
@@ -232,44 +233,99 @@ def _key_tuples(query: pd.DataFrame, columns: list[str]) -> np.ndarray:
     return tuples[np.sort(np.unique(codes, axis=0, return_index=True)[1])]
 
 
-def calculate_j(index: MateIndex, query: PreparedQuery, g: np.ndarray, c0: np.ndarray, x: np.ndarray):
-    """Algorithm 1 line 27: (ȷ_t, best mapping, its matched query rows, joinable pairs)."""
-    cols, rows, joinable = supported_mappings(
-        g, c0, x, query.value_ids, query.initial, index.row_offsets, index.cell_values, index.cell_columns
-    )
-    if not len(rows):
-        return 0, None, rows, joinable
-    # Sort by (mapping, query row); count the distinct query rows of each mapping.
-    order = np.lexsort((rows, *cols.T[::-1]))
-    cols, rows = cols[order], rows[order]
-    new_mapping = np.r_[True, (cols[1:] != cols[:-1]).any(axis=1)]
-    new_tuple = new_mapping | np.r_[True, rows[1:] != rows[:-1]]
-    starts = np.flatnonzero(new_mapping)
-    counts = np.add.reduceat(new_tuple, starts)
-    best = int(np.argmax(counts))  # ties: the smallest column-id tuple, first in sort order
-    group = slice(starts[best], starts[best + 1] if best + 1 < len(starts) else len(rows))
-    return int(counts[best]), cols[starts[best]], rows[group][new_tuple[group]], joinable
+@dataclass
+class Candidates:
+    """Lines 4-6: the PL items of q''s values grouped by table, tables by ``L_t`` descending.
+
+    Table r (rank order) owns items ``table_start[r]:table_start[r+1]``; item i meets the query
+    rows ``query_rows[slot_start[s] : slot_start[s] + slot_count[s]]``, s = ``item_slots[i]``,
+    whose keys are ``bucket_keys`` in the same order (line 6's dictionary). ``item_keys[i]``
+    is item i's super key (the PL items come with them, paper §6.1); SCR fetches none.
+    """
+
+    tables: np.ndarray  # dataset index of each rank
+    table_start: np.ndarray
+    item_rows: np.ndarray
+    item_columns: np.ndarray
+    item_slots: np.ndarray
+    query_rows: np.ndarray
+    slot_start: np.ndarray
+    slot_count: np.ndarray
+    bucket_keys: np.ndarray
+    item_keys: np.ndarray
 
 
-def _fetch_pl_items(index: MateIndex, query: PreparedQuery, exclude: set[int]):
-    """Line 4: every PL item of q''s values, with the query rows sharing its value (line 20)."""
+def fetch_candidates(
+    index: MateIndex, query: PreparedQuery, exclude_datasets: Iterable[str] = (), with_superkeys: bool = True
+) -> Candidates:
+    """Lines 4-6: every PL item of q''s values (one bulk fetch) with its row's super key unless
+    ``with_superkeys`` is False (SCR), grouped and ordered by table."""
+    exclude = np.flatnonzero(np.isin(index.dataset_ids, list(exclude_datasets)))
     v0 = query.value_ids[:, query.initial]
-    order = np.argsort(v0, kind="stable")
-    order = order[v0[order] >= 0]
-    slots, slot_start, slot_count = np.unique(v0[order], return_index=True, return_counts=True)
+    query_rows = np.argsort(v0, kind="stable")
+    query_rows = query_rows[v0[query_rows] >= 0]
+    slots, slot_start, slot_count = np.unique(v0[query_rows], return_index=True, return_counts=True)
     lengths = index.pl_offsets[slots + 1] - index.pl_offsets[slots]
-    slot_of_item = np.repeat(np.arange(len(slots)), lengths)
+    item_slots = np.repeat(np.arange(len(slots)), lengths)
     items = np.repeat(index.pl_offsets[slots] - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(lengths.sum())
-    if exclude:
-        keep = ~np.isin(index.pl_dataset[items], list(exclude))
-        items, slot_of_item = items[keep], slot_of_item[keep]
-    return items, slot_of_item, order.astype(np.int64), slot_start.astype(np.int64), slot_count.astype(np.int64)
+    datasets = index.pl_dataset[items]
+    if len(exclude):
+        keep = ~np.isin(datasets, exclude)
+        items, item_slots, datasets = items[keep], item_slots[keep], datasets[keep]
+    # Line 5: group by table, tables by L_t descending (then dataset id).
+    tables, table_of_item, sizes = np.unique(datasets, return_inverse=True, return_counts=True)
+    table_order = np.lexsort((tables, -sizes))
+    rank_of_table = np.empty(len(tables), np.int64)
+    rank_of_table[table_order] = np.arange(len(tables))
+    by_rank = np.argsort(rank_of_table[table_of_item], kind="stable")
+    items = items[by_rank]
+    item_rows = index.pl_row[items]
+    return Candidates(
+        tables=tables[table_order],
+        table_start=np.r_[0, np.cumsum(sizes[table_order])].astype(np.int64),
+        item_rows=item_rows,
+        item_columns=index.pl_column[items].astype(np.int64),
+        item_slots=item_slots[by_rank].astype(np.int64),
+        query_rows=query_rows.astype(np.int64),
+        slot_start=slot_start.astype(np.int64),
+        slot_count=slot_count.astype(np.int64),
+        bucket_keys=np.ascontiguousarray(query.keys[query_rows]),
+        item_keys=index.superkeys[item_rows] if with_superkeys else index.superkeys[:0],
+    )
 
 
-def _rows_passed(item_rows: np.ndarray, passed_items: np.ndarray) -> int:
-    """r_match of rule 2: distinct candidate rows among the items with a surviving pair."""
-    items = passed_items[np.r_[True, passed_items[1:] != passed_items[:-1]]]  # ascending positions
-    return len(np.unique(item_rows[items]))
+def scan(
+    index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int, use_superkeys: bool = True
+) -> tuple[list[dict], SearchStats]:
+    """Lines 7-30 (table filtering, row filtering, calculateJ) in one compiled pass, ``kernels.scan_tables``."""
+    if k < 1:
+        raise ValueError(f"k must be at least 1, got {k}")
+    if use_superkeys and len(candidates.item_keys) != len(candidates.item_rows):
+        raise ValueError("the row filter needs candidates fetched with their super keys")
+    c = candidates
+    stats = SearchStats(pl_items=len(c.item_rows), tables=len(c.tables))
+    if not len(c.item_rows):
+        return [], stats
+    scores, ranks, mappings, samples, verified, counters = scan_tables(
+        c.table_start, c.item_rows, c.item_columns, c.item_slots, c.slot_start, c.slot_count, c.query_rows,
+        c.bucket_keys, c.item_keys, use_superkeys, query.value_ids, query.initial,
+        index.row_offsets, index.cell_values, index.cell_columns, k, SAMPLE_SIZE,
+    )
+    for name, value in zip(STATS, counters.tolist()):
+        setattr(stats, name, value)
+    results = [
+        {
+            "dataset_id": str(index.dataset_ids[c.tables[rank]]),
+            "joinability": score,
+            "mapping": {col: column for col, column in zip(query.columns, mapping)},
+            "matched_sample": [list(query.tuples[i]) for i in sample if i >= 0],
+            "rows_verified": pairs,
+        }
+        for score, rank, mapping, sample, pairs in zip(
+            scores.tolist(), ranks.tolist(), mappings.tolist(), samples.tolist(), verified.tolist()
+        )
+    ]
+    return sorted(results, key=lambda res: (-res["joinability"], res["dataset_id"])), stats
 
 
 def discover(
@@ -279,84 +335,8 @@ def discover(
     use_superkeys: bool = True,
     exclude_datasets: Iterable[str] = (),
 ) -> tuple[list[dict], SearchStats]:
-    """Algorithm 1; ``use_superkeys=False`` is SCR (the same loop without the row filter).
-
-    The row filter runs in one compiled pass over a run of tables holding about
-    ``PAIRS_PER_CHUNK`` (PL item, query row) pairs, as far ahead as the next table needs, so
-    rule 1 still stops the filtering. Rule 2 is evaluated once a table's items are all
-    filtered: its bound ``L_t − r_checked + r_match`` never grows as items are checked (each
-    item adds at most one passed row), so it ends at ``r_match`` and drops the table exactly
-    when some point of the paper's item-by-item scan would have.
-    """
-    if k < 1:
-        raise ValueError(f"k must be at least 1, got {k}")
-    exclude = set(np.flatnonzero(np.isin(index.dataset_ids, list(exclude_datasets))).tolist())
-    items, slot_of_item, query_rows, slot_start, slot_count = _fetch_pl_items(index, query, exclude)
-    stats = SearchStats(pl_items=len(items))
-    if not len(items):
-        return [], stats
-
-    # Line 5: group the PL items by table, tables by L_t descending (then dataset id).
-    tables, sizes = np.unique(index.pl_dataset[items], return_counts=True)
-    table_order = np.lexsort((tables, -sizes))
-    rank_of_table = np.empty(len(tables), np.int64)
-    rank_of_table[table_order] = np.arange(len(tables))
-    by_rank = np.argsort(rank_of_table[np.searchsorted(tables, index.pl_dataset[items])], kind="stable")
-    items, slot_of_item = items[by_rank], slot_of_item[by_rank]
-    item_rows, item_columns = index.pl_row[items], index.pl_column[items]
-    table_start = np.r_[0, np.cumsum(sizes[table_order])]
-    pairs_before = np.r_[0, np.cumsum(slot_count[slot_of_item])][table_start]  # pairs of earlier tables
-    table_pairs, table_sizes = np.diff(pairs_before).tolist(), sizes[table_order].tolist()
-    bucket_keys = query.keys[query_rows]  # line 6's dictionary: keys in bucket order
-    stats.tables = len(tables)
-
-    filtered_to = 0  # tables [0, filtered_to) went through the row filter
-    top: list[tuple[int, int, dict]] = []  # min-heap of (ȷ, -rank, result)
-    for r, t in enumerate(table_order.tolist()):
-        worst = top[0][0] if len(top) == k else None
-        if worst is not None and table_sizes[r] <= worst:  # rule 1: no later table can enter the top-k
-            stats.pruned_rule1 = len(tables) - r
-            break
-        if r == filtered_to:  # lines 15-26 for the next run of tables
-            first = r
-            filtered_to = max(r + 1, int(np.searchsorted(pairs_before, pairs_before[r] + PAIRS_PER_CHUNK, "right")) - 1)
-            lo, hi = table_start[r], table_start[filtered_to]
-            passed, passed_x = row_filter(
-                item_rows[lo:hi], slot_of_item[lo:hi], slot_start, slot_count, query_rows, bucket_keys,
-                index.superkeys, use_superkeys,
-            )
-            bounds = np.searchsorted(passed, table_start[first : filtered_to + 1] - lo).tolist()
-        stats.pairs_checked += table_pairs[r]
-        begin, end = bounds[r - first], bounds[r - first + 1]
-        if begin == end:
-            continue  # no row passed the filter: ȷ_t = 0
-        lo, hi = table_start[r], table_start[r + 1]
-        position, x = passed[begin:end] + (table_start[first] - lo), passed_x[begin:end]
-        rows = item_rows[lo:hi]
-        if worst is not None and _rows_passed(rows, position) <= worst:  # rule 2
-            stats.pruned_rule2 += 1
-            continue
-        stats.tables_verified += 1
-        stats.pairs_passed += len(x)
-        g, c0 = rows[position], item_columns[lo:hi][position]
-        score, mapping, matched, joinable = calculate_j(index, query, g, c0, x)
-        stats.pairs_joinable += joinable
-        if score == 0 or (worst is not None and score <= worst):
-            continue
-        result = {
-            "dataset_id": str(index.dataset_ids[tables[t]]),
-            "joinability": score,
-            "mapping": {col: int(c) for col, c in zip(query.columns, mapping)},
-            "matched_sample": [list(query.tuples[i]) for i in matched[:SAMPLE_SIZE]],
-            "rows_verified": len(x),
-        }
-        entry = (score, -r, result)
-        if len(top) < k:
-            heapq.heappush(top, entry)
-        else:
-            heapq.heapreplace(top, entry)
-    ranked = sorted((entry[2] for entry in top), key=lambda res: (-res["joinability"], res["dataset_id"]))
-    return ranked, stats
+    """Algorithm 1 after initialization; ``use_superkeys=False`` is SCR (no row filter)."""
+    return scan(index, query, fetch_candidates(index, query, exclude_datasets, use_superkeys), k, use_superkeys)
 
 
 class MateSearcher:
