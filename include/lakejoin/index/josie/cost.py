@@ -3,8 +3,9 @@
 ``S(n) = s0 + s1·n`` is the time to read ``n`` tokens of a set and ``L(f) = l0 + l1·f`` the
 time to read a posting list of length ``f``. The thesis fits them by timing 1,000 sampled
 sets and 1,000 sampled lists in PostgreSQL (Fig. 3.4); here the storage is the in-memory
-CSR arrays of ``reads.py``, so :func:`fit_read_cost` times the very read functions the
-searchers call, on samples of the loaded index, when the index is loaded.
+CSR arrays of ``reads.py``, so :func:`fit_read_cost` times the very reads JOSIE makes (its
+list read, passed in by the searcher, and ``reads.count_suffix``), on samples of the loaded
+index, when the index is loaded.
 
 ``d`` is fitted the same way, by timing JOSIE's own decision step (``josie.fit_decision_cost``)
 on growing numbers of candidates.
@@ -12,18 +13,20 @@ on growing numbers of candidates.
 Single reads take tens of nanoseconds, below a timer's resolution, so the samples are
 timed in batches of similar sizes (each batch read ``repeats`` times inside one compiled
 call, which also amortizes the call overhead) and the per-read coefficients come from a
-least-squares fit of ``time(batch) = c0·reads + c1·tokens`` over the batches.
+least-squares fit of ``time(batch) = c0·reads + c1·tokens`` over the batches, on relative
+errors.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
 
-from lakejoin.index.josie.reads import count_suffix, scan_list
+from lakejoin.index.josie.reads import count_suffix
 
 _MIN_COST = 1e-10  # seconds; keeps a coefficient positive when the fit lands at or below 0
 
@@ -45,15 +48,6 @@ class ReadCost:
 
     def L(self, f: float) -> float:  # noqa: N802 - the thesis's name
         return self.l0 + self.l1 * f
-
-
-@njit(cache=True)
-def _read_lists(list_indptr, post_set, tokens, counts, touched, repeats):
-    n_touched = 0
-    for _ in range(repeats):
-        for t in tokens:
-            n_touched = scan_list(list_indptr, post_set, t, 1, counts, touched, n_touched)
-    counts[touched[:n_touched]] = 0
 
 
 @njit(cache=True)
@@ -89,8 +83,11 @@ def _fit(timer, items: np.ndarray, lengths: np.ndarray, batch: int) -> tuple[flo
         best = min(_timed(timer, chunk, repeats) for _ in range(3))
         rows.append((len(chunk), tokens))
         times.append(best / repeats)
-    a = np.array(rows, dtype=np.float64)
-    (c0, c1), *_ = np.linalg.lstsq(a, np.array(times), rcond=None)
+    # Relative least squares (rows scaled by 1/time): timing noise grows with the time, so
+    # plain least squares lets the long batches' noise swamp the short ones that fix c0.
+    t = np.array(times)
+    a = np.array(rows, dtype=np.float64) / t[:, None]
+    (c0, c1), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
     return max(float(c0), _MIN_COST), max(float(c1), _MIN_COST)
 
 
@@ -101,26 +98,27 @@ def _timed(timer, chunk: np.ndarray, repeats: int) -> float:
 
 
 def fit_read_cost(
-    list_indptr: np.ndarray,
-    post_set: np.ndarray,
+    read_lists: Callable[[np.ndarray, int], None],
+    list_lengths: np.ndarray,
     set_indptr: np.ndarray,
     set_tokens: np.ndarray,
-    n_sets: int,
     *,
     samples: int = 1000,
     batch: int = 20,
     seed: int = 0,
 ) -> ReadCost:
-    """Fit ``S`` and ``L`` by timing ``samples`` sets and ``samples`` posting lists."""
+    """Fit ``S`` and ``L`` by timing ``samples`` sets and ``samples`` posting lists.
+
+    ``read_lists(token_ids, repeats)`` is the searcher's own list read (JOSIE's, with its
+    candidate bookkeeping, which costs more per entry than a bare count); sets are read with
+    :func:`~lakejoin.index.josie.reads.count_suffix`, the read every searcher uses.
+    """
     rng = np.random.default_rng(seed)
-    list_lengths = np.diff(list_indptr)
     set_lengths = np.diff(set_indptr)
-    counts = np.zeros(n_sets, np.int32)
-    touched = np.empty(n_sets, np.int32)
     mark = np.zeros(int(set_tokens.max(initial=0)) + 1, np.uint8)
     mark[::2] = 1
     lists = _sample(list_lengths, samples, rng).astype(np.int64)
     sets = _sample(set_lengths, samples, rng).astype(np.int64)
-    l0, l1 = _fit(lambda c, r: _read_lists(list_indptr, post_set, c, counts, touched, r), lists, list_lengths, batch)
+    l0, l1 = _fit(read_lists, lists, list_lengths, batch)
     s0, s1 = _fit(lambda c, r: _read_sets(set_indptr, set_tokens, mark, c, r), sets, set_lengths, batch)
     return ReadCost(s0=s0, s1=s1, l0=l0, l1=l1)

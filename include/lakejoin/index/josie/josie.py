@@ -18,13 +18,21 @@ what ``partial[s] += skipped + 1`` avoids). The read costs S and L are fitted to
 process's arrays when the index is loaded (``cost.py``).
 
 [D] In memory a decision is not free next to the reads it weighs: it scans every unread
-candidate (the note's pitfall 5, "estimation overhead"). So the decision makes one pass over
-U, sums Eq. 3.7's elimination term by integer upper bound instead of sorting U, and sorts
-only the candidates estimated above |Q ∩ X_k| (the only ones it may read); its cost per
-candidate, ``d``, is timed on load with the read costs (:func:`fit_decision_cost`), and a
-decision point is skipped when ``d·|U|`` exceeds the cost of all posting lists still
-unread, i.e. when no outcome could pay for it. A query with fewer than λ·12 distinct lists
-gets a smaller λ (:func:`_query_batch`) so that it still reaches decision points.
+candidate (the note's pitfall 5, "estimation overhead"). So the per-set state a posting
+entry updates is 8 bytes (partial overlap and latest position, MergeList's counter plus
+one field), the fields only a decision needs sit in a candidate table scanned sequentially,
+a decision makes one pass over U, sums Eq. 3.7's elimination term by integer upper bound
+instead of sorting U, and sorts only the candidates estimated above |Q ∩ X_k| (the only
+ones it may read); its cost per candidate, ``d``, is timed on load with the read costs
+(:func:`fit_decision_cost`), and a decision point is skipped when ``d·|U|`` exceeds the
+cost of all posting lists still unread, i.e. when no outcome could pay for it. A query
+with fewer than λ·24 distinct lists gets a smaller λ (:func:`_query_batch`) so that it
+still reaches decision points. Past the prefix, where lists only resolve U, a decision
+whose next batch has NetCost(B) ≥ 0 (Eq. 3.13: the batch costs more than the set reads it
+is estimated to save) reads all of U instead; the released code only ever reads the
+candidates estimated above |Q ∩ X_k| and so keeps reading lists to prune the rest. ``L`` is
+fitted on JOSIE's own list read (:func:`_timed_list_reads`), candidate bookkeeping
+included, not on MergeList's cheaper count.
 
 Errata followed (see ../shared/notes/josie-lshensemble-autojoin.md, Part B): the batch
 overlap rate uses the observed window ``|Q[1:i] ∩ X| / (i − i_{X,0} + 1)`` (consistent with
@@ -33,15 +41,15 @@ Eq. 3.4) rather than the printed Eq. 3.9 denominator; positions are 0-based.
 Memory: the searcher holds per posting entry 16 bytes (``post_set``, ``post_pos`` and
 ``post_size``, int32, plus the entry's token id in its integer set, int32); per token about
 17 bytes of arrays (list offset int64, group int64, query mark) plus a Python dict entry for
-the token text (about 100 bytes + the text); per set 44 bytes (id and set offset int64, a
-16-byte candidate row and three int32 scratch slots). The Arrow tables passed to ``load``
-are not kept; a decision allocates 12 bytes per unread candidate and 8 per query token
-while it runs. So N entries, T tokens and M sets take about
-``16·N + (117 + mean text length)·T + 44·M`` bytes; tests/benchmarks/bench_josie.py measured
-the arrays (dict left out) at 19.3 B per entry on its 100,000-set open-data lake. On a 24 GiB machine, leaving
-~8 GiB to the OS, Spark-free serving and the load peak, about 16 GiB serve e.g. 800 M posting
-entries with 20 M tokens and 1 M sets; on a lake with many distinct values the token
-dictionary, not the postings, runs out first.
+the token text (about 100 bytes + the text); per set 48 bytes (id and set offset int64, an
+8-byte state row, a 16-byte candidate row and two int32 scratch slots). The Arrow tables
+passed to ``load`` are not kept; a decision allocates 12 bytes per unread candidate and 8
+per query token while it runs. So N entries, T tokens and M sets take about
+``16·N + (117 + mean text length)·T + 48·M`` bytes; tests/benchmarks/bench_josie.py prints
+the arrays' size (dict left out), about 19 B per entry on its 100,000-set lakes. On a 24 GiB
+machine, leaving ~8 GiB to the OS, Spark-free serving and the load peak, about 16 GiB serve
+e.g. 800 M posting entries with 20 M tokens and 1 M sets; on a lake with many distinct
+values the token dictionary, not the postings, runs out first.
 """
 
 from __future__ import annotations
@@ -62,13 +70,18 @@ from lakejoin.index.josie.reads import count_suffix, heap_push, is_group_end, kt
 from lakejoin.normalize import normalize_set
 
 DEFAULT_BATCH_SIZE = 20  # λ: the thesis's value for Open Data (§3.5.4)
-DECISIONS_PER_QUERY = 12  # a query of few lists gets a smaller λ so it still has decision points
+DECISIONS_PER_QUERY = 24  # a query of few lists gets a smaller λ so it still has decision points (24: bench_josie, web tables)
 MIN_BATCH_SIZE = 2  # estimates (Eq. 3.4) need two lists since first sight to be a rate at all
 MATCHED_SAMPLE = 5
 
-# Per-set scratch row ``cands[s] = (partial, i_{X,0}, j_{X,0}, j_X)``, one cache line per
-# candidate; ``partial`` doubles as the state: 0 unseen, > 0 unread candidate, -1 done.
-_UNSEEN, _DONE = 0, -1
+# Per-set state ``hot[s] = (partial, j_X)``, 8 bytes, the only memory a posting entry
+# touches (MergeList touches a 4-byte counter); ``partial`` is |Q[1:i] ∩ X| > 0 for an
+# unread candidate, 0 for an unseen set and below -|Q| once read or pruned, so adding to it
+# needs no branch on which. The fields read only at decision points sit in the candidate
+# table, one row per candidate in order of first sight, scanned sequentially.
+_PARTIAL, _LAST = 0, 1
+_SET, _FIRST_I, _FIRST_J, _SIZE = range(4)  # X, i_{X,0}, j_{X,0}, |X|
+_UNSEEN, _DONE = 0, -(1 << 30)
 
 
 @njit(cache=True)
@@ -110,20 +123,39 @@ def _next_batch_end(q, group, i, batch):
 
 
 @njit(cache=True)
+def _read_candidate(nq, i, k, set_indptr, set_tokens, mark, hot, s, n_unread, heap_values, heap_ids, n_heap, stats):
+    """Resolve set ``s`` if it is an unread candidate: drop it if its upper bound (Eq. 3.6)
+    cannot beat |Q ∩ X_k|, else read its suffix and offer its overlap to the top-k."""
+    partial = hot[s, _PARTIAL]
+    if partial <= 0:
+        return n_unread, n_heap
+    last = hot[s, _LAST]
+    suffix = set_indptr[s + 1] - set_indptr[s] - 1 - last
+    hot[s, _PARTIAL] = _DONE
+    if partial + min(nq - 1 - i, suffix) > kth_overlap(heap_values, n_heap, k):
+        overlap = partial + count_suffix(set_indptr, set_tokens, mark, s, last + 1)
+        stats[1] += 1
+        stats[3] += suffix
+        n_heap = heap_push(heap_values, heap_ids, n_heap, k, overlap, s)
+    return n_unread - 1, n_heap
+
+
+@njit(cache=True)
 def _decide(
     q, group, i, k, batch, s0, s1, list_cost, set_indptr, set_tokens, mark,
-    cands, cand, n_cand, n_unread, heap_values, heap_ids, n_heap, stats,
+    hot, cand, n_cand, n_unread, heap_values, heap_ids, n_heap, stats,
 ):
     """One decision point after reading the list at query position ``i``.
 
-    One pass over the unread candidates prunes them with the position filter (Eq. 3.6),
-    sums the next batch's benefit (Eq. 3.12) and buckets each survivor's read cost by its
-    upper bound, an integer in [0, |Q|], so the candidate-elimination term of Eq. 3.7 is a
-    prefix sum instead of a sort. Then candidates are read, best estimate (Eq. 3.4) first,
-    while a candidate's net cost (Eq. 3.13) is no more than the next batch's. The reading
-    stops at the first estimate ≤ |Q ∩ X_k|, so only the candidates estimated above it are
-    sorted. ``list_cost[m]`` is the summed L(f) of the distinct lists before query
-    position m. Returns (n_cand, n_unread, n_heap).
+    One pass over the candidate table prunes unread candidates with the position filter
+    (Eq. 3.6), compacts the survivors, sums the next batch's benefit (Eq. 3.12) and buckets
+    each survivor's read cost by its upper bound, an integer in [0, |Q|], so the
+    candidate-elimination term of Eq. 3.7 is a prefix sum instead of a sort. Then
+    candidates are read, best estimate (Eq. 3.4) first, while a candidate's net cost
+    (Eq. 3.13) is no more than the next batch's. The reading stops at the first estimate
+    ≤ |Q ∩ X_k|, so only the candidates estimated above it are sorted. ``list_cost[m]`` is
+    the summed L(f) of the distinct lists before query position m. Returns
+    (n_cand, n_unread, n_heap).
     """
     nq = q.shape[0]
     theta = kth_overlap(heap_values, n_heap, k)
@@ -132,68 +164,63 @@ def _decide(
     cost_batch = list_cost[end + 1] - list_cost[i + 1]
 
     pruned_cost = np.zeros(nq + 1)  # Σ S(|Y[j_Y+1:]|) of the unread Y with ub(Y) = b
-    hopeful = np.empty(n_cand, np.int32)  # candidates estimated above θ
+    hopeful = np.empty(n_cand, np.int32)  # rows of the candidates estimated above θ
     hopeful_estimate = np.empty(n_cand)
     n_hopeful = 0
     benefit_batch = 0.0
     kept = 0
     for c in range(n_cand):
-        s = cand[c]
-        partial = cands[s, 0]
-        if partial <= 0:
+        s = cand[c, _SET]
+        partial = hot[s, _PARTIAL]
+        if partial <= 0:  # read at the previous decision point
             continue
-        size = set_indptr[s + 1] - set_indptr[s]
-        suffix = size - 1 - cands[s, 3]
+        size = cand[c, _SIZE]
+        last = hot[s, _LAST]
+        suffix = size - 1 - last
         bound = partial + min(nq - 1 - i, suffix)
         if bound <= theta:  # Eq. 3.6
-            cands[s, 0] = _DONE
+            hot[s, _PARTIAL] = _DONE
             n_unread -= 1
             continue
-        cand[kept] = s
+        cand[kept] = cand[c]
+        c = kept
         kept += 1
         read_cost = s0 + s1 * suffix
         pruned_cost[bound] += read_cost
-        seen_for = i - cands[s, 1] + 1
+        seen_for = i - cand[c, _FIRST_I] + 1
         if seen_for < batch:  # too few lists since first sight for a stable estimate
             continue
         rate = partial / seen_for
-        remaining = nq - cands[s, 1]
+        remaining = nq - cand[c, _FIRST_I]
         estimate = min(rate * remaining, bound)  # Eq. 3.4
         if estimate > theta:
-            hopeful[n_hopeful] = s
+            hopeful[n_hopeful] = c
             hopeful_estimate[n_hopeful] = estimate
             n_hopeful += 1
         if width == 0:
             continue
-        next_j = cands[s, 3] + width / remaining * (size - cands[s, 2])  # Eq. 3.10
+        next_j = last + width / remaining * (size - cand[c, _FIRST_J])  # Eq. 3.10
         next_bound = partial + rate * width + min(nq - 1 - end, size - 1 - next_j)  # Eq. 3.11
         if next_bound <= theta:
             benefit_batch += read_cost  # Eq. 3.12, first term: X pruned by the batch
         else:
-            benefit_batch += s1 * max(0.0, min(next_j, size - 1.0) - cands[s, 3])  # shorter suffix
+            benefit_batch += s1 * max(0.0, min(next_j, size - 1.0) - last)  # shorter suffix
     n_cand = kept
     net_batch = cost_batch - benefit_batch if width > 0 else np.inf
     for b in range(1, nq + 1):
         pruned_cost[b] += pruned_cost[b - 1]
 
     for h in np.argsort(-hopeful_estimate[:n_hopeful]):
-        s = hopeful[h]
+        c = hopeful[h]
         estimate = hopeful_estimate[h]
         theta = kth_overlap(heap_values, n_heap, k)
         if estimate <= theta:
             break
-        partial = cands[s, 0]
-        if partial <= 0:
-            continue
-        size = set_indptr[s + 1] - set_indptr[s]
-        suffix = size - 1 - cands[s, 3]
-        bound = partial + min(nq - 1 - i, suffix)
-        if bound <= theta:
-            cands[s, 0] = _DONE
-            n_unread -= 1
-            continue
-        read_cost = s0 + s1 * suffix
-        if n_heap == k:
+        s = cand[c, _SET]
+        suffix = cand[c, _SIZE] - 1 - hot[s, _LAST]
+        bound = hot[s, _PARTIAL] + min(nq - 1 - i, suffix)
+        if bound > theta and n_heap == k:
+            read_cost = s0 + s1 * suffix
             new_theta = _new_threshold(heap_values, n_heap, k, estimate)  # Eq. 3.5
             prefix = min(nq - theta + 1, nq)
             new_prefix = max(nq - int(new_theta) + 1, i + 1)
@@ -201,24 +228,71 @@ def _decide(
             benefit += pruned_cost[min(int(new_theta), nq)] - (read_cost if bound <= new_theta else 0.0)  # Eq. 3.7
             if read_cost - benefit > net_batch:  # Eq. 3.13: the batch is cheaper
                 break
-        overlap = partial + count_suffix(set_indptr, set_tokens, mark, s, cands[s, 3] + 1)
-        stats[1] += 1
-        stats[3] += suffix
-        cands[s, 0] = _DONE
-        n_unread -= 1
-        n_heap = heap_push(heap_values, heap_ids, n_heap, k, overlap, s)
+        n_unread, n_heap = _read_candidate(nq, i, k, set_indptr, set_tokens, mark, hot, s, n_unread, heap_values, heap_ids, n_heap, stats)
+    if kth_overlap(heap_values, n_heap, k) >= nq - 1 - i and net_batch >= 0.0:
+        # Past the prefix no list brings a new candidate; the lists only resolve U, and
+        # the next batch is estimated to cost more than the set reads it saves (Eq. 3.13
+        # with NetCost(B) ≥ 0), so reading all of U now is the cheaper way to finish.
+        for c in range(n_cand):
+            n_unread, n_heap = _read_candidate(nq, i, k, set_indptr, set_tokens, mark, hot, cand[c, _SET], n_unread, heap_values, heap_ids, n_heap, stats)
     return n_cand, n_unread, n_heap
+
+
+@njit(cache=True, inline="always")
+def _read_list(token, i, skipped, nq, theta, admit, list_indptr, post_set, post_pos, post_size, hot, touched, n_touched, cand, n_cand, n_unread):
+    """Read the posting list of ``token`` at query position ``i`` (the last of a duplicate
+    group of ``skipped + 1`` lists): add to the partial overlap and latest position of every
+    set seen before, and, while ``admit`` (inside the prefix), make each new set a candidate
+    unless the position filter (Eq. 3.2) rules it out. Returns (n_touched, n_cand, n_unread)."""
+    for e in range(list_indptr[token], list_indptr[token + 1]):
+        s = post_set[e]
+        partial = hot[s, _PARTIAL]
+        if partial != _UNSEEN:  # the MergeList count plus the latest position
+            hot[s, _PARTIAL] = partial + skipped + 1
+            hot[s, _LAST] = post_pos[e]
+        elif admit:  # first sight
+            position = post_pos[e]
+            size = post_size[e]
+            touched[n_touched] = s
+            n_touched += 1
+            if skipped + 1 + min(nq - 1 - i, size - 1 - position) <= theta:  # Eq. 3.2
+                hot[s, _PARTIAL] = _DONE
+                continue
+            hot[s, _PARTIAL] = skipped + 1
+            hot[s, _LAST] = position
+            cand[n_cand, _SET] = s
+            cand[n_cand, _FIRST_I] = i - skipped
+            cand[n_cand, _FIRST_J] = max(0, position - skipped)
+            cand[n_cand, _SIZE] = size
+            n_cand += 1
+            n_unread += 1
+    return n_touched, n_cand, n_unread
+
+
+@njit(cache=True)
+def _timed_list_reads(tokens, repeats, list_indptr, post_set, post_pos, post_size, hot, touched, cand):
+    """JOSIE's list reads as the cost fit times them (``cost.fit_read_cost``): ``tokens``
+    read as the first lists of a long query, so every set in them becomes a candidate, the
+    bookkeeping a list read pays inside the prefix; state is reset after each repeat."""
+    for _ in range(repeats):
+        n_touched = 0
+        for t in tokens:
+            n_touched = _read_list(t, 0, 0, 1 << 30, 0, True, list_indptr, post_set, post_pos, post_size, hot, touched, n_touched, cand, 0, 0)[0]
+        for m in range(n_touched):
+            hot[touched[m], _PARTIAL] = _UNSEEN
 
 
 @njit(cache=True)
 def josie(
     q, k, batch, s0, s1, l0, l1, d, list_indptr, post_set, post_pos, post_size, group, set_indptr, set_tokens, mark,
-    cands, touched, cand, out_sets, out_overlaps, stats,
+    hot, touched, cand, out_sets, out_overlaps, stats,
 ):
     """JOSIE (Algorithm 2) over the query's token ids ``q`` (ascending, all in the index).
 
-    The scratch ``cands`` (one row per set) must have column 0 zeroed and is left so. Results go to ``out_sets``/``out_overlaps`` (ascending overlap); returns their
-    count. ``stats`` gets lists read, sets read, posting entries read, set tokens read.
+    ``hot`` (one row per set) must have column 0 zeroed and is left so; ``touched`` and
+    ``cand`` (the candidate table) are scratch of one row per set. Results go to
+    ``out_sets``/``out_overlaps`` (ascending overlap); returns their count. ``stats`` gets
+    lists read, sets read, posting entries read, set tokens read.
     """
     nq = q.shape[0]
     batch = _query_batch(q, group, batch)
@@ -246,27 +320,9 @@ def josie(
         token = q[i]
         stats[0] += 1
         stats[2] += list_indptr[token + 1] - list_indptr[token]
-        for e in range(list_indptr[token], list_indptr[token + 1]):
-            s = post_set[e]
-            st = cands[s, 0]
-            if st > 0:
-                cands[s, 0] += skipped + 1
-                cands[s, 3] = post_pos[e]
-            elif st == _UNSEEN and admit:
-                position = post_pos[e]
-                size = post_size[e]
-                touched[n_touched] = s
-                n_touched += 1
-                if skipped + 1 + min(nq - 1 - i, size - 1 - position) <= theta:  # Eq. 3.2
-                    cands[s, 0] = _DONE
-                    continue
-                cands[s, 0] = skipped + 1
-                cands[s, 1] = i - skipped
-                cands[s, 2] = max(0, position - skipped)
-                cands[s, 3] = position
-                cand[n_cand] = s
-                n_cand += 1
-                n_unread += 1
+        n_touched, n_cand, n_unread = _read_list(
+            token, i, skipped, nq, theta, admit, list_indptr, post_set, post_pos, post_size, hot, touched, n_touched, cand, n_cand, n_unread,
+        )
         skipped = 0
         since_decision += 1
         if i == nq - 1 or n_unread == 0 or since_decision < batch:
@@ -278,15 +334,15 @@ def josie(
         since_decision = 0
         n_cand, n_unread, n_heap = _decide(
             q, group, i, k, batch, s0, s1, list_cost, set_indptr, set_tokens, mark,
-            cands, cand, n_cand, n_unread, out_overlaps, out_sets, n_heap, stats,
+            hot, cand, n_cand, n_unread, out_overlaps, out_sets, n_heap, stats,
         )
     if all_read:  # every list was read: partial overlaps of unread candidates are exact
         for c in range(n_cand):
-            s = cand[c]
-            if cands[s, 0] > 0:
-                n_heap = heap_push(out_overlaps, out_sets, n_heap, k, cands[s, 0], s)
+            s = cand[c, _SET]
+            if hot[s, _PARTIAL] > 0:
+                n_heap = heap_push(out_overlaps, out_sets, n_heap, k, hot[s, _PARTIAL], s)
     for t in range(n_touched):
-        cands[touched[t], 0] = _UNSEEN
+        hot[touched[t], _PARTIAL] = _UNSEEN
     return n_heap
 
 
@@ -305,15 +361,16 @@ def fit_decision_cost(set_indptr: np.ndarray, set_tokens: np.ndarray, cost: Read
     mark = np.zeros(1, np.uint8)
     counts, times = [], []
     for n in np.unique(np.minimum(n_sets, samples * np.arange(1, 5))):
-        sets = rng.choice(n_sets, size=n, replace=False).astype(np.int32)
-        cands = np.zeros((n_sets, 4), np.int32)
-        cands[sets, 0] = 1  # seen once, at query position 0 and set position 0; sets of
-        # fewer than 3 tokens are pruned by the first timing, a negligible share
+        table = np.zeros((n, 4), np.int32)  # seen once, at query position 0 and set position 0
+        table[:, _SET] = rng.choice(n_sets, size=n, replace=False)
+        table[:, _SIZE] = np.diff(set_indptr)[table[:, _SET]]  # sets of < 3 tokens get pruned: a negligible share
+        hot = np.zeros((n_sets, 2), np.int32)
         best = np.inf
         for _ in range(4):
-            cand = sets.copy()
+            cand = table.copy()
+            hot[table[:, _SET], _PARTIAL] = 1
             started = time.perf_counter()
-            _decide(q, group, i, k, 20, cost.s0, cost.s1, list_cost, set_indptr, set_tokens, mark, cands, cand,
+            _decide(q, group, i, k, 20, cost.s0, cost.s1, list_cost, set_indptr, set_tokens, mark, hot, cand,
                     n, n, np.full(k, 2, np.int64), np.zeros(k, np.int64), k, np.zeros(4, np.int64))
             best = min(best, time.perf_counter() - started)
         counts.append(n)
@@ -344,16 +401,19 @@ class JosieSearcher:
         self._load_tokens(tables["tokens"])
         self._load_postings(tables["postings"])
         n_sets = len(self.set_ids)
-        self._cands = np.zeros((n_sets, 4), np.int32)
+        self._hot = np.zeros((n_sets, 2), np.int32)
         self._counts = np.zeros(n_sets, np.int32)  # MergeList counts, ProbeSet seen flags
         self._touched = np.empty(n_sets, np.int32)
-        self._cand = np.empty(n_sets, np.int32)
+        self._cand = np.empty((n_sets, 4), np.int32)
         self._lock = threading.Lock()
         if read_cost is None:
-            read_cost = fit_read_cost(self._list_indptr, self._post_set, self._set_indptr, self._set_tokens, n_sets, samples=fit_samples)
+            read_cost = fit_read_cost(self._time_list_reads, np.diff(self._list_indptr), self._set_indptr, self._set_tokens, samples=fit_samples)
             read_cost = dataclasses.replace(read_cost, d=fit_decision_cost(self._set_indptr, self._set_tokens, read_cost, samples=fit_samples))
         self.read_cost = read_cost
         self.last_stats: dict[str, object] = {}
+
+    def _time_list_reads(self, tokens: np.ndarray, repeats: int) -> None:
+        _timed_list_reads(tokens, repeats, self._list_indptr, self._post_set, self._post_pos, self._post_size, self._hot, self._touched, self._cand)
 
     def _load_sets(self, sets: pa.Table) -> None:
         sets = sets.sort_by("set_id")
@@ -421,10 +481,10 @@ class JosieSearcher:
         out_overlaps = np.zeros(k, np.int64)
         stats = np.zeros(4, np.int64)
         with self._lock:
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.thread_time()
             self._mark[q] = 1
             n = self._dispatch(algorithm, q, k, out_sets, out_overlaps, stats) if len(q) else 0
-            elapsed = time.perf_counter() - started
+            elapsed, elapsed_cpu = time.perf_counter() - started, time.thread_time() - started_cpu
             results = [self._result(int(s), int(o), size, known) for s, o in zip(out_sets[:n], out_overlaps[:n])]
             self._mark[q] = 0
         self.last_stats = {
@@ -436,6 +496,7 @@ class JosieSearcher:
             "postings_read": int(stats[2]),
             "set_tokens_read": int(stats[3]),
             "seconds": elapsed,
+            "cpu_seconds": elapsed_cpu,  # this thread's CPU time: robust to other processes
         }
         return sorted(results, key=lambda r: (-r["overlap"], r["column_id"]))
 
@@ -451,7 +512,7 @@ class JosieSearcher:
         return josie(
             q, k, self.batch_size, cost.s0, cost.s1, cost.l0, cost.l1, cost.d, self._list_indptr, self._post_set,
             self._post_pos, self._post_size, self._group, self._set_indptr, self._set_tokens, self._mark,
-            self._cands, self._touched, self._cand,
+            self._hot, self._touched, self._cand,
             out_sets, out_overlaps, stats,
         )
 

@@ -1,8 +1,10 @@
 """The two reads every algorithm of thesis Ch. 3 is made of, and the running top-k heap.
 
 JOSIE, MergeList and ProbeSet differ only in *which* posting lists and set suffixes they
-read (thesis §3.2–3.3); the reads themselves live here so the cost model (``cost.py``)
-times exactly the code the searchers run.
+read (thesis §3.2–3.3); the set read and the storage live here, shared. A list read differs
+by what it records per set: MergeList's is :func:`scan_list` (a count), ProbeSet's a seen
+flag, JOSIE's (``josie._read_list``) the candidate state of Eqs. 3.2–3.6, which is what the
+cost model (``cost.py``) times.
 
 Storage is CSR over int32 arrays held in memory (the "storage layer" of §3.4.3):
 
