@@ -17,7 +17,7 @@ from datasketch.lshensemble import _optimal_param
 from datasketch.lshensemble_partition import optimal_partitions as datasketch_partitions
 
 from lakejoin.index.lshensemble import build_in_memory, load, minhash_signatures
-from lakejoin.index.lshensemble.lsh import LEVEL_BITS, PrefixForest
+from lakejoin.index.lshensemble.lsh import LEVEL_BITS, PrefixForest, _run_end, _run_start
 from lakejoin.index.lshensemble.minhash import fmix32
 from lakejoin.index.lshensemble.partition import equi_depth_partitions, optimal_partitions, partition_cost
 from lakejoin.index.lshensemble.tables import signature_matrix
@@ -185,6 +185,31 @@ def test_optimal_params_match_datasketch_on_grid_ratios(threshold: float) -> Non
         assert (int(b[0]), int(r[0])) == tuple(_optimal_param(threshold, 128, 4, ratio, 0.5, 0.5))
 
 
+def test_optimal_params_round_the_ratio_up() -> None:
+    """A ratio between two grid cells is tuned as the larger one, erring the way the partition's
+    upper bound standing in for x does (Eq. 2.8)."""
+    for cell in (-20, 0, 37, 90):
+        between = np.array([np.exp(cell * 0.05) * 1.01])
+        above = np.array([np.exp((cell + 1) * 0.05)])
+        for threshold in (0.3, 0.6, 0.9):
+            got, expected = (optimal_params(threshold, ratio, 256, 4, (0.1, 0.9)) for ratio in (between, above))
+            assert (int(got[0][0]), int(got[1][0])) == (int(expected[0][0]), int(expected[1][0]))
+
+
+def test_galloping_run_bounds_equal_binary_search() -> None:
+    """The forest's searches guess a key's rank from its value; skewed keys must not fool them."""
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        n = int(rng.integers(1, 60))
+        top = rng.choice([np.uint64(2**64 - 1), np.uint64(2**20)])  # uniform, or bunched at the bottom
+        row = np.sort(rng.integers(0, top, size=n, dtype=np.uint64, endpoint=True) // np.uint64(rng.integers(1, 9)))
+        lo, hi = sorted(int(x) for x in rng.integers(0, n + 1, size=2))
+        for target in [*row[[0, n // 2, n - 1]], rng.integers(0, top, dtype=np.uint64, endpoint=True)]:
+            start = _run_start(row, lo, hi, np.uint64(target))
+            assert start == lo + np.searchsorted(row[lo:hi], target, side="left")
+            assert _run_end(row, start, hi, np.uint64(target)) == lo + np.searchsorted(row[lo:hi], target, side="right")
+
+
 def test_forest_returns_exactly_the_sets_sharing_a_band_prefix() -> None:
     rng = np.random.default_rng(11)
     num_perm = 32
@@ -266,6 +291,15 @@ def test_topk_returns_best_verified_columns_in_order(real_searcher) -> None:
         assert len(unverified) <= 3 and "containment" not in unverified[0]
 
 
+def test_candidates_are_the_unscored_search_results(real_searcher) -> None:
+    searcher, sets = real_searcher
+    for qid in [c for c, v in sets.items() if len(v) >= 5][::7]:
+        for threshold in (0.3, 0.7):
+            found = searcher.candidates(sets[qid], threshold)
+            assert sorted(found.tolist()) == sorted(r["column_id"] for r in searcher.search(sets[qid], threshold))
+    assert len(load(build_in_memory({})).candidates(["a"], 0.5)) == 0
+
+
 def test_query_values_are_normalized(real_searcher) -> None:
     searcher, sets = real_searcher
     qid = next(c for c, v in sets.items() if len(v) >= 20 and all(x.isalpha() for x in v))
@@ -282,6 +316,8 @@ def test_query_values_are_normalized(real_searcher) -> None:
         (lambda s: s.search(["a"], 0.0), "threshold"),
         (lambda s: s.search(["a"], 1.5), "threshold"),
         (lambda s: s.search(["a"], 0.5, k=0), "k must"),
+        (lambda s: s.candidates("abc", 0.5), "single string"),
+        (lambda s: s.candidates(["a"], 0.0), "threshold"),
     ],
 )
 def test_bad_queries_raise(real_searcher, call, message) -> None:
@@ -329,8 +365,9 @@ def test_incremental_insert_equals_full_build() -> None:
     expected_sets = {**sets, 1: changed[1]}
     del expected_sets[2]
     full = build_in_memory(expected_sets, num_part=16)
-    for name in ("signatures", "partitions", "sets"):
-        assert incremental[name].equals(full[name]), name
+    assert incremental["partitions"].equals(full["partitions"])
+    for name in ("signatures", "sets"):  # rows are appended: equal up to order
+        assert incremental[name].sort_by("column_id").equals(full[name]), name
     searcher = load(incremental)
     for cid in list(changed)[:20]:
         assert searcher.search(changed[cid], 1.0, verify=True)[0]["containment"] == 1.0

@@ -20,6 +20,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 import numpy as np
+from numba import njit
 
 EMPTY = np.uint32(0xFFFFFFFF)  # the empty set's slot value (datasketch's max hash)
 _BLOCK_VALUES = 1 << 14  # values permuted at once: block x num_perm x 4 bytes of scratch
@@ -86,6 +87,18 @@ def minhash_signatures(sets: Sequence[Iterable[str]], num_perm: int = 256, seed:
     return signatures_from_hashes(hash_values(values), set_index, len(sets), num_perm, seed)
 
 
-def jaccard_estimates(signatures: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """The fraction of equal slots, the unbiased MinHash estimate of Jaccard (§2.3.1)."""
-    return (signatures == query).mean(axis=1)
+def jaccard_estimates(signatures: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """The fraction of slots of ``signatures[rows]`` equal to the query's, the unbiased MinHash
+    estimate of Jaccard (§2.3.1)."""
+    return _equal_slots(signatures, np.asarray(rows, dtype=np.int64), query) / max(signatures.shape[1], 1)
+
+
+@njit(cache=True, nogil=True)
+def _equal_slots(signatures: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Equal slots per row, reading the rows in place (no ``signatures[rows]`` copy)."""
+    out = np.zeros(len(rows), dtype=np.int64)
+    for i in range(len(rows)):
+        row = signatures[rows[i]]
+        for j in range(len(query)):
+            out[i] += row[j] == query[j]
+    return out

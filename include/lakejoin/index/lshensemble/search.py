@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from lakejoin.index.lshensemble.lsh import MAX_DEPTH, PrefixForest
 from lakejoin.index.lshensemble.minhash import jaccard_estimates, minhash_signatures
 from lakejoin.index.lshensemble.tables import partitions_table, signature_matrix
-from lakejoin.index.lshensemble.tuning import optimal_params
+from lakejoin.index.lshensemble.tuning import optimal_params, params_table
 from lakejoin.normalize import normalize_set
 
 TOPK_STEP = 0.05  # decreasing thresholds of the top-k mode (thesis §3.5 comparison)
@@ -87,10 +87,21 @@ class LshEnsembleSearcher:
             uppers[-1] = max(uppers[-1], int(self.sizes.max(initial=0)))
         self.uppers = uppers
         self.forest = PrefixForest(self.signatures, self.segments)
+        if self.num_perm:
+            params_table(self.num_perm, max_r, weights)  # (b, r) lookups: built here, not in a query
         self._verifier = _Verifier(sets, self.column_ids) if sets is not None else None
 
     def __len__(self) -> int:
         return len(self.column_ids)
+
+    def candidates(self, query: Iterable[str], threshold: float) -> np.ndarray:
+        """The column_ids of Partitioned-Containment-Search's candidates (steps 1–3), unscored
+        and unverified: what ``datasketch.MinHashLSHEnsemble.query`` answers, as an array."""
+        tokens = self._query_tokens(query, threshold)
+        if len(self) == 0:
+            return np.empty(0, dtype=np.int64)
+        signature = minhash_signatures([tokens], self.num_perm, self.seed)[0]
+        return self.column_ids[self._candidates(signature, len(tokens), threshold)]
 
     def search(
         self, query: Iterable[str], threshold: float, verify: bool = False, k: int | None = None
@@ -102,9 +113,7 @@ class LshEnsembleSearcher:
         (exact if verified, else estimated), then column_id. With ``k``, the top-k mode tries
         thresholds 1.0, 0.95, ... down to ``threshold`` and stops once ``k`` results are found.
         """
-        tokens = self._query_tokens(query)
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+        tokens = self._query_tokens(query, threshold)
         if k is not None and k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         if verify and self._verifier is None:
@@ -123,9 +132,11 @@ class LshEnsembleSearcher:
                 break
         return _ranked(self.column_ids[rows], scores, keep, k)
 
-    def _query_tokens(self, query: Iterable[str]) -> list[str]:
+    def _query_tokens(self, query: Iterable[str], threshold: float) -> list[str]:
         if isinstance(query, str):
             raise ValueError("query must be an iterable of values, not a single string")
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         tokens = sorted(normalize_set(query))
         if not tokens:
             raise ValueError("query is empty after normalization")
@@ -142,7 +153,7 @@ class LshEnsembleSearcher:
     def _scores(self, rows: np.ndarray, signature: np.ndarray, tokens: list[str], verify: bool) -> dict:
         """Estimated (Eq. 2.7) and, when verifying, exact containment of the candidate rows."""
         q = len(tokens)
-        jaccard = jaccard_estimates(self.signatures[rows], signature)
+        jaccard = jaccard_estimates(self.signatures, rows, signature)
         ratio = self.sizes[rows] / q
         estimate = np.clip((ratio + 1.0) * jaccard / (1.0 + jaccard), 0.0, np.minimum(1.0, ratio))
         scores = {"estimate": estimate, "rank_score": estimate}
@@ -189,11 +200,12 @@ def _topk_thresholds(floor: float) -> list[float]:
 
 def _ranked(column_ids: np.ndarray, scores: dict, keep, k: int | None) -> list[dict]:
     order = np.lexsort((column_ids[keep], -scores["rank_score"][keep]))[:k]
-    columns = {"column_id": column_ids[keep][order], "containment_estimate": scores["estimate"][keep][order]}
-    if "containment" in scores:
-        columns["containment"] = scores["containment"][keep][order]
-    names = list(columns)
-    return [dict(zip(names, row)) for row in zip(*(columns[n].tolist() for n in names))]
+    ids = column_ids[keep][order].tolist()
+    estimates = scores["estimate"][keep][order].tolist()
+    if "containment" not in scores:
+        return [{"column_id": c, "containment_estimate": e} for c, e in zip(ids, estimates)]
+    exact = scores["containment"][keep][order].tolist()
+    return [{"column_id": c, "containment_estimate": e, "containment": x} for c, e, x in zip(ids, estimates, exact)]
 
 
 def load(

@@ -123,7 +123,8 @@ def build_in_memory(
 
     Empty sets are not indexed. With ``previous`` tables, only ``sets`` are hashed (the
     incremental insert): previous rows of the same column_ids and of ``removed`` are replaced
-    or dropped, the rest kept as they are, and the partitioning is recomputed over all sizes.
+    or dropped, the rest kept as they are (new rows are appended, so the rows equal a full
+    build's up to order), and the partitioning is recomputed over all sizes.
     """
     distinct = {int(cid): sorted(set(values)) for cid, values in sets.items()}
     distinct = {cid: values for cid, values in distinct.items() if values}
@@ -150,9 +151,16 @@ def build_in_memory(
 def _merge(
     old: pa.Table, new: pa.Table, replaced: pa.Array, num_perm: int | None = None, seed: int | None = None
 ) -> pa.Table:
-    """``old`` without the ``replaced`` column_ids, plus ``new``, sorted by column_id."""
+    """``old`` without the ``replaced`` column_ids, then ``new``.
+
+    Row order carries no meaning (readers key rows by column_id), so nothing is sorted and,
+    when no old row is replaced (a pure insert), the old rows are shared, not copied: the cost
+    of an insert follows the new columns, not the collection.
+    """
     if num_perm is not None and old.num_rows:
         if signature_matrix(old["minhash"].slice(0, 1)).shape[1] != num_perm or old["seed"][0].as_py() != seed:
             raise ValueError("previous signatures were built with another num_perm or seed; rebuild them all")
-    kept = old.filter(pc.invert(pc.is_in(old["column_id"], value_set=replaced)))
-    return pa.concat_tables([kept.cast(new.schema), new]).sort_by("column_id")
+    stale = pc.is_in(old["column_id"], value_set=replaced)
+    if pc.any(stale).as_py():
+        old = old.filter(pc.invert(stale))
+    return pa.concat_tables([old.cast(new.schema), new])

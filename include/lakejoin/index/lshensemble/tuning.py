@@ -9,11 +9,12 @@ LSH adds false positives ``FP = ∫_0^{min(t*, x/q)} P dt`` and false negatives
 ``FN = ∫_{t*}^{min(1, x/q)} (1 - P) dt`` (zero when ``x/q < t*``) (Eqs. 2.23, 2.24). A
 partition ``[l, u]`` is tuned with ``x = u`` (Eq. 2.26): ``argmin_{b r <= m} w_fp FP + w_fn FN``.
 
-As the thesis suggests, the integrals are precomputed rather than evaluated per query: for one
-ratio ``x/q`` a single pass gives the cumulative integral of P for every (b, r), from which the
-argmin for every threshold on a 0.01 grid follows. Ratios are snapped to a log grid of step
-0.05 (5% apart; datasketch uses 10 fixed ratios) and each grid cell is cached on first use, so
-a query costs a lookup.
+As the thesis suggests, the integrals are precomputed rather than evaluated per query: ratios
+``x/q`` are rounded up to a log grid of step 0.05 (5% apart; datasketch rounds up to 10 fixed
+ratios, e^-5..e^5, up to 3x apart, which trades precision for recall at equal weights) and
+thresholds to a 0.01 grid, and one pass per ratio (a numba kernel) gives the cumulative
+integral of P for every (b, r), hence the argmin for every threshold. The whole table is built
+once per ``(num_perm, max_r, weights)``, so a query costs one lookup per partition.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+from numba import njit
 
 _T_STEP = 0.0025  # integration grid on containment t in [0, 1] (trapezoid rule)
 _T_GRID = np.linspace(0.0, 1.0, int(round(1 / _T_STEP)) + 1)
@@ -35,48 +37,86 @@ def band_params(num_perm: int, max_r: int) -> np.ndarray:
     return np.array([(b, r) for b in range(1, num_perm + 1) for r in range(1, max_r + 1) if b * r <= num_perm])
 
 
-def candidate_probability(t: np.ndarray, ratio: float, b: np.ndarray, r: np.ndarray) -> np.ndarray:
-    """Eq. 2.22 for every ``(b, r)`` (rows) at every containment ``t`` (columns); ratio = x/q."""
-    jaccard = np.clip(t / (ratio + 1.0 - t), 0.0, 1.0)
-    return 1.0 - (1.0 - jaccard[None, :] ** r[:, None]) ** b[:, None]
+def params_table(num_perm: int, max_r: int, weights: tuple[float, float]) -> np.ndarray:
+    """``table[cell, i]``: index into :func:`band_params` of the argmin of Eq. 2.26 at ratio
+    ``exp(cell * step)`` (cells from ``_LOG_RATIO_RANGE[0]``) and ``t* = _THRESHOLDS[i]``;
+    computed once per process and arguments (~0.25 s at 256 permutations)."""
+    return _params_table(num_perm, max_r, float(weights[0]), float(weights[1]))
 
 
-def _interp_rows(cumulative: np.ndarray, t: float) -> np.ndarray:
-    """Each row of a cumulative integral on ``_T_GRID`` evaluated at ``t`` (linear)."""
-    pos = min(t / _T_STEP, len(_T_GRID) - 1.0)
-    i = min(int(pos), len(_T_GRID) - 2)
-    frac = pos - i
-    return cumulative[:, i] * (1.0 - frac) + cumulative[:, i + 1] * frac
-
-
-@lru_cache(maxsize=8192)
-def _best_params_for_cell(num_perm: int, max_r: int, w_fp: float, w_fn: float, cell: int) -> np.ndarray:
-    """Index into :func:`band_params` of the argmin of Eq. 2.26 for every t* in ``_THRESHOLDS``."""
-    ratio = float(np.exp(cell * _LOG_RATIO_STEP))
+@lru_cache(maxsize=16)
+def _params_table(num_perm: int, max_r: int, w_fp: float, w_fn: float) -> np.ndarray:
     params = band_params(num_perm, max_r)
-    prob = candidate_probability(_T_GRID, ratio, params[:, 0], params[:, 1])
-    steps = (prob[:, 1:] + prob[:, :-1]) * (_T_STEP / 2)
-    cumulative = np.concatenate([np.zeros((len(params), 1)), np.cumsum(steps, axis=1)], axis=1)
-    best = np.empty(len(_THRESHOLDS), dtype=np.int64)
-    for i, t_star in enumerate(_THRESHOLDS):
-        fp = _interp_rows(cumulative, min(t_star, ratio))  # Eq. 2.23
-        if ratio >= t_star:  # Eq. 2.24
+    cells = np.arange(_LOG_RATIO_RANGE[0], _LOG_RATIO_RANGE[1] + 1)
+    table = _argmin_table(np.exp(cells * _LOG_RATIO_STEP), params[:, 0], params[:, 1], max_r, w_fp, w_fn)
+    table.setflags(write=False)
+    return table
+
+
+@njit(cache=True)
+def _interp(cumulative: np.ndarray, t: float) -> float:
+    """A cumulative integral on ``_T_GRID`` evaluated at ``t`` (linear)."""
+    n = len(cumulative)
+    pos = min(t / _T_STEP, n - 1.0)
+    i = min(int(pos), n - 2)
+    frac = pos - i
+    return cumulative[i] * (1.0 - frac) + cumulative[i + 1] * frac
+
+
+@njit(cache=True)
+def _argmin_table(
+    ratios: np.ndarray, b: np.ndarray, r: np.ndarray, max_r: int, w_fp: float, w_fn: float
+) -> np.ndarray:
+    """Eqs. 2.22–2.26 for every ratio and threshold: P on ``_T_GRID`` for every (b, r), its
+    cumulative integral (trapezoid rule), then FP and FN at each t* by linear interpolation.
+    Parameters are ordered by (b, r), so for each r the b's come as 1, 2, ..: ``(1 - s^r)^b``
+    costs one multiplication per parameter."""
+    n_params, n_t = len(b), len(_T_GRID)
+    best = np.empty((len(ratios), len(_THRESHOLDS)), dtype=np.int64)
+    cumulative = np.empty((n_params, n_t))
+    miss = np.empty(max_r + 1)  # (1 - s^r), then its running power
+    base = np.empty(max_r + 1)
+    previous = np.empty(n_params)
+    for c in range(len(ratios)):
+        ratio = ratios[c]
+        for k in range(n_t):
+            s = min(max(_T_GRID[k] / (ratio + 1.0 - _T_GRID[k]), 0.0), 1.0)
+            for depth in range(1, max_r + 1):
+                base[depth] = 1.0 - s**depth
+                miss[depth] = 1.0
+            for p in range(n_params):
+                miss[r[p]] *= base[r[p]]
+                prob = 1.0 - miss[r[p]]
+                if k == 0:
+                    cumulative[p, 0] = 0.0
+                else:
+                    cumulative[p, k] = cumulative[p, k - 1] + (prob + previous[p]) * (_T_STEP / 2)
+                previous[p] = prob
+        for i in range(len(_THRESHOLDS)):
+            t_star = _THRESHOLDS[i]
             top = min(1.0, ratio)
-            fn = (top - t_star) - (_interp_rows(cumulative, top) - _interp_rows(cumulative, t_star))
-        else:
-            fn = 0.0
-        best[i] = int(np.argmin(w_fp * fp + w_fn * fn))
-    best.setflags(write=False)
+            best_cost = np.inf
+            for p in range(n_params):
+                fp = _interp(cumulative[p], min(t_star, ratio))  # Eq. 2.23
+                fn = 0.0
+                if ratio >= t_star:  # Eq. 2.24
+                    fn = (top - t_star) - (_interp(cumulative[p], top) - _interp(cumulative[p], t_star))
+                cost = w_fp * fp + w_fn * fn
+                if cost < best_cost:
+                    best_cost = cost
+                    best[c, i] = p
     return best
 
 
 def optimal_params(
     threshold: float, ratios: np.ndarray, num_perm: int, max_r: int, weights: tuple[float, float] = (0.5, 0.5)
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(b, r)`` arrays minimising ``w_fp FP + w_fn FN`` at each ``x/q`` ratio (Eq. 2.26), cached."""
-    cells = np.clip(np.rint(np.log(np.asarray(ratios, dtype=np.float64)) / _LOG_RATIO_STEP), *_LOG_RATIO_RANGE)
+    """``(b, r)`` arrays minimising ``w_fp FP + w_fn FN`` at each ``x/q`` ratio (Eq. 2.26)."""
+    # Round up, erring the way u_i standing in for x does (Eq. 2.8): toward a lower s*.
+    log_cells = np.log(np.asarray(ratios, dtype=np.float64)) / _LOG_RATIO_STEP
+    cells = np.clip(np.ceil(log_cells - 1e-9), *_LOG_RATIO_RANGE)
     t_index = min(max(round(threshold * 100), 1), 100) - 1
-    w_fp, w_fn = float(weights[0]), float(weights[1])
-    choice = [_best_params_for_cell(num_perm, max_r, w_fp, w_fn, int(cell))[t_index] for cell in cells]
-    params = band_params(num_perm, max_r)[np.array(choice, dtype=np.int64)].reshape(-1, 2)
+    table = params_table(num_perm, max_r, weights)
+    choice = table[cells.astype(np.int64) - _LOG_RATIO_RANGE[0], t_index]
+    params = band_params(num_perm, max_r)[choice]
     return params[:, 0], params[:, 1]
