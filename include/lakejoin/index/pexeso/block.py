@@ -47,6 +47,7 @@ class BlockResult:
     matching: Pairs  # mPair: Lemmas 5 and 6, every vector of the leaf matches
     browsing: Pairs  # quick browsing: the leaf with the query vector's own key
     candidate: Pairs  # cPair: survivors of Lemmas 3 and 4, verified one vector at a time
+    examined: int  # cell pairs and (vector, leaf) pairs the lemmas tested: blocking's work
 
 
 def quick_browse(query_grid: HierarchicalGrid, repo_grid: HierarchicalGrid) -> Pairs:
@@ -73,8 +74,10 @@ def block(
     a = np.repeat(np.arange(len(top_q.keys)), len(top_r.keys))
     b = np.tile(np.arange(len(top_r.keys)), len(top_q.keys))
     matching: list[tuple[np.ndarray, np.ndarray]] = []
+    examined = 0
     for level in range(1, query_grid.m + 1):
         cq, cr = query_grid.levels[level - 1], repo_grid.levels[level - 1]
+        examined += len(a)
         keep = lemma4_survives(cq.lo[a], cq.hi[a], cr.lo[b], cr.hi[b], tau, eps)
         a, b = a[keep], b[keep]
         if level == query_grid.m:
@@ -100,4 +103,5 @@ def block(
         matching=Pairs.concat(matching),
         browsing=quick_browse(query_grid, repo_grid),
         candidate=Pairs(query[candidate], leaf[candidate]),
+        examined=examined + len(query),
     )

@@ -34,7 +34,7 @@ from lakejoin.index.pexeso.pivots import map_to_pivot_space, select_pivots
 # metric -> the maximum distance that user-facing τ is a fraction of (1: τ is absolute)
 METRICS = {"l2-unit": 2.0, "l2-absolute": 1.0}
 DEFAULT_SAMPLE_SIZE = 4096
-MAX_PIVOTS = 6
+MAX_PIVOTS = 24  # pivots selected; the cost model then picks |P| among cost.PIVOT_CHOICES
 REFERENCES = 32
 UNIT_NORM_TOLERANCE = 1e-3
 
