@@ -34,6 +34,16 @@ candidates estimated above |Q ∩ X_k| and so keeps reading lists to prune the r
 fitted on JOSIE's own list read (:func:`_timed_list_reads`), candidate bookkeeping
 included, not on MergeList's cheaper count.
 
+[D] Algorithm 2 reads Best(u) whenever NetCost(X) ≤ NetCost(B) (or |h| < k); the released
+code instead stops at the first candidate estimated at or below |Q ∩ X_k|, so a candidate
+too cheap to matter is never read and the k-th overlap rises late (on web tables, where a
+set read costs little next to the long lists past the prefix, that costs lists). Since
+Benefit(X) ≥ 0 (Eq. 3.7), NetCost(X) ≤ S(|X[j_X+1:]|), so a decision also reads every
+candidate with S ≤ NetCost(B), estimated or not, and a set first seen after a decision
+whose whole read is at most that decision's NetCost(B) is read at sight, as ProbeSet does
+(``_read_list``): reading it at the next decision point instead costs a candidate row and
+a second visit, and leaves |Q ∩ X_k| low for the lists in between.
+
 Errata followed (see ../shared/notes/josie-lshensemble-autojoin.md, Part B): the batch
 overlap rate uses the observed window ``|Q[1:i] ∩ X| / (i − i_{X,0} + 1)`` (consistent with
 Eq. 3.4) rather than the printed Eq. 3.9 denominator; positions are 0-based.
@@ -76,9 +86,9 @@ MATCHED_SAMPLE = 5
 
 # Per-set state ``hot[s] = (partial, j_X)``, 8 bytes, the only memory a posting entry
 # touches (MergeList touches a 4-byte counter); ``partial`` is |Q[1:i] ∩ X| > 0 for an
-# unread candidate, 0 for an unseen set and below -|Q| once read or pruned, so adding to it
-# needs no branch on which. The fields read only at decision points sit in the candidate
-# table, one row per candidate in order of first sight, scanned sequentially.
+# unread candidate, 0 for an unseen set and _DONE once read or pruned, which a list read
+# then only loads, as ProbeSet's seen flag. The fields read only at decision points sit in
+# the candidate table, one row per candidate in order of first sight, scanned sequentially.
 _PARTIAL, _LAST = 0, 1
 _SET, _FIRST_I, _FIRST_J, _SIZE = range(4)  # X, i_{X,0}, j_{X,0}, |X|
 _UNSEEN, _DONE = 0, -(1 << 30)
@@ -155,7 +165,7 @@ def _decide(
     (Eq. 3.13) is no more than the next batch's. The reading stops at the first estimate
     ≤ |Q ∩ X_k|, so only the candidates estimated above it are sorted. ``list_cost[m]`` is
     the summed L(f) of the distinct lists before query position m. Returns
-    (n_cand, n_unread, n_heap).
+    (n_cand, n_unread, n_heap, NetCost(B)).
     """
     nq = q.shape[0]
     theta = kth_overlap(heap_values, n_heap, k)
@@ -163,11 +173,16 @@ def _decide(
     width = end - i
     cost_batch = list_cost[end + 1] - list_cost[i + 1]
 
-    pruned_cost = np.zeros(nq + 1)  # Σ S(|Y[j_Y+1:]|) of the unread Y with ub(Y) = b
+    # Eq. 3.7's elimination term is only weighed with a full heap, at θ' ≤ |Q ∩ X_{k-1}|
+    # (Eq. 3.5), so bounds above that cap are never summed: the buckets stop there rather
+    # than at |Q|, which would cost O(|Q|) per decision on a long query.
+    cap = (min(nq, heap_values[1]) if k > 1 else nq) if n_heap == k else 0
+    pruned_cost = np.zeros(cap + 1)  # Σ S(|Y[j_Y+1:]|) of the unread Y with ub(Y) = b ≤ cap
     hopeful = np.empty(n_cand, np.int32)  # rows of the candidates estimated above θ
     hopeful_estimate = np.empty(n_cand)
     n_hopeful = 0
     benefit_batch = 0.0
+    cheapest = np.inf  # the least S(|X[j_X+1:]|) over U
     kept = 0
     for c in range(n_cand):
         s = cand[c, _SET]
@@ -186,7 +201,9 @@ def _decide(
         c = kept
         kept += 1
         read_cost = s0 + s1 * suffix
-        pruned_cost[bound] += read_cost
+        cheapest = min(cheapest, read_cost)
+        if bound <= cap:
+            pruned_cost[bound] += read_cost
         seen_for = i - cand[c, _FIRST_I] + 1
         if seen_for < batch:  # too few lists since first sight for a stable estimate
             continue
@@ -207,7 +224,7 @@ def _decide(
             benefit_batch += s1 * max(0.0, min(next_j, size - 1.0) - last)  # shorter suffix
     n_cand = kept
     net_batch = cost_batch - benefit_batch if width > 0 else np.inf
-    for b in range(1, nq + 1):
+    for b in range(1, cap + 1):
         pruned_cost[b] += pruned_cost[b - 1]
 
     for h in np.argsort(-hopeful_estimate[:n_hopeful]):
@@ -225,59 +242,88 @@ def _decide(
             prefix = min(nq - theta + 1, nq)
             new_prefix = max(nq - int(new_theta) + 1, i + 1)
             benefit = list_cost[prefix] - list_cost[new_prefix] if prefix > new_prefix else 0.0
-            benefit += pruned_cost[min(int(new_theta), nq)] - (read_cost if bound <= new_theta else 0.0)  # Eq. 3.7
+            benefit += pruned_cost[min(int(new_theta), cap)] - (read_cost if bound <= new_theta else 0.0)  # Eq. 3.7
             if read_cost - benefit > net_batch:  # Eq. 3.13: the batch is cheaper
                 break
         n_unread, n_heap = _read_candidate(nq, i, k, set_indptr, set_tokens, mark, hot, s, n_unread, heap_values, heap_ids, n_heap, stats)
+    # Algorithm 2 reads Best(u) while |h| < k or NetCost(X) ≤ NetCost(B). Benefit(X) ≥ 0
+    # (Eq. 3.7), so NetCost(X) ≤ S(|X[j_X+1:]|): a candidate whose read costs no more than
+    # the batch's net cost is the cheaper action whatever its estimate, including one seen
+    # too recently to be estimated at all.
+    for c in range(n_cand if n_heap < k or cheapest <= net_batch else 0):
+        s = cand[c, _SET]
+        if hot[s, _PARTIAL] > 0 and (n_heap < k or s0 + s1 * (cand[c, _SIZE] - 1 - hot[s, _LAST]) <= net_batch):
+            n_unread, n_heap = _read_candidate(nq, i, k, set_indptr, set_tokens, mark, hot, s, n_unread, heap_values, heap_ids, n_heap, stats)
     if kth_overlap(heap_values, n_heap, k) >= nq - 1 - i and net_batch >= 0.0:
         # Past the prefix no list brings a new candidate; the lists only resolve U, and
         # the next batch is estimated to cost more than the set reads it saves (Eq. 3.13
         # with NetCost(B) ≥ 0), so reading all of U now is the cheaper way to finish.
         for c in range(n_cand):
             n_unread, n_heap = _read_candidate(nq, i, k, set_indptr, set_tokens, mark, hot, cand[c, _SET], n_unread, heap_values, heap_ids, n_heap, stats)
-    return n_cand, n_unread, n_heap
+    return n_cand, n_unread, n_heap, net_batch
 
 
 @njit(cache=True, inline="always")
-def _read_list(token, i, skipped, nq, theta, admit, list_indptr, post_set, post_pos, post_size, hot, touched, n_touched, cand, n_cand, n_unread):
+def _read_list(
+    token, i, skipped, nq, k, admit, read_below, s0, s1, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark,
+    hot, touched, n_touched, cand, n_cand, n_unread, heap_values, heap_ids, n_heap, stats,
+):
     """Read the posting list of ``token`` at query position ``i`` (the last of a duplicate
     group of ``skipped + 1`` lists): add to the partial overlap and latest position of every
-    set seen before, and, while ``admit`` (inside the prefix), make each new set a candidate
-    unless the position filter (Eq. 3.2) rules it out. Returns (n_touched, n_cand, n_unread)."""
+    unread candidate (read and pruned sets are left alone), and, while ``admit`` (inside the
+    prefix), resolve each new set unless the position filter (Eq. 3.2) rules it out.
+
+    A new set whose whole read S(|X[j_{X,0}+1:]|) is at most ``read_below``, NetCost(B) at
+    the latest decision point, is read at once, as ProbeSet does: Benefit(X) ≥ 0 (Eq. 3.7),
+    so NetCost(X) ≤ S and Algorithm 2 would pick it over the batch; reading it now lifts
+    |Q ∩ X_k| for the rest of the batch. Any other new set becomes a candidate.
+    Returns (n_touched, n_cand, n_unread, n_heap)."""
     for e in range(list_indptr[token], list_indptr[token + 1]):
         s = post_set[e]
         partial = hot[s, _PARTIAL]
-        if partial != _UNSEEN:  # the MergeList count plus the latest position
+        if partial > 0:  # the MergeList count plus the latest position
             hot[s, _PARTIAL] = partial + skipped + 1
             hot[s, _LAST] = post_pos[e]
-        elif admit:  # first sight
+        elif partial == _UNSEEN and admit:  # first sight
             position = post_pos[e]
             size = post_size[e]
+            suffix = size - 1 - position
             touched[n_touched] = s
             n_touched += 1
-            if skipped + 1 + min(nq - 1 - i, size - 1 - position) <= theta:  # Eq. 3.2
+            if skipped + 1 + min(nq - 1 - i, suffix) <= kth_overlap(heap_values, n_heap, k):  # Eq. 3.2
                 hot[s, _PARTIAL] = _DONE
-                continue
-            hot[s, _PARTIAL] = skipped + 1
-            hot[s, _LAST] = position
-            cand[n_cand, _SET] = s
-            cand[n_cand, _FIRST_I] = i - skipped
-            cand[n_cand, _FIRST_J] = max(0, position - skipped)
-            cand[n_cand, _SIZE] = size
-            n_cand += 1
-            n_unread += 1
-    return n_touched, n_cand, n_unread
+            elif s0 + s1 * suffix <= read_below:
+                hot[s, _PARTIAL] = _DONE
+                stats[1] += 1
+                stats[3] += suffix
+                overlap = skipped + 1 + count_suffix(set_indptr, set_tokens, mark, s, position + 1)
+                n_heap = heap_push(heap_values, heap_ids, n_heap, k, overlap, s)
+            else:
+                hot[s, _PARTIAL] = skipped + 1
+                hot[s, _LAST] = position
+                cand[n_cand, _SET] = s
+                cand[n_cand, _FIRST_I] = i - skipped
+                cand[n_cand, _FIRST_J] = max(0, position - skipped)
+                cand[n_cand, _SIZE] = size
+                n_cand += 1
+                n_unread += 1
+    return n_touched, n_cand, n_unread, n_heap
 
 
 @njit(cache=True)
-def _timed_list_reads(tokens, repeats, list_indptr, post_set, post_pos, post_size, hot, touched, cand):
+def _timed_list_reads(tokens, repeats, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark, hot, touched, cand):
     """JOSIE's list reads as the cost fit times them (``cost.fit_read_cost``): ``tokens``
-    read as the first lists of a long query, so every set in them becomes a candidate, the
-    bookkeeping a list read pays inside the prefix; state is reset after each repeat."""
+    read as the first lists of a long query, so every set in them becomes a candidate (none
+    is read: no decision has priced a read yet), the bookkeeping a list read pays inside
+    the prefix; state is reset after each repeat."""
+    heap_values, heap_ids, stats = np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(4, np.int64)
     for _ in range(repeats):
         n_touched = 0
         for t in tokens:
-            n_touched = _read_list(t, 0, 0, 1 << 30, 0, True, list_indptr, post_set, post_pos, post_size, hot, touched, n_touched, cand, 0, 0)[0]
+            n_touched = _read_list(
+                t, 0, 0, 1 << 30, 1, True, -np.inf, 0.0, 0.0, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark,
+                hot, touched, n_touched, cand, 0, 0, heap_values, heap_ids, 0, stats,
+            )[0]
         for m in range(n_touched):
             hot[touched[m], _PARTIAL] = _UNSEEN
 
@@ -306,6 +352,7 @@ def josie(
     n_unread = 0
     skipped = 0
     since_decision = 0
+    read_below = -np.inf  # NetCost(B) at the latest decision point
     all_read = True
     for i in range(nq):
         if not is_group_end(q, group, i):
@@ -320,8 +367,9 @@ def josie(
         token = q[i]
         stats[0] += 1
         stats[2] += list_indptr[token + 1] - list_indptr[token]
-        n_touched, n_cand, n_unread = _read_list(
-            token, i, skipped, nq, theta, admit, list_indptr, post_set, post_pos, post_size, hot, touched, n_touched, cand, n_cand, n_unread,
+        n_touched, n_cand, n_unread, n_heap = _read_list(
+            token, i, skipped, nq, k, admit, read_below, s0, s1, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark,
+            hot, touched, n_touched, cand, n_cand, n_unread, out_overlaps, out_sets, n_heap, stats,
         )
         skipped = 0
         since_decision += 1
@@ -332,7 +380,7 @@ def josie(
         if n_heap == k and d * n_unread > list_cost[nq] - list_cost[i + 1]:
             continue  # the decision would cost more than all the lists it could save
         since_decision = 0
-        n_cand, n_unread, n_heap = _decide(
+        n_cand, n_unread, n_heap, read_below = _decide(
             q, group, i, k, batch, s0, s1, list_cost, set_indptr, set_tokens, mark,
             hot, cand, n_cand, n_unread, out_overlaps, out_sets, n_heap, stats,
         )
@@ -413,7 +461,10 @@ class JosieSearcher:
         self.last_stats: dict[str, object] = {}
 
     def _time_list_reads(self, tokens: np.ndarray, repeats: int) -> None:
-        _timed_list_reads(tokens, repeats, self._list_indptr, self._post_set, self._post_pos, self._post_size, self._hot, self._touched, self._cand)
+        _timed_list_reads(
+            tokens, repeats, self._list_indptr, self._post_set, self._post_pos, self._post_size, self._set_indptr, self._set_tokens,
+            self._mark, self._hot, self._touched, self._cand,
+        )
 
     def _load_sets(self, sets: pa.Table) -> None:
         sets = sets.sort_by("set_id")
