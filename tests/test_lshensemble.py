@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-from datasketch.lshensemble import _optimal_param
+from datasketch.lshensemble import _false_negative_probability, _false_positive_probability
 from datasketch.lshensemble_partition import optimal_partitions as datasketch_partitions
 
 from lakejoin.index.lshensemble import build_in_memory, load, minhash_signatures
@@ -177,12 +177,26 @@ def test_equi_depth_partitions_are_disjoint_and_balanced() -> None:
 # --- (b, r) tuning and the forest ---------------------------------------------------------------
 
 
+def _rate_optimal_param(
+    threshold: float, num_perm: int, max_r: int, ratio: float, w_fp: float, w_fn: float
+) -> tuple[int, int]:
+    """Eq. 2.26 on error rates by brute force over datasketch's own (scipy quad) integrals of
+    Eqs. 2.23 and 2.24, each divided by the length of its containment range."""
+    fp_range, fn_range = min(threshold, ratio), min(1.0, ratio) - threshold
+    costs = {}
+    for b, r in itertools.product(range(1, num_perm + 1), range(1, max_r + 1)):
+        if b * r <= num_perm:
+            fn = _false_negative_probability(threshold, b, r, ratio) / fn_range if fn_range > 0 else 0.0
+            costs[b, r] = w_fp * _false_positive_probability(threshold, b, r, ratio) / fp_range + w_fn * fn
+    return min(costs, key=costs.get)
+
+
 @pytest.mark.parametrize("threshold", [0.3, 0.5, 0.8])
-def test_optimal_params_match_datasketch_on_grid_ratios(threshold: float) -> None:
+def test_optimal_params_match_quad_integrals_on_grid_ratios(threshold: float) -> None:
     for cell in (-40, -10, 0, 25, 60, 120):  # ratios exactly on our log grid
         ratio = float(np.exp(cell * 0.05))
         b, r = optimal_params(threshold, np.array([ratio]), 128, 4, (0.5, 0.5))
-        assert (int(b[0]), int(r[0])) == tuple(_optimal_param(threshold, 128, 4, ratio, 0.5, 0.5))
+        assert (int(b[0]), int(r[0])) == _rate_optimal_param(threshold, 128, 4, ratio, 0.5, 0.5)
 
 
 def test_optimal_params_round_the_ratio_up() -> None:
@@ -282,8 +296,12 @@ def test_topk_returns_best_verified_columns_in_order(real_searcher) -> None:
     lake = _as_sets(sets)
     for qid in [c for c, v in sets.items() if len(v) >= 20][:15]:
         top = searcher.search(sets[qid], 0.1, verify=True, k=3)
-        assert 1 <= len(top) <= 3 and top[0]["column_id"] == qid and top[0]["containment"] == 1.0
         truth = containment_search(sets[qid], lake, 0.1)
+        # The query column contains itself (its signature always collides); other columns
+        # containing it too tie at 1.0 and rank by column_id, so may come first.
+        ids = [r["column_id"] for r in top]
+        assert 1 <= len(top) <= 3 and top[0]["containment"] == 1.0
+        assert qid in ids or (len(top) == 3 and top[-1]["containment"] == 1.0)
         for r in top:
             assert truth[r["column_id"]] == r["containment"]
         assert [r["containment"] for r in top] == sorted((r["containment"] for r in top), reverse=True)

@@ -9,6 +9,15 @@ LSH adds false positives ``FP = ∫_0^{min(t*, x/q)} P dt`` and false negatives
 ``FN = ∫_{t*}^{min(1, x/q)} (1 - P) dt`` (zero when ``x/q < t*``) (Eqs. 2.23, 2.24). A
 partition ``[l, u]`` is tuned with ``x = u`` (Eq. 2.26): ``argmin_{b r <= m} w_fp FP + w_fn FN``.
 
+Each integral is divided by the length of its range, so FP and FN are error rates: the chance
+that a set below ``t*`` is returned and that a set at or above ``t*`` is missed, containment
+uniform on the range (recall, the thesis's accuracy metric, counts misses per result). The raw
+integrals weigh the two ranges by their lengths, ``t*`` against ``1 - t*``: at high ``t*``, and
+as ``u/q`` nears ``t*`` where the FN range shrinks to nothing (at ``t* = 1`` FN is always 0),
+the argmin ignores misses and picks few bands (equal weights, 256 slots, t* = 0.8, u = q:
+b=3, r=4, recall 0.49 at the threshold). As the FN range vanishes its rate tends to the miss
+rate at ``t*``, so the range is taken at least one integration step long.
+
 As the thesis suggests, the integrals are precomputed rather than evaluated per query: ratios
 ``x/q`` are rounded up to a log grid of step 0.05 (5% apart; datasketch rounds up to 10 fixed
 ratios, e^-5..e^5, up to 3x apart, which trades precision for recall at equal weights) and
@@ -68,7 +77,8 @@ def _argmin_table(
     ratios: np.ndarray, b: np.ndarray, r: np.ndarray, max_r: int, w_fp: float, w_fn: float
 ) -> np.ndarray:
     """Eqs. 2.22–2.26 for every ratio and threshold: P on ``_T_GRID`` for every (b, r), its
-    cumulative integral (trapezoid rule), then FP and FN at each t* by linear interpolation.
+    cumulative integral (trapezoid rule), then the FP and FN rates at each t* by linear
+    interpolation.
     Parameters are ordered by (b, r), so for each r the b's come as 1, 2, ..: ``(1 - s^r)^b``
     costs one multiplication per parameter."""
     n_params, n_t = len(b), len(_T_GRID)
@@ -96,11 +106,14 @@ def _argmin_table(
             t_star = _THRESHOLDS[i]
             top = min(1.0, ratio)
             best_cost = np.inf
+            fp_range = min(t_star, ratio)
+            fn_range = max(top - t_star, _T_STEP)
             for p in range(n_params):
-                fp = _interp(cumulative[p], min(t_star, ratio))  # Eq. 2.23
+                fp = _interp(cumulative[p], fp_range) / fp_range  # Eq. 2.23, per non-result
                 fn = 0.0
-                if ratio >= t_star:  # Eq. 2.24
-                    fn = (top - t_star) - (_interp(cumulative[p], top) - _interp(cumulative[p], t_star))
+                if ratio >= t_star:  # Eq. 2.24, per result
+                    low = min(t_star, top - _T_STEP)
+                    fn = 1.0 - (_interp(cumulative[p], low + fn_range) - _interp(cumulative[p], low)) / fn_range
                 cost = w_fp * fp + w_fn * fn
                 if cost < best_cost:
                     best_cost = cost
@@ -111,7 +124,7 @@ def _argmin_table(
 def optimal_params(
     threshold: float, ratios: np.ndarray, num_perm: int, max_r: int, weights: tuple[float, float] = (0.5, 0.5)
 ) -> tuple[np.ndarray, np.ndarray]:
-    """``(b, r)`` arrays minimising ``w_fp FP + w_fn FN`` at each ``x/q`` ratio (Eq. 2.26)."""
+    """``(b, r)`` arrays minimising ``w_fp FP + w_fn FN`` (rates) at each ``x/q`` ratio (Eq. 2.26)."""
     # Round up, erring the way u_i standing in for x does (Eq. 2.8): toward a lower s*.
     log_cells = np.log(np.asarray(ratios, dtype=np.float64)) / _LOG_RATIO_STEP
     cells = np.clip(np.ceil(log_cells - 1e-9), *_LOG_RATIO_RANGE)
