@@ -145,6 +145,31 @@ def test_topk_equals_oracle(planted, tau):
             assert all(r["joinability_exact"] and r["matched"] == counts[r["column_id"]] for r in results)
 
 
+def test_topk_waves_equal_oracle(planted, monkeypatch):
+    """Top-k over many waves, where θ from the columns done prunes the later ones."""
+    from lakejoin.index.pexeso import verify
+
+    monkeypatch.setattr(verify, "_TOPK_WAVE", 4)
+    columns, queries, searcher = planted
+    for query in queries:
+        counts = oracle_counts(query, columns, 0.06 * 2)
+        for k in (1, 5):
+            assert [r["column_id"] for r in searcher.search(query, 0.06, mode="topk", k=k)] == oracle_topk(counts, k)
+
+
+@pytest.mark.parametrize("options", ({}, {"exact": True}, {"mode": "topk", "k": 3}, {"use_lemmas": False}))
+def test_parallel_verify_equals_single_thread(planted, monkeypatch, options):
+    """Verify's column workers change nothing: results, record mappings and work counted."""
+    from lakejoin.index.pexeso import verify
+
+    columns, queries, searcher = planted
+    runs = []
+    for workers in (1, 3):
+        monkeypatch.setattr(verify, "_WORKERS", workers)
+        runs.append([(searcher.search(q, 0.06, 0.4, **options), searcher.last_stats) for q in queries])
+    assert runs[0] == runs[1]
+
+
 def test_sample_pairs_are_real_matches(planted):
     columns, queries, searcher = planted
     query = queries[0]

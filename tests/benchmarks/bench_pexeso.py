@@ -23,8 +23,9 @@ Per size it prints exact distance computations and p50/p95 time per query of
 
 and checks that all three return the same columns. The three run round-robin query by
 query in one process, so machine load hits them alike. "speed-up" is brute force's p50 (or
-p95) wall time over the method's; "cpu s-up" the same on CPU time (the PEXESO methods'
-thread, all of brute force's threads), which a shared machine's waiting does not inflate. Run:
+p95) wall time over the method's; "cpu s-up" the same on CPU time (process time: all threads,
+Verify's column workers and brute force's BLAS threads alike), which a shared machine's
+waiting does not inflate. Each call starts after a pause (``SETTLE_S``). Run:
 ``.venv/bin/python tests/benchmarks/bench_pexeso.py [--quick] [--model minilm-onnx]``.
 """
 
@@ -56,6 +57,10 @@ BLOCK_ROWS = 32768
 MAX_QUERY_RECORDS = 1000
 QUERY_DISTINCT = (5, 2000)
 METHODS = ("PEXESO", "PEXESO-H", "brute force")
+# pause before each timed call: OpenBLAS's idle threads spin ~0.1 s after a product, and on
+# 2 cores they halved the speed of whatever ran next (PEXESO: 16 ms right after brute force,
+# 8 ms after a pause, at 25k vectors); the pause lets every call start on a quiet process
+SETTLE_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -154,16 +159,17 @@ class BruteForce:
 def round_robin(methods: dict[str, tuple[Callable[[np.ndarray], set[int]], Callable[[], float]]], queries: list[np.ndarray]) -> dict[str, tuple]:
     """Per method: results, wall times and CPU times per query.
 
-    Each method comes with its CPU clock: ``time.thread_time`` for the single-threaded PEXESO
-    methods (process time would also count BLAS threads still spinning after brute force),
-    ``time.process_time`` (all threads) for brute force. Query by query, every method in turn
-    (the first method rotates), so load changes on a shared machine hit all methods alike.
+    Each method comes with its CPU clock (``time.process_time``: all threads, as both Verify
+    and BLAS run on several). Query by query, every method in turn (the first method
+    rotates, each call after a ``SETTLE_S`` pause), so load changes on a shared machine hit
+    all methods alike and no method pays for another's idle threads.
     """
     names = list(methods)
     out = {name: ([], [], []) for name in names}
     for i, query in enumerate(queries):
         for name in names[i % len(names) :] + names[: i % len(names)]:
             search, clock = methods[name]
+            time.sleep(SETTLE_S)
             start, start_cpu = time.perf_counter(), clock()
             result = search(query)
             wall, cpu = time.perf_counter() - start, clock() - start_cpu
@@ -209,8 +215,8 @@ def run(size: int, lake_columns: list[LakeColumn], query_columns: list[LakeColum
 
     timings = round_robin(
         {
-            "PEXESO": (pexeso(True, "PEXESO"), time.thread_time),
-            "PEXESO-H": (pexeso(False, "PEXESO-H"), time.thread_time),
+            "PEXESO": (pexeso(True, "PEXESO"), time.process_time),
+            "PEXESO-H": (pexeso(False, "PEXESO-H"), time.process_time),
             "brute force": (lambda q: brute.search(q, tau * 2, T), time.process_time),
         },
         queries,
@@ -264,7 +270,7 @@ def main() -> None:
         f"lake: bundled, {args.tables or 'all'} tables, {len(columns)} PEXESO columns, "
         f"{sum(len(c.values) for c in columns):,} vectors; model {args.model}; tau={args.tau} (x2 = {2 * args.tau:.2f}), T={args.T}"
     )
-    print("wall: p50/p95 wall time per query; cpu: p50 CPU time (PEXESO, PEXESO-H: their one thread; brute force: all its BLAS threads)")
+    print("wall: p50/p95 wall time per query; cpu: p50 CPU time of all threads (Verify's column workers, BLAS's threads)")
     print(
         f"{'vectors':>8} {'cols':>5} {'|Q|':>3} {'recs':>5} {'shape':>10} {'method':>11} {'dist/query':>11} {'p50 ms':>8} {'p95 ms':>8} "
         f"{'cpu p50':>8} {'p50 s-up':>8} {'p95 s-up':>8} {'cpu s-up':>8} {'dist ratio':>10}"

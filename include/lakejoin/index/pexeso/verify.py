@@ -20,20 +20,24 @@ Top-k mode ([v1] Def. 3, threshold algorithm): no early "joinable"; ``T_cnt`` is
 
 Order, as in Algorithm 3: free matches (Lemmas 5/6) and quick browsing for every query
 vector first (they push likely columns over ``T_cnt`` early), then the candidate pairs, one
-query vector at a time. A posting whose box of mapped vectors Lemma 3 excludes is skipped;
+query vector at a time. Every counter and both early terminations are per column, so the
+pairs are regrouped by column and each column is replayed alone in that order: the same
+state as the query-at-a-time loop, and columns can be verified on several threads. A posting whose box of mapped vectors Lemma 3 excludes is skipped;
 inside a posting, Lemma 1 filters, Lemma 2 matches, and only then is the distance computed. ``use_lemmas=False`` verifies every vector naively and keeps only
 stop-at-T: the paper's PEXESO-H baseline.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
 import numba
 import numpy as np
 
 OPEN, JOINABLE, PRUNED = 0, 1, 2
-_THETA_EVERY = 16
+_TOPK_WAVE = 64  # columns per top-k wave: θ is refreshed between waves
 
 
 # --- Lemmas 1, 2, 3, 7 and Def. 1 for one pair, box or column (lemmas.py has the rest) ---
@@ -158,125 +162,158 @@ def _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_ma
     return -1, computed
 
 
-@numba.njit(cache=True, inline="always")
-def _record_hit(q, col, v, weight, n_hits, hits, hit_by, matched, undecided, status, stop_when_joinable, required):
-    """Decide (q, S) as a hit: store it with its matching vector ``v``, count ``w(q)`` for S,
-    and mark S joinable once it reaches ``T_cnt`` (early termination 1). Returns the hit count."""
-    hit_by[col] = q
-    hits[n_hits, 0], hits[n_hits, 1], hits[n_hits, 2] = q, col, v
-    matched[col] += weight
-    undecided[col] -= weight
-    if stop_when_joinable and matched[col] >= required:
-        status[col] = JOINABLE
-    return n_hits + 1
+_M, _B, _C = 0, 1, 2  # event kinds: matching leaf (Lemmas 5/6), browsed leaf, candidate leaf
 
 
 @numba.njit(cache=True)
-def _kth_largest(values, k):
-    if k > values.shape[0]:
-        return 0
-    return np.sort(values)[values.shape[0] - k]
+def _column_events(weights, leaf_start, post_column, m_ptr, m_leaf, b_ptr, b_leaf, c_ptr, c_leaf, n_columns):
+    """The pair lists regrouped by column: per S, its postings ``(q, posting, kind)`` in the
+    order the query-at-a-time Algorithm 2 visits them (q, then matching, browsed, candidate
+    leaves), plus ``reach[S]``, the records whose leaves reach S, and how many distinct q do.
 
-
-@numba.njit(cache=True)
-def _verify(
-    weights, q_vectors, q_mapped, x_vectors, x_by_pivot,
-    leaf_start, post_column, post_vstart, post_vend, post_lo, post_hi,
-    m_ptr, m_leaf, b_ptr, b_leaf, c_ptr, c_leaf,
-    n_columns, required, top_k, stop_when_joinable, use_lemmas, tau, eps,
-):  # fmt: skip
+    Two passes (count, then fill) of a counting sort; the fill keeps visiting order per S.
+    """
     n_query = weights.shape[0]
-    tau2 = tau * tau
-    matched = np.zeros(n_columns, np.int64)
-    undecided = np.zeros(n_columns, np.int64)
-    status = np.zeros(n_columns, np.int8)
+    ev_start = np.zeros(n_columns + 1, np.int64)
+    reach = np.zeros(n_columns, np.int64)
+    n_reaching = np.zeros(n_columns, np.int64)
     touched_by = np.full(n_columns, -1, np.int64)
-    hit_by = np.full(n_columns, -1, np.int64)
-    survivors = np.empty(max(0, (post_vend - post_vstart).max()) if post_vend.shape[0] else 0, np.int64)
+    for fill in range(2):
+        if fill:
+            ev_start[1:] = np.cumsum(ev_start[1:])
+            cursor = ev_start[:-1].copy()
+            ev_q = np.empty(ev_start[n_columns], np.int64)
+            ev_p = np.empty(ev_start[n_columns], np.int64)
+            ev_kind = np.empty(ev_start[n_columns], np.int8)
+        for q in range(n_query):
+            for kind in range(3):
+                ptr, leaves = (m_ptr, m_leaf) if kind == _M else ((b_ptr, b_leaf) if kind == _B else (c_ptr, c_leaf))
+                for i in range(ptr[q], ptr[q + 1]):
+                    leaf = leaves[i]
+                    for p in range(leaf_start[leaf], leaf_start[leaf + 1]):
+                        col = post_column[p]
+                        if fill:
+                            e = cursor[col]
+                            ev_q[e], ev_p[e], ev_kind[e] = q, p, kind
+                            cursor[col] = e + 1
+                            continue
+                        ev_start[col + 1] += 1
+                        if touched_by[col] != q:
+                            touched_by[col] = q
+                            reach[col] += weights[q]
+                            n_reaching[col] += 1
+    return ev_start, ev_q, ev_p, ev_kind, reach, n_reaching
 
-    # reach[S]: every (q, S) pair any leaf of q reaches starts undecided.
-    n_touch = 0
-    for q in range(n_query):
-        for phase in range(3):
-            ptr, leaves = (m_ptr, m_leaf) if phase == 0 else ((b_ptr, b_leaf) if phase == 1 else (c_ptr, c_leaf))
-            for i in range(ptr[q], ptr[q + 1]):
-                leaf = leaves[i]
-                for p in range(leaf_start[leaf], leaf_start[leaf + 1]):
-                    col = post_column[p]
-                    if touched_by[col] != q:
-                        touched_by[col] = q
-                        undecided[col] += weights[q]
-                        n_touch += 1
-    if use_lemmas and top_k == 0:
-        for col in range(n_columns):
-            if lemma7_unjoinable(0, undecided[col], required):
-                status[col] = PRUNED
-    hits = np.empty((n_touch, 3), np.int64)  # (query vector, column, matching vector) per hit
-    n_hits = 0
-    distances = 0
-    theta = 0
+
+@numba.njit(cache=True)
+def _verify_column(
+    ev_start, ev_stop, ev_q, ev_p, ev_kind, weights, reach, bound, stop_when_joinable, use_lemmas,
+    q_vectors, q_mapped, x_vectors, x_by_pivot, post_vstart, post_vend, post_lo, post_hi,
+    tau, tau2, eps, hit_q, hit_v, hit_start, survivors,
+):  # fmt: skip
+    """Algorithm 2 for one column S: returns ``matched``, ``undecided``, status, hits, distances.
+
+    Columns do not interact (every counter and early termination is per S), so S alone, in
+    its events' order, reaches exactly the state the query-at-a-time loop leaves it in. Hits
+    go to ``hit_q/hit_v[hit_start:]``, one per decided (q, S) hit, q ascending per phase.
+    """
+    matched, undecided, status, n_hits, distances = 0, reach, OPEN, 0, 0
+    if use_lemmas and lemma7_unjoinable(0, undecided, bound):
+        return matched, undecided, PRUNED, n_hits, distances
 
     # Phase A: free matches (Lemmas 5/6), then quick browsing; hits only.
-    for q in range(n_query):
-        for i in range(m_ptr[q], m_ptr[q + 1]):
-            leaf = m_leaf[i]
-            for p in range(leaf_start[leaf], leaf_start[leaf + 1]):
-                col = post_column[p]
-                if status[col] != OPEN or hit_by[col] == q:
-                    continue
-                n_hits = _record_hit(q, col, post_vstart[p], weights[q], n_hits, hits, hit_by, matched, undecided, status, stop_when_joinable, required)
-        for i in range(b_ptr[q], b_ptr[q + 1]):
-            leaf = b_leaf[i]
-            for p in range(leaf_start[leaf], leaf_start[leaf + 1]):
-                col = post_column[p]
-                if status[col] != OPEN or hit_by[col] == q:
-                    continue
-                v, computed = _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, x_vectors, x_by_pivot, tau, tau2, eps, use_lemmas, survivors)
-                distances += computed
-                if v >= 0:
-                    n_hits = _record_hit(q, col, v, weights[q], n_hits, hits, hit_by, matched, undecided, status, stop_when_joinable, required)
+    for e in range(ev_start, ev_stop):
+        q, p = ev_q[e], ev_p[e]
+        if ev_kind[e] == _C or (n_hits > 0 and hit_q[hit_start + n_hits - 1] == q):
+            continue
+        v = post_vstart[p]
+        if ev_kind[e] == _B:
+            v, computed = _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, x_vectors, x_by_pivot, tau, tau2, eps, use_lemmas, survivors)
+            distances += computed
+        if v >= 0:
+            hit_q[hit_start + n_hits], hit_v[hit_start + n_hits] = q, v
+            n_hits += 1
+            matched += weights[q]
+            undecided -= weights[q]
+            if stop_when_joinable and matched >= bound:
+                return matched, undecided, JOINABLE, n_hits, distances
     n_phase_a = n_hits
 
-    # Phase B: candidate pairs, one query vector at a time; misses become final per q.
-    touched_by[:] = -1
-    touched = np.empty(n_columns, np.int64)
-    a = 0
-    for q in range(n_query):
-        if top_k > 0 and q % _THETA_EVERY == 0:
-            theta = _kth_largest(matched, top_k)
-        bound = max(required, theta)
-        while a < n_phase_a and hits[a, 0] == q:
-            hit_by[hits[a, 1]] = q
+    # Phase B: candidate pairs, q ascending; a q whose leaves all fail is a final miss.
+    a, e = 0, ev_start
+    while e < ev_stop:
+        q = ev_q[e]
+        while a < n_phase_a and hit_q[hit_start + a] < q:
             a += 1
-        n_touched = 0
-        for phase in range(2):
-            ptr, leaves = (b_ptr, b_leaf) if phase == 0 else (c_ptr, c_leaf)
-            for i in range(ptr[q], ptr[q + 1]):
-                leaf = leaves[i]
-                for p in range(leaf_start[leaf], leaf_start[leaf + 1]):
-                    col = post_column[p]
-                    if touched_by[col] != q:
-                        touched_by[col] = q
-                        touched[n_touched] = col
-                        n_touched += 1
-                    if phase == 0 or status[col] != OPEN or hit_by[col] == q:
-                        continue
-                    if use_lemmas and lemma7_unjoinable(matched[col], undecided[col], bound):
-                        status[col] = PRUNED
-                        continue
-                    v, computed = _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, x_vectors, x_by_pivot, tau, tau2, eps, use_lemmas, survivors)
-                    distances += computed
-                    if v >= 0:
-                        n_hits = _record_hit(q, col, v, weights[q], n_hits, hits, hit_by, matched, undecided, status, stop_when_joinable, required)
-        for j in range(n_touched):
-            col = touched[j]
-            if status[col] == OPEN and hit_by[col] != q:
-                undecided[col] -= weights[q]
-                if use_lemmas and lemma7_unjoinable(matched[col], undecided[col], bound):
-                    status[col] = PRUNED
-    return matched, undecided, status, hits[:n_hits, 0], hits[:n_hits, 1], hits[:n_hits, 2], distances
+        hit = a < n_phase_a and hit_q[hit_start + a] == q
+        touched = False
+        while e < ev_stop and ev_q[e] == q:
+            p, kind = ev_p[e], ev_kind[e]
+            e += 1
+            touched |= kind != _M
+            if kind != _C or hit:
+                continue
+            if use_lemmas and lemma7_unjoinable(matched, undecided, bound):
+                return matched, undecided, PRUNED, n_hits, distances
+            v, computed = _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, x_vectors, x_by_pivot, tau, tau2, eps, use_lemmas, survivors)
+            distances += computed
+            if v >= 0:
+                hit_q[hit_start + n_hits], hit_v[hit_start + n_hits] = q, v
+                n_hits += 1
+                hit = True
+                matched += weights[q]
+                undecided -= weights[q]
+                if stop_when_joinable and matched >= bound:
+                    return matched, undecided, JOINABLE, n_hits, distances
+        if touched and not hit:
+            undecided -= weights[q]
+            if use_lemmas and lemma7_unjoinable(matched, undecided, bound):
+                return matched, undecided, PRUNED, n_hits, distances
+    return matched, undecided, OPEN, n_hits, distances
 
 
+@numba.njit(cache=True, nogil=True)
+def _verify_columns(
+    columns, ev_start, ev_q, ev_p, ev_kind, weights, reach, bound, stop_when_joinable, use_lemmas,
+    q_vectors, q_mapped, x_vectors, x_by_pivot, post_vstart, post_vend, post_lo, post_hi,
+    tau, eps, hit_q, hit_v, hit_start, matched, undecided, status, n_hits,
+):  # fmt: skip
+    """``_verify_column`` for each of ``columns``, into their slots of the per-column arrays;
+    returns the distances computed. Releases the GIL: workers run it side by side."""
+    longest = (post_vend - post_vstart).max() if post_vend.shape[0] else 0
+    survivors = np.empty(longest, np.int64)
+    distances = 0
+    for col in columns:
+        result = _verify_column(
+            ev_start[col], ev_start[col + 1], ev_q, ev_p, ev_kind, weights, reach[col], bound,
+            stop_when_joinable, use_lemmas, q_vectors, q_mapped, x_vectors, x_by_pivot,
+            post_vstart, post_vend, post_lo, post_hi, tau, tau * tau, eps, hit_q, hit_v, hit_start[col], survivors,
+        )  # fmt: skip
+        matched[col], undecided[col], status[col], n_hits[col] = result[0], result[1], result[2], result[3]
+        distances += result[4]
+    return distances
+
+
+_WORKERS = max(1, numba.config.NUMBA_NUM_THREADS)  # honours NUMBA_NUM_THREADS; sets nothing
+_pool: ThreadPoolExecutor | None = None
+
+
+def _spread(task: Callable[[np.ndarray], int], columns: np.ndarray) -> int:
+    """Run ``task`` over ``columns`` dealt round-robin to ``_WORKERS`` slices, the calling
+    thread taking the first; the sum of the results.
+
+    Plain threads over a ``nogil`` kernel, not ``prange``: numba's default OpenMP layer
+    spin-waits at its barrier, which on a busy 2-core machine made Verify 3-7x slower.
+    Columns come heaviest first, so round-robin gives every worker a share of the heavy ones.
+    """
+    global _pool
+    slices = [columns[w::_WORKERS] for w in range(min(_WORKERS, len(columns)))]
+    if len(slices) < 2:
+        return sum(task(s) for s in slices)
+    if _pool is None:
+        _pool = ThreadPoolExecutor(_WORKERS - 1, thread_name_prefix="pexeso-verify")
+    others = [_pool.submit(task, s) for s in slices[1:]]
+    return task(slices[0]) + sum(f.result() for f in others)
 def verify(
     weights: np.ndarray,
     q_vectors: np.ndarray,
@@ -294,11 +331,37 @@ def verify(
     tau: float,
     eps: float,
 ) -> Verified:
-    """Run Algorithm 2 over the CSR pair lists (matching, browsing, candidate) of ``block``."""
+    """Run Algorithm 2 over the CSR pair lists (matching, browsing, candidate) of ``block``.
+
+    Columns are independent, so they are verified in parallel (``_spread``); every result is
+    the one a single thread gives. Threshold mode verifies all columns at once. Top-k visits
+    them by ``reach`` descending in waves of ``_TOPK_WAVE``; ``θ``, the k-th largest
+    ``matched`` of the columns done, is fixed during a wave.
+    """
     (m_ptr, m_leaf), (b_ptr, b_leaf), (c_ptr, c_leaf) = pair_lists
-    result = _verify(
-        weights, q_vectors, q_mapped, x_vectors, x_by_pivot, *postings,
-        m_ptr, m_leaf, b_ptr, b_leaf, c_ptr, c_leaf,
-        n_columns, required, top_k, stop_when_joinable, use_lemmas, float(tau), float(eps),
-    )  # fmt: skip
-    return Verified(*result[:6], distances=int(result[6]))
+    leaf_start, post_column, post_vstart, post_vend, post_lo, post_hi = postings
+    ev_start, ev_q, ev_p, ev_kind, reach, n_reaching = _column_events(
+        weights, leaf_start, post_column, m_ptr, m_leaf, b_ptr, b_leaf, c_ptr, c_leaf, n_columns
+    )
+    hit_start = np.r_[0, np.cumsum(n_reaching)]
+    hit_q, hit_v = np.empty(hit_start[-1], np.int64), np.empty(hit_start[-1], np.int64)
+    matched, undecided = np.zeros(n_columns, np.int64), reach.copy()
+    status, n_hits = np.zeros(n_columns, np.int8), np.zeros(n_columns, np.int64)
+
+    def columns_task(bound: int) -> Callable[[np.ndarray], int]:
+        return lambda columns: _verify_columns(
+            columns, ev_start, ev_q, ev_p, ev_kind, weights, reach, bound, stop_when_joinable, use_lemmas,
+            q_vectors, q_mapped, x_vectors, x_by_pivot, post_vstart, post_vend, post_lo, post_hi,
+            float(tau), float(eps), hit_q, hit_v, hit_start, matched, undecided, status, n_hits,
+        )  # fmt: skip
+
+    order = np.argsort(-reach, kind="stable")
+    wave = max(top_k, _TOPK_WAVE) if top_k else max(n_columns, 1)
+    distances = 0
+    for first in range(0, n_columns, wave):
+        theta = int(np.sort(matched)[-top_k]) if 0 < top_k <= n_columns else 0
+        distances += _spread(columns_task(max(required, theta)), order[first : first + wave])
+    # hits gathered column by column: the same arrays whichever worker took which column
+    column = np.repeat(np.arange(n_columns), n_hits)
+    at = np.arange(len(column)) + np.repeat(hit_start[:-1] - (np.cumsum(n_hits) - n_hits), n_hits)
+    return Verified(matched, undecided, status, hit_q[at], column, hit_v[at], distances=int(distances))
