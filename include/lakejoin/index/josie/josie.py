@@ -22,10 +22,11 @@ candidate (the note's pitfall 5, "estimation overhead"). So the per-set state a 
 entry updates is 8 bytes (partial overlap and latest position, MergeList's counter plus
 one field), the fields only a decision needs sit in a candidate table scanned sequentially,
 a decision makes one pass over U, sums Eq. 3.7's elimination term by integer upper bound
-instead of sorting U, and sorts only the candidates estimated above |Q ∩ X_k| (the only
-ones it may read); its cost per candidate, ``d``, is timed on load with the read costs
-(:func:`fit_decision_cost`), and a decision point is skipped when ``d·|U|`` exceeds the
-cost of all posting lists still unread, i.e. when no outcome could pay for it. A query
+instead of sorting U, and keeps only the candidates estimated above |Q ∩ X_k| (the only
+ones it may read) in a max-heap, as the reading usually stops after a few of them; its
+cost per candidate, ``d``, is timed on load with the read costs (:func:`fit_decision_cost`),
+and a decision point is skipped when ``d·|U|`` exceeds the cost of all posting lists still
+unread, i.e. when no outcome could pay for it. A query
 with fewer than λ·24 distinct lists gets a smaller λ (:func:`_query_batch`) so that it
 still reaches decision points. Past the prefix, where lists only resolve U, a decision
 whose next batch has NetCost(B) ≥ 0 (Eq. 3.13: the batch costs more than the set reads it
@@ -151,6 +152,22 @@ def _read_candidate(nq, i, k, set_indptr, set_tokens, mark, hot, s, n_unread, he
 
 
 @njit(cache=True)
+def _sift_down(keys, rows, n, root):
+    """Restore the max-heap order of ``keys[:n]`` (``rows`` moving with them) below ``root``."""
+    while True:
+        child = 2 * root + 1
+        if child >= n:
+            return
+        if child + 1 < n and keys[child + 1] > keys[child]:
+            child += 1
+        if keys[root] >= keys[child]:
+            return
+        keys[root], keys[child] = keys[child], keys[root]
+        rows[root], rows[child] = rows[child], rows[root]
+        root = child
+
+
+@njit(cache=True)
 def _decide(
     q, group, i, k, batch, s0, s1, list_cost, set_indptr, set_tokens, mark,
     hot, cand, n_cand, n_unread, heap_values, heap_ids, n_heap, stats,
@@ -163,8 +180,9 @@ def _decide(
     candidate-elimination term of Eq. 3.7 is a prefix sum instead of a sort. Then
     candidates are read, best estimate (Eq. 3.4) first, while a candidate's net cost
     (Eq. 3.13) is no more than the next batch's. The reading stops at the first estimate
-    ≤ |Q ∩ X_k|, so only the candidates estimated above it are sorted. ``list_cost[m]`` is
-    the summed L(f) of the distinct lists before query position m. Returns
+    ≤ |Q ∩ X_k|, so only the candidates estimated above it are kept, in a max-heap popped
+    best first. ``list_cost[m]`` is the summed L(f) of the distinct lists before query
+    position m. Returns
     (n_cand, n_unread, n_heap, NetCost(B)).
     """
     nq = q.shape[0]
@@ -197,7 +215,8 @@ def _decide(
             hot[s, _PARTIAL] = _DONE
             n_unread -= 1
             continue
-        cand[kept] = cand[c]
+        for field in range(4):  # not ``cand[kept] = cand[c]``: row views cost 4x the rest of the pass
+            cand[kept, field] = cand[c, field]
         c = kept
         kept += 1
         read_cost = s0 + s1 * suffix
@@ -227,9 +246,14 @@ def _decide(
     for b in range(1, cap + 1):
         pruned_cost[b] += pruned_cost[b - 1]
 
-    for h in np.argsort(-hopeful_estimate[:n_hopeful]):
-        c = hopeful[h]
-        estimate = hopeful_estimate[h]
+    for h in range(n_hopeful // 2 - 1, -1, -1):
+        _sift_down(hopeful_estimate, hopeful, n_hopeful, h)
+    while n_hopeful > 0:  # best estimate first
+        c = hopeful[0]
+        estimate = hopeful_estimate[0]
+        n_hopeful -= 1
+        hopeful[0], hopeful_estimate[0] = hopeful[n_hopeful], hopeful_estimate[n_hopeful]
+        _sift_down(hopeful_estimate, hopeful, n_hopeful, 0)
         theta = kth_overlap(heap_values, n_heap, k)
         if estimate <= theta:
             break
@@ -399,7 +423,7 @@ def fit_decision_cost(set_indptr: np.ndarray, set_tokens: np.ndarray, cost: Read
     read costs: time decisions over growing candidate counts (up to ``4·samples``) and take
     the least-squares slope. Every candidate is estimated (Eqs. 3.4, 3.9–3.12) and survives
     the position filter but none beats θ: the pass over U that every decision makes; the
-    few candidates above θ, sorted and weighed one by one, are not per-candidate costs."""
+    few candidates above θ, heaped and weighed one by one, are not per-candidate costs."""
     n_sets = set_indptr.shape[0] - 1
     rng = np.random.default_rng(seed)
     nq, i, k = 64, 31, 10  # estimate 1/32·64 = 2 = θ for each candidate below
