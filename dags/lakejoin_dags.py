@@ -77,7 +77,9 @@ def lakejoin_pipeline():
     def ingest() -> dict:
         return _ingest(list(get_current_context()["params"]["sources"]))
 
-    ingest() >> publish(build_index.expand(family=list(FAMILIES)))
+    built = build_index.expand(family=list(FAMILIES))
+    ingest() >> built  # the builds read the cells ingest commits; `>> publish(...)` would order only publish
+    publish(built)
 
 
 @dag(dag_id="lakejoin_crawl", schedule="@daily", start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"], params=LAKE_PARAMS)

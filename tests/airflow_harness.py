@@ -22,7 +22,8 @@ namespace = runpy.run_path(sys.argv[1])
 dag = next(v for v in namespace.values() if type(v).__name__ == "DAG" and v.dag_id == sys.argv[2])
 run = dag.test(run_conf=json.loads(sys.argv[3]))
 states = {ti.task_id + ("" if ti.map_index < 0 else f"[{ti.map_index}]"): str(ti.state) for ti in run.get_task_instances()}
-print("DAGRUN_RESULT " + json.dumps({"state": str(run.state), "tasks": states}))
+upstream = {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}
+print("DAGRUN_RESULT " + json.dumps({"state": str(run.state), "tasks": states, "upstream": upstream}))
 """
 
 

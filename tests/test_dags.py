@@ -40,6 +40,8 @@ def test_pipeline_dag_ingests_builds_every_family_and_publishes(airflow, inputs,
     result = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_pipeline", {"home": str(home), "sources": [f"folder:{inputs}"]})
     assert result["state"] == "success", result
     assert sum(1 for t in result["tasks"] if t.startswith("build_index[")) == 4
+    assert result["upstream"]["build_index"] == ["ingest"]  # builds never race the ingest they read
+    assert result["upstream"]["publish"] == ["build_index"]
     config = LakeConfig.from_args(str(home))
     snapshot = snapshots.resolve(config)
     assert snapshot.snapshot_id == 1
