@@ -178,21 +178,27 @@ def test_benchmark_cases_reach_the_observed_f1(shared_dir, dataset, case, method
     assert f1 >= floor, (precision, recall)
 
 
-def test_identical_json_across_hash_seeds(shared_dir):
-    folder = shared_dir / "benchmarks" / "autojoin-web" / "k12 name to email"
+def outputs_across_hash_seeds(folder: Path, expression: str, seeds: tuple[str, ...]) -> list[str]:
+    """The JSON that ``expression`` (over the case's source ``s`` and target ``t``) prints, once
+    per ``PYTHONHASHSEED``: a fresh interpreter each, so set and dict orders differ."""
     script = (
         "import json, sys; sys.path.insert(0, 'tests/benchmarks'); import bench_transform as b; "
         "from lakejoin.transform import learn_and_join; "
         f"s, t, _ = b.load_case(b.Path({str(folder)!r})); "
-        "out = [learn_and_join(s, t, method=m) for m in ('cst', 'autojoin')]; "
-        "[r.pop('seconds') for r in out]; print(json.dumps(out, sort_keys=True))"
+        f"print(json.dumps({expression}, sort_keys=True))"
     )
     root = Path(__file__).resolve().parents[1]
-    outputs = [
+    return [
         subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
                        env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout
-        for seed in ("1", "12345")
+        for seed in seeds
     ]
+
+
+def test_identical_json_across_hash_seeds(shared_dir):
+    folder = shared_dir / "benchmarks" / "autojoin-web" / "k12 name to email"
+    expression = "[{k: v for k, v in learn_and_join(s, t, method=m).items() if k != 'seconds'} for m in ('cst', 'autojoin')]"
+    outputs = outputs_across_hash_seeds(folder, expression, ("1", "12345"))
     assert outputs[0] == outputs[1] and json.loads(outputs[0])[0]["pairs"]
 
 
@@ -366,18 +372,8 @@ def test_gram_fallback_matches_values_shorter_than_n0_only():
 
 def test_improved_is_identical_across_hash_seeds(shared_dir):
     folder = shared_dir / "benchmarks" / "autojoin-web" / "k12 name to email"
-    script = (
-        "import json, sys; sys.path.insert(0, 'tests/benchmarks'); import bench_transform as b; "
-        "from lakejoin.transform import learn_and_join; "
-        f"s, t, _ = b.load_case(b.Path({str(folder)!r})); "
-        "out = learn_and_join(s, t, method='cst+'); out.pop('seconds'); print(json.dumps(out, sort_keys=True))"
-    )
-    root = Path(__file__).resolve().parents[1]
-    outputs = [
-        subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
-                       env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout
-        for seed in ("3", "777")
-    ]
+    expression = "{k: v for k, v in learn_and_join(s, t, method='cst+').items() if k != 'seconds'}"
+    outputs = outputs_across_hash_seeds(folder, expression, ("3", "777"))
     assert outputs[0] == outputs[1] and json.loads(outputs[0])["pairs"]
 
 
