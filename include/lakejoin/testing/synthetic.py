@@ -95,16 +95,19 @@ SHAPES: dict[str, SetLakeShape] = {
 }
 
 
+def _overridden(defaults, overrides: dict[str, object], caller: str):
+    """``defaults`` (a dataclass) with ``overrides`` replaced; a clear error names unknown fields."""
+    known = {f.name for f in fields(defaults)}
+    unknown = sorted(set(overrides) - known)
+    if unknown:
+        raise ValueError(f"unknown {caller} override(s) {unknown}; expected some of {sorted(known)}")
+    return replace(defaults, **overrides)
+
+
 def _shape(shape: str, overrides: dict[str, object]) -> SetLakeShape:
     if shape not in SHAPES:
         raise ValueError(f"unknown set lake shape {shape!r}; expected one of {sorted(SHAPES)}")
-    known = {f.name for f in fields(SetLakeShape)}
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise ValueError(
-            f"unknown set_lake override(s) {unknown}; expected some of {sorted(known)}"
-        )
-    params = replace(SHAPES[shape], **overrides)
+    params = _overridden(SHAPES[shape], overrides, "set_lake")
     if not 1 <= params.min_size <= params.max_size:
         raise ValueError(
             f"need 1 <= min_size <= max_size, got {params.min_size}, {params.max_size}"
@@ -793,13 +796,7 @@ def generate_lake(
     """
     if n_tables < 2:
         raise ValueError(f"n_tables must be >= 2, got {n_tables}")
-    known = {f.name for f in fields(LakeParams)}
-    unknown = sorted(set(overrides) - known)
-    if unknown:
-        raise ValueError(
-            f"unknown generate_lake override(s) {unknown}; expected some of {sorted(known)}"
-        )
-    params = replace(LakeParams(), **overrides)
+    params = _overridden(LakeParams(), overrides, "generate_lake")
     if not 5 <= params.min_rows <= params.max_rows:
         raise ValueError(
             f"need 5 <= min_rows <= max_rows, got {params.min_rows}, {params.max_rows}"
