@@ -25,6 +25,7 @@ from lakejoin.normalize import normalize_set, normalize_value
 from lakejoin.query import QueryEngine, read_table_file
 from lakejoin.query import engine as engine_module
 from lakejoin.query.join import KeyPair, join, provenance_of, write_table
+from lakejoin.query.memory import LOAD_BYTES_PER_ROW, MEMORY_LIMIT_VARIABLE, IndexTooLarge, estimated_load_bytes, parse_size
 from lakejoin.testing.oracles import containment_search, overlap_topk
 
 pytestmark = pytest.mark.spark
@@ -304,3 +305,34 @@ def test_the_cli_goes_through_the_engine(engine: QueryEngine, lake: dict, tmp_pa
     with redirect_stdout(bad):
         assert cli.main(["search", "josie", "--home", home, "--dataset", dataset_id, "--column", "nope", "--json"]) == 2
     assert "unknown column" in json.loads(bad.getvalue())["error"]
+
+
+def test_an_index_too_large_for_memory_is_refused_and_nothing_else_breaks(query_lake: LakeConfig, lake: dict, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+    """The load estimate comes from the Delta log's row counts; past the memory budget the load is
+    refused with a clear error (not an OOM kill), and the same engine serves once memory allows."""
+    fresh = QueryEngine(query_lake)  # no searcher loaded yet
+    dataset_id = lake["ids"]["weather.csv"]
+    loaded = fresh.snapshot()
+    rows = {name: loaded.row_count(f"index/josie/{name}") for name in loaded.index_tables_of("josie")}
+    needed = estimated_load_bytes("josie", rows)
+    assert rows["postings"] > 0 and needed >= rows["postings"] * LOAD_BYTES_PER_ROW["josie"]["postings"]
+    monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(needed - 1))
+    with pytest.raises(IndexTooLarge, match=r"josie index of snapshot \d+ needs about [\d.]+ MiB to load \([\d,]+ rows in index/josie/"):
+        fresh.search("josie", ["origin"], dataset_id=dataset_id)
+    monkeypatch.setattr(engine_module, "_engines", {})  # the CLI's in-process engine loads afresh too
+    bad = io.StringIO()
+    with redirect_stdout(bad):
+        assert cli.main(["search", "josie", "--home", str(query_lake.home), "--dataset", dataset_id, "--column", "origin", "--json"]) == 2
+    assert "needs about" in json.loads(bad.getvalue())["error"]
+    monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(needed))
+    assert fresh.search("josie", ["origin"], dataset_id=dataset_id)["results"]
+
+
+@pytest.mark.parametrize(("text", "size"), [("512", 512), ("2K", 2048), ("1.5G", 3 * 2**29), ("8GiB", 8 * 2**30), ("3 mb", 3 * 2**20)])
+def test_memory_sizes_parse(text: str, size: int) -> None:
+    assert parse_size(text) == size
+
+
+def test_a_bad_memory_size_is_named() -> None:
+    with pytest.raises(ValueError, match="LAKEJOIN_INDEX_MEMORY"):
+        parse_size("lots")

@@ -46,6 +46,7 @@ from lakejoin.config import LakeConfig
 from lakejoin.query import METHODS, QueryEngine, QueryTable, engine_for, read_table_file
 from lakejoin.query.engine import QueryTooLarge
 from lakejoin.query.join import HOWS, POLICIES, provenance_of
+from lakejoin.query.memory import IndexTooLarge
 
 STATIC = Path(__file__).parent / "static"
 DEFAULT_MAX_UPLOAD_BYTES = 16 * 1024 * 1024
@@ -138,6 +139,12 @@ def engine() -> QueryEngine:
 @app.exception_handler(QueryTooLarge)
 async def _too_large(request: Request, error: QueryTooLarge) -> JSONResponse:
     return JSONResponse({"detail": str(error)}, status_code=413)
+
+
+@app.exception_handler(IndexTooLarge)
+async def _index_too_large(request: Request, error: IndexTooLarge) -> JSONResponse:
+    # the server is healthy and other methods still answer; this one needs a bigger machine
+    return JSONResponse({"detail": str(error)}, status_code=503)
 
 
 @app.exception_handler(ValueError)

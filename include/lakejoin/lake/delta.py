@@ -71,6 +71,13 @@ def read_arrow(path: Path, version: int | None = None, columns: Sequence[str] | 
     return dataset.to_table(columns=selected, filter=filter)
 
 
+def row_count(path: Path, version: int | None = None) -> int | None:
+    """Rows of the table (or its pinned version) from the log's file statistics, reading no data
+    file; None when a file was committed without ``numRecords``."""
+    counts = open_table(path, version).get_add_actions(flatten=True).column("num_records").to_pylist()
+    return None if any(c is None for c in counts) else int(sum(counts))
+
+
 def write_arrow(path: Path, table: pa.Table, mode: str = "overwrite", partition_by: Sequence[str] | None = None, operation: str | None = None) -> int:
     """Write a small table from the driver in one commit; returns the new version."""
     path.mkdir(parents=True, exist_ok=True)

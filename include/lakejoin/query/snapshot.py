@@ -28,6 +28,7 @@ from lakejoin.config import LakeConfig
 from lakejoin.index import FAMILIES
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.schemas import COLUMNS, DATASETS
+from lakejoin.query.memory import check_fits
 
 # How often the cache re-reads catalog/snapshots to notice a publish. A query arriving within
 # this window after a publish may still be answered from the previous snapshot (and says so).
@@ -99,8 +100,14 @@ class LoadedSnapshot:
             module = importlib.import_module(f"lakejoin.index.{family}")
         except ImportError as error:
             raise MethodUnavailable(f"the {family} search module is not installed: {error}") from error
+        rows = {name: self.row_count(f"index/{family}/{name}") for name in names}
+        check_fits(family, {name: count for name, count in rows.items() if count is not None}, self.snapshot_id)
         tables = {name: self.read(f"index/{family}/{name}") for name in names}
         return module.load(tables)
+
+    def row_count(self, table: str) -> int | None:
+        """Rows of ``table`` at this snapshot's pinned version, from the Delta log alone."""
+        return delta.row_count(self.config.table_path(table), self.snapshot.version_of(table))
 
     def read(self, table: str) -> pa.Table:
         """``table`` at this snapshot's pinned version."""

@@ -1,0 +1,100 @@
+"""How much memory loading a family's searcher takes, and refusing a load that would not fit.
+
+Every searcher serves from memory. Past what the machine has, the alternative to a clear
+refusal is the kernel's OOM killer taking the query process down (the Airflow API server, with
+every other family's searcher in it). So before reading a family's index tables the query side
+estimates the load's peak from the row counts in the Delta log (no data file is opened) and
+refuses with :class:`IndexTooLarge` when it exceeds the memory this process may still use.
+
+The bytes per row are peak resident memory during ``load`` measured on this project's indexes
+(2-core / 24 GiB machine, 2026-11-22): JOSIE 100k web-table sets (1.5 M posting entries,
+110 MiB) and 20k open-data sets (2.9 M entries, 557k tokens, 207 MiB); LSH Ensemble 20k
+signatures at 256 permutations (292 MiB peak); MATE the bundled 500-table lake (17.9 M
+postings, 3.4 GiB peak); PEXESO the same lake with minilm-onnx (35.6k vectors, 384 dims,
+207 MiB peak). They are upper bounds for those shapes, not exact for every lake.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+# family -> index table -> peak bytes of the searcher's load per row of that table
+LOAD_BYTES_PER_ROW: dict[str, dict[str, int]] = {
+    "josie": {"postings": 72, "tokens": 100, "sets": 100},
+    "lshensemble": {"signatures": 15_000},
+    "mate": {"postings": 200},
+    "pexeso": {"mapped": 6_000},
+}
+MEMORY_LIMIT_VARIABLE = "LAKEJOIN_INDEX_MEMORY"  # e.g. "8G": a fixed budget for one family's load
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
+
+
+class IndexTooLarge(LookupError):
+    """Loading the family's searcher would take more memory than this process may use."""
+
+
+def parse_size(text: str) -> int:
+    """Bytes in ``"512M"``, ``"8G"``, ``"8GiB"`` or a plain number (powers of 1024)."""
+    match = _SIZE.match(text)
+    if not match:
+        raise ValueError(f"{MEMORY_LIMIT_VARIABLE}={text!r} is not a size like 512M or 8G")
+    number, unit = match.groups()
+    return int(float(number) * 1024 ** " KMGT".index(unit.upper() or " "))
+
+
+def estimated_load_bytes(family: str, rows: Mapping[str, int]) -> int:
+    """Peak memory of loading ``family`` whose index tables hold ``rows`` (table -> row count)."""
+    per_row = LOAD_BYTES_PER_ROW.get(family, {})
+    return sum(per_row.get(table, 0) * count for table, count in rows.items())
+
+
+def available_bytes() -> int | None:
+    """Memory this process may still take: the smaller of the kernel's MemAvailable and what the
+    cgroup (a container's limit) leaves; ``$LAKEJOIN_INDEX_MEMORY`` replaces both. None: unknown."""
+    configured = os.environ.get(MEMORY_LIMIT_VARIABLE)
+    if configured:
+        return parse_size(configured)
+    candidates = [v for v in (_meminfo_available(), _cgroup_headroom()) if v is not None]
+    return min(candidates) if candidates else None
+
+
+def check_fits(family: str, rows: Mapping[str, int], snapshot_id: int) -> None:
+    """Raise :class:`IndexTooLarge` when loading ``family`` would not fit in memory."""
+    needed, available = estimated_load_bytes(family, rows), available_bytes()
+    if available is not None and needed > available:
+        biggest = max(rows, key=lambda t: rows[t] * LOAD_BYTES_PER_ROW.get(family, {}).get(t, 0))
+        raise IndexTooLarge(
+            f"the {family} index of snapshot {snapshot_id} needs about {_human(needed)} to load "
+            f"({rows[biggest]:,} rows in index/{family}/{biggest}) and this process may use "
+            f"{_human(available)}; serve it from a machine with more memory, or raise "
+            f"${MEMORY_LIMIT_VARIABLE} if the estimate is too cautious for this lake"
+        )
+
+
+def _human(size: int) -> str:
+    return f"{size / 2**30:.1f} GiB" if size >= 2**30 else f"{size / 2**20:.1f} MiB"
+
+
+def _meminfo_available() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _cgroup_headroom() -> int | None:
+    """cgroup v2 ``memory.max`` minus ``memory.current`` (None when unlimited or absent)."""
+    folder = Path("/sys/fs/cgroup")
+    try:
+        limit = (folder / "memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        return int(limit) - int((folder / "memory.current").read_text())
+    except (OSError, ValueError):
+        return None
