@@ -28,7 +28,8 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from itertools import chain, repeat
 from typing import Any
 
 import pyarrow as pa
@@ -102,41 +103,55 @@ def finish_profile(agg: ColumnAggregates, rules: SelectionRules = DEFAULT_RULES)
 
 
 def column_aggregates(originals: Sequence[str | None], *, name: str, rows: int | None = None, column_id: int = 0, dataset_id: str = "", ordinal: int = 0) -> dict[str, Any]:
-    """The aggregates of one column given its cells' original texts (None for a missing cell)."""
-    texts = [str(original) for original in originals if original is not None]
-    cells = [(value, text) for text in texts for value in [normalize_value(text)] if value is not None]
-    frequencies = Counter(value for value, _ in cells)
+    """The aggregates of one column given its cells' original texts (None for a missing cell).
+
+    Every per-cell quantity depends on the cell's text alone, so each distinct text is
+    normalized and matched once and weighted by how often it occurs (columns repeat values;
+    the pipeline's drift check profiles every staged file). Sums stay exact: ``math.fsum``
+    sees each number as often as the column holds it.
+    """
+    texts = Counter(str(original) for original in originals if original is not None)
+    cells = [(value, text, n) for text, n in texts.items() for value in [normalize_value(text)] if value is not None]
+    frequencies: Counter[str] = Counter()
+    for value, _, n in cells:
+        frequencies[value] += n
     matches = {key: 0 for key in MATCH_KEYS}
     for value, n in frequencies.items():
         for key, pattern in VALUE_PATTERNS.items():
             matches[key] += n if re.search(pattern, value) else 0
         for key, members in VALUE_SETS.items():
             matches[key] += n if value in members else 0
-    for _, original in cells:
+    for _, original, n in cells:
         for key, pattern in ORIGINAL_PATTERNS.items():
-            matches[key] += 1 if re.search(pattern, original) else 0
-    numbers = [float(value) for value, _ in cells if re.search(types.VALUE_PATTERNS["decimal"], value)]
-    mean = math.fsum(numbers) / len(numbers) if numbers else None
-    lengths = [len(original) for _, original in cells]
+            matches[key] += n if re.search(pattern, original) else 0
+    numbers = [(float(value), n) for value, n in frequencies.items() if re.search(types.VALUE_PATTERNS["decimal"], value)]
+    numeric_count = sum(n for _, n in numbers)
+    mean = math.fsum(_repeated(numbers)) / numeric_count if numbers else None
+    lengths = [(len(original), n) for _, original, n in cells]
     return {
         "column_id": column_id,
         "dataset_id": dataset_id,
         "ordinal": ordinal,
         "name": name,
         "rows": len(originals) if rows is None else rows,
-        "count": len(cells),
+        "count": sum(n for _, _, n in cells),
         "distinct": len(frequencies),
         "matches": matches,
-        "numeric_count": len(numbers),
-        "numeric_min": min(numbers, default=None),
-        "numeric_max": max(numbers, default=None),
+        "numeric_count": numeric_count,
+        "numeric_min": min((x for x, _ in numbers), default=None),
+        "numeric_max": max((x for x, _ in numbers), default=None),
         "numeric_mean": mean,
-        "numeric_sumsq": math.fsum((x - mean) ** 2 for x in numbers) if numbers else None,
-        "length_min": min(lengths, default=None),
-        "length_max": max(lengths, default=None),
-        "length_sum": sum(lengths),
+        "numeric_sumsq": math.fsum(_repeated([((x - mean) ** 2, n) for x, n in numbers])) if numbers else None,
+        "length_min": min((length for length, _ in lengths), default=None),
+        "length_max": max((length for length, _ in lengths), default=None),
+        "length_sum": sum(length * n for length, n in lengths),
         "top": list(frequencies.items()),
     }
+
+
+def _repeated(weighted: Sequence[tuple[float, int]]) -> Iterator[float]:
+    """Each number as many times as its weight (for ``math.fsum``: exact, order-free)."""
+    return chain.from_iterable(repeat(x, n) for x, n in weighted)
 
 
 def profile_values(originals: Sequence[str | None], *, name: str, rules: SelectionRules = DEFAULT_RULES, **ids: Any) -> dict[str, Any]:

@@ -90,7 +90,13 @@ def _batch_definition():
 def normalized_frame(table: pa.Table | pd.DataFrame) -> pd.DataFrame:
     """The table with every cell normalized (null-like cells become None), as GE validates it."""
     frame = table.to_pandas() if isinstance(table, pa.Table) else table
-    return pd.DataFrame({name: pd.Series([normalize_value(v) for v in frame[name].tolist()], dtype=object) for name in frame.columns})
+    return pd.DataFrame({name: pd.Series(_normalized_cells(frame[name].tolist()), dtype=object) for name in frame.columns})
+
+
+def _normalized_cells(cells: list) -> list:
+    """``normalize_value`` of every cell, computed once per distinct cell (columns repeat)."""
+    normalized = {cell: normalize_value(cell) for cell in set(cells)}
+    return [normalized[cell] for cell in cells]
 
 
 def profile_table(table: pa.Table | pd.DataFrame) -> list[dict[str, Any]]:
