@@ -79,16 +79,20 @@ def measure(searcher, con, queries: list[list[str]], k: int, repeats: int = 1) -
     """Per method and query: wall and CPU seconds of the whole call, wall and CPU seconds of
     the algorithm alone ("core"), lists and sets read; checks that the answers agree.
 
-    The methods run round-robin on each query, so load from other processes hits them alike.
+    The methods run round-robin on each query, so load from other processes hits them alike,
+    in an order rotated from one query to the next, so that no method always runs right after
+    DuckDB's scan of the whole postings table (which evicts the caches) or right after another
+    method read the same lists.
     The in-memory methods run each query ``repeats`` times and keep the fastest of each time;
     they are single-threaded, so their CPU time (``time.thread_time``) is what decides the
     comparison on a shared machine. DuckDB (multi-threaded, so only wall time means something;
     hundreds of milliseconds per query) runs once.
     """
     out = {m: {key: [] for key in ("wall", "cpu", "core", "core_cpu", "lists", "sets")} for m in METHODS}
-    for query in queries:
+    for number, query in enumerate(queries):
         answers = {}
-        for method in METHODS:
+        shift = number % len(METHODS)  # rotate the order: no method always runs right after DuckDB
+        for method in METHODS[shift:] + METHODS[:shift]:
             best = dict.fromkeys(("wall", "cpu", "core", "core_cpu"), np.inf)
             for _ in range(1 if method == "duckdb" else repeats):
                 start, start_cpu = time.perf_counter(), time.thread_time()
