@@ -17,7 +17,7 @@ from datasketch.lshensemble import _false_negative_probability, _false_positive_
 from datasketch.lshensemble_partition import optimal_partitions as datasketch_partitions
 
 from lakejoin.index.lshensemble import build_in_memory, load, minhash_signatures
-from lakejoin.index.lshensemble.lsh import LEVEL_BITS, PrefixForest, _run_end, _run_start
+from lakejoin.index.lshensemble.lsh import LEVEL_BITS, PrefixForest, _bounds
 from lakejoin.index.lshensemble.minhash import fmix32
 from lakejoin.index.lshensemble.partition import equi_depth_partitions, optimal_partitions, partition_cost
 from lakejoin.index.lshensemble.tables import signature_matrix
@@ -210,31 +210,37 @@ def test_optimal_params_round_the_ratio_up() -> None:
             assert (int(got[0][0]), int(got[1][0])) == (int(expected[0][0]), int(expected[1][0]))
 
 
-def test_galloping_run_bounds_equal_binary_search() -> None:
-    """The forest's searches guess a key's rank from its value; skewed keys must not fool them."""
+def test_lock_step_bounds_equal_binary_search() -> None:
+    """The forest's batched searches, on uniform and on bunched keys with many duplicates."""
     rng = np.random.default_rng(5)
-    for _ in range(200):
-        n = int(rng.integers(1, 60))
+    for _ in range(100):
+        n_rows, n = int(rng.integers(1, 5)), int(rng.integers(1, 60))
         top = rng.choice([np.uint64(2**64 - 1), np.uint64(2**20)])  # uniform, or bunched at the bottom
-        row = np.sort(rng.integers(0, top, size=n, dtype=np.uint64, endpoint=True) // np.uint64(rng.integers(1, 9)))
-        lo, hi = sorted(int(x) for x in rng.integers(0, n + 1, size=2))
-        for target in [*row[[0, n // 2, n - 1]], rng.integers(0, top, dtype=np.uint64, endpoint=True)]:
-            start = _run_start(row, lo, hi, np.uint64(target))
-            assert start == lo + np.searchsorted(row[lo:hi], target, side="left")
-            assert _run_end(row, start, hi, np.uint64(target)) == lo + np.searchsorted(row[lo:hi], target, side="right")
+        keys = rng.integers(0, top, size=(n_rows, n), dtype=np.uint64, endpoint=True) // np.uint64(rng.integers(1, 9))
+        keys.sort(axis=1)
+        tree = rng.integers(0, n_rows, size=20)
+        lo, hi = np.sort(rng.integers(0, n + 1, size=(2, 20)), axis=0)
+        pick = keys[tree, rng.integers(0, n, size=20)]
+        target = np.where(rng.random(20) < 0.5, pick, rng.integers(0, top, size=20, dtype=np.uint64, endpoint=True))
+        for inclusive in (False, True):
+            side = "right" if inclusive else "left"
+            expected = [a + np.searchsorted(keys[t, a:b], x, side=side) for t, a, b, x in zip(tree, lo, hi, target)]
+            assert _bounds(keys, tree, lo, hi, target, inclusive).tolist() == expected
 
 
 def test_forest_returns_exactly_the_sets_sharing_a_band_prefix() -> None:
+    """Against a scan of every band of every set, rows below ``min_row`` left out."""
     rng = np.random.default_rng(11)
     num_perm = 32
     # Few distinct slot values, so prefixes of every depth collide often.
     signatures = rng.integers(0, 3, size=(300, num_perm)).astype(np.uint32)
     segments = np.array([0, 120, 300])
     forest = PrefixForest(signatures, segments)
-    levels = fmix32(signatures) >> np.uint32(32 - LEVEL_BITS)
+    mix = np.vectorize(fmix32, otypes=[np.uint32])
+    levels = mix(signatures) >> np.uint32(32 - LEVEL_BITS)
     for _ in range(30):
         query = rng.integers(0, 3, size=num_perm).astype(np.uint32)
-        q_levels = fmix32(query) >> np.uint32(32 - LEVEL_BITS)
+        q_levels = mix(query) >> np.uint32(32 - LEVEL_BITS)
         parts = np.array([0, 1])
         b = rng.integers(1, 8, size=2)
         r = rng.integers(1, 5, size=2)
@@ -243,7 +249,8 @@ def test_forest_returns_exactly_the_sets_sharing_a_band_prefix() -> None:
             for row in range(segments[p], segments[p + 1]):
                 if any(np.array_equal(levels[row, j * rp : (j + 1) * rp], q_levels[j * rp : (j + 1) * rp]) for j in range(bp)):
                     expected.add(row)
-        assert forest.query(query, parts, b, r).tolist() == sorted(expected)
+        min_row = int(rng.choice([0, rng.integers(0, 301)]))
+        assert forest.query(query, parts, b, r, min_row).tolist() == sorted(e for e in expected if e >= min_row)
 
 
 # --- Search ----------------------------------------------------------------------------------------

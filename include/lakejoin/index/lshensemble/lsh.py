@@ -3,14 +3,17 @@
 LSH Forest (Bawa et al.) stores each band's hash values in a prefix tree, so a query can stop
 at depth ``r`` (the effective band width) and visit ``b`` trees (the effective band count).
 Here every tree is a *sorted array of packed prefixes*, the trie-equivalent the Go reference
-uses (sorted keys searched by prefix binary search):
+uses (sorted keys searched by prefix):
 
 - the key of set ``X`` in tree ``j`` packs slots ``j, j+1, .., j+MAX_DEPTH-1`` of its signature,
   ``LEVEL_BITS`` bits per slot, first slot in the high bits. Sorting the keys sorts the sets
   lexicographically by that slot sequence, so the sets sharing a depth-``r`` prefix with the
-  query form one contiguous run. Its start is found by guessing the rank from the key (keys
-  are mixed hashes, close to uniform) and galloping from the guess, its end by galloping from
-  the start: a few nearby reads instead of two binary searches' scattered cache misses;
+  query form one contiguous run;
+- the run is looked up in a *directory* (the trie's top levels, flattened): per tree and
+  partition, the position of the first key of each of ``2^d`` buckets of the keys' top ``d``
+  bits, ``d`` giving about ``DIRECTORY_SPAN`` keys per bucket. The run's bounds are then
+  searched among its bucket's keys: about three reads (directory, keys, ids) per probed tree,
+  at 4 bytes per ``DIRECTORY_SPAN`` sets and tree;
 - there is one tree per signature slot ``j = 0..m-1``. Bands of width ``r`` are the trees at
   ``j = 0, r, 2r, ..``, so every ``b r <= m`` with ``r <= MAX_DEPTH`` is reachable: the same
   parameter space as a separate banded index per r (datasketch's ``MinHashLSHEnsemble``), at
@@ -21,7 +24,7 @@ values collide at one level with probability 2^-16; this adds at most ``b / 6553
 collision probability of a non-matching set at ``r = 1`` and is negligible for ``r >= 2``.
 
 All partitions live in one forest: their sets occupy consecutive column ranges (segments) of
-the key matrix and each segment is sorted on its own, so one small numba kernel serves every
+the key matrix and each segment is sorted on its own, so one numba kernel serves every
 (partition, tree) pair a query touches (one call per query).
 """
 
@@ -34,25 +37,30 @@ from lakejoin.index.lshensemble.minhash import fmix32
 
 LEVEL_BITS = 16
 MAX_DEPTH = 64 // LEVEL_BITS  # the largest r the packed keys can answer
-_ALL_ONES = np.uint64(0xFFFFFFFFFFFFFFFF)
+DIRECTORY_SPAN = 8  # keys per directory bucket on average: 8 uint64 keys are one cache line
 
 
+@njit(cache=True)
 def prefix_keys(signatures: np.ndarray) -> np.ndarray:
-    """Packed prefix keys ``(num_perm, n)``: row ``j`` is tree ``j`` (slots j..j+MAX_DEPTH-1, cyclic)."""
-    levels = (fmix32(signatures.astype(np.uint32, copy=False)) >> np.uint32(32 - LEVEL_BITS)).astype(np.uint64)
-    num_perm = levels.shape[1]
-    copies = 1 + -(-(MAX_DEPTH - 1) // max(num_perm, 1))  # enough to wrap even when num_perm < 4
-    cyclic = np.concatenate([levels] * copies, axis=1)
-    keys = np.zeros(levels.shape, dtype=np.uint64)
-    for depth in range(MAX_DEPTH):
-        keys = (keys << np.uint64(LEVEL_BITS)) | cyclic[:, depth : depth + num_perm]
-    return np.ascontiguousarray(keys.T)
+    """Packed prefix keys ``(num_perm, n)`` of uint32 signatures ``(n, num_perm)``: row ``j`` is
+    tree ``j`` (slots j..j+MAX_DEPTH-1, cyclic)."""
+    n, num_perm = signatures.shape
+    keys = np.empty((num_perm, n), dtype=np.uint64)
+    for row in range(n):
+        for tree in range(num_perm):
+            key = np.uint64(0)
+            for depth in range(MAX_DEPTH):
+                level = fmix32(signatures[row, (tree + depth) % num_perm]) >> np.uint32(32 - LEVEL_BITS)
+                key = (key << np.uint64(LEVEL_BITS)) | np.uint64(level)
+            keys[tree, row] = key
+    return keys
 
 
-def prefix_mask(r: np.ndarray) -> np.ndarray:
-    """The bits of the first ``r`` levels of a packed key."""
-    low_bits = (MAX_DEPTH - np.asarray(r, dtype=np.uint64)) * np.uint64(LEVEL_BITS)
-    return ~((np.uint64(1) << low_bits) - np.uint64(1)) & _ALL_ONES
+def directory_bits(num_keys: int) -> int:
+    """Top-bit count ``d`` of a segment's directory: ``2^d`` buckets of about DIRECTORY_SPAN keys,
+    ``d <= LEVEL_BITS`` so that a bucket never splits a run (a depth-1 prefix fixes the top
+    ``LEVEL_BITS`` bits)."""
+    return min(LEVEL_BITS, max(1, int(np.ceil(np.log2(max(num_keys, 1) / DIRECTORY_SPAN)))))
 
 
 class PrefixForest:
@@ -65,93 +73,165 @@ class PrefixForest:
         self.num_perm = signatures.shape[1]
         self.num_sets = signatures.shape[0]
         self.segments = np.asarray(segments, dtype=np.int64)
-        keys = prefix_keys(signatures)
+        keys = prefix_keys(signatures.astype(np.uint32, copy=False))
         self.keys = np.empty_like(keys)
         self.ids = np.empty(keys.shape, dtype=np.int32)
         for start, end in zip(self.segments[:-1], self.segments[1:]):
             order = np.argsort(keys[:, start:end], axis=1, kind="stable")
             self.keys[:, start:end] = np.take_along_axis(keys[:, start:end], order, axis=1)
             self.ids[:, start:end] = order + start
+        self.bits = np.array([directory_bits(n) for n in np.diff(self.segments)], dtype=np.int64)
+        self.offsets = np.concatenate([[0], np.cumsum((1 << self.bits) + 1)]).astype(np.int64)
+        self.directory = _directory(self.keys, self.segments, self.bits, self.offsets)
 
-    def query(self, signature: np.ndarray, partitions: np.ndarray, b: np.ndarray, r: np.ndarray) -> np.ndarray:
-        """Rows that share a depth-``r[i]`` prefix with the query in one of the first ``b[i]``
-        bands of partition ``partitions[i]`` (the union over partitions, Alg. 1), sorted, unique."""
-        if len(partitions) == 0:
-            return np.empty(0, dtype=np.int64)
-        query_keys = prefix_keys(signature[None, :])[:, 0]
-        tree_counts = np.asarray(b, dtype=np.int64)
-        part = np.repeat(partitions, tree_counts)
-        width = np.repeat(np.asarray(r, dtype=np.int64), tree_counts)
-        band = np.arange(len(part)) - np.repeat(np.cumsum(tree_counts) - tree_counts, tree_counts)
-        tree = band * width  # bands of width r start at slots 0, r, 2r, ..
-        mask = prefix_mask(width)
-        prefix = query_keys[tree] & mask
-        lo = self.segments[part]
-        hi = self.segments[part + 1]
-        return _probe(self.keys, self.ids, tree, lo, hi, prefix, prefix | ~mask)
+    def query(
+        self, signature: np.ndarray, partitions: np.ndarray, b: np.ndarray, r: np.ndarray, min_row: int = 0
+    ) -> np.ndarray:
+        """Rows ``>= min_row`` that share a depth-``r[i]`` prefix with the query in one of the
+        first ``b[i]`` bands of partition ``partitions[i]`` (the union over partitions, Alg. 1),
+        sorted, unique."""
+        query_keys = prefix_keys(signature.astype(np.uint32, copy=False)[None, :])[:, 0]
+        probes = _probes(
+            self.bits,
+            self.offsets,
+            query_keys,
+            np.asarray(partitions, dtype=np.int64),
+            np.asarray(b, dtype=np.int64),
+            np.asarray(r, dtype=np.int64),
+        )
+        return _union(self.keys, self.ids, self.directory, *probes, min_row)
+
+
+@njit(cache=True)
+def _directory(keys: np.ndarray, segments: np.ndarray, bits: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``directory[tree, offsets[p] + c]``: the first position of segment ``p`` in row ``tree``
+    whose key's top ``bits[p]`` bits are >= ``c`` (``c = 0..2^bits[p]``; the last is the end)."""
+    directory = np.empty((keys.shape[0], offsets[-1]), dtype=np.int32)
+    for tree in range(keys.shape[0]):
+        for p in range(len(bits)):
+            shift = np.uint64(64 - bits[p])
+            bucket = 0
+            for pos in range(segments[p], segments[p + 1]):
+                top = np.int64(keys[tree, pos] >> shift)
+                while bucket <= top:
+                    directory[tree, offsets[p] + bucket] = pos
+                    bucket += 1
+            while bucket <= 1 << bits[p]:
+                directory[tree, offsets[p] + bucket] = segments[p + 1]
+                bucket += 1
+    return directory
 
 
 @njit(cache=True, nogil=True)
-def _bound(row: np.ndarray, lo: int, hi: int, target: np.uint64, inclusive: bool) -> int:
-    """First position in sorted ``row[lo:hi]`` whose key is > target (``inclusive``) or >= target."""
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if row[mid] < target or (inclusive and row[mid] == target):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
+def _probes(bits, offsets, query_keys, partitions, b, r):
+    """Per probed tree (partition ``partitions[i]``, bands ``0..b[i]-1`` of width ``r[i]``): the
+    tree, the directory cell of the query's prefix and the key range ``[low_key, high_key]`` of
+    the run."""
+    n_probes = 0
+    for i in range(len(partitions)):
+        n_probes += b[i]
+    tree = np.empty(n_probes, dtype=np.int64)
+    cell = np.empty(n_probes, dtype=np.int64)
+    low_key = np.empty(n_probes, dtype=np.uint64)
+    high_key = np.empty(n_probes, dtype=np.uint64)
+    k = 0
+    for i in range(len(partitions)):
+        p = partitions[i]
+        suffix = (np.uint64(1) << np.uint64((MAX_DEPTH - r[i]) * LEVEL_BITS)) - np.uint64(1)  # levels below r
+        for band in range(b[i]):
+            tree[k] = band * r[i]  # bands of width r start at slots 0, r, 2r, ..
+            low_key[k] = query_keys[tree[k]] & ~suffix
+            high_key[k] = low_key[k] | suffix
+            cell[k] = offsets[p] + np.int64(low_key[k] >> np.uint64(64 - bits[p]))
+            k += 1
+    return tree, cell, low_key, high_key
 
 
 @njit(cache=True, nogil=True)
-def _run_start(row: np.ndarray, lo: int, hi: int, target: np.uint64) -> int:
-    """First position in sorted ``row[lo:hi]`` whose key is >= target.
+def _union(keys, ids, directory, tree, cell, low_key, high_key, min_row) -> np.ndarray:
+    """The rows ``>= min_row`` of every probe's run, sorted and unique.
 
-    Keys are mixed hashes, close to uniform on [0, 2^64), so the target's rank is guessed from
-    its value and found by galloping from the guess: a few reads near one place instead of a
-    binary search's ~log2(n) scattered cache misses.
+    Probes are independent, so each pass issues one scattered read for every probe before any
+    is waited on (memory-level parallelism; probing tree by tree stalls on each read in turn):
+    1. the run's directory bucket, which holds the whole run (buckets split keys by at most the
+    top level's bits); 2. the run's bounds within it (:func:`_bounds`); 3. the run's first id;
+    4. the runs' ids, set in a bitmap of rows (the union: 1 bit per set, cache resident, set
+    without testing, so no branch to mispredict); 5. the bitmap's set bits from ``min_row`` on,
+    ascending.
     """
-    guess = lo + np.int64(((target >> np.uint64(40)) * np.uint64(hi - lo)) >> np.uint64(24))
-    if guess < hi and row[guess] < target:  # the start lies right of the guess
-        known, step = guess, 1
-        while guess + step < hi and row[guess + step] < target:
-            known = guess + step
-            step *= 2
-        return _bound(row, known + 1, min(guess + step, hi), target, False)
-    known, step = guess, 1  # row[known] >= target, or known == hi
-    while guess - step >= lo and row[guess - step] >= target:
-        known = guess - step
-        step *= 2
-    return _bound(row, max(guess - step + 1, lo), known, target, False)
-
-
-@njit(cache=True, nogil=True)
-def _run_end(row: np.ndarray, start: int, hi: int, target: np.uint64) -> int:
-    """First position from ``start`` whose key is > target: runs are short, so gallop from
-    ``start`` (reads stay near it) before the binary search."""
-    step = 1
-    while start + step < hi and row[start + step - 1] <= target:
-        step *= 2
-    return _bound(row, start + step // 2, min(start + step, hi), target, True)
-
-
-@njit(cache=True, nogil=True)
-def _probe(keys, ids, tree, lo, hi, low_key, high_key) -> np.ndarray:
-    """The union, sorted, of the id runs whose keys lie in ``[low_key[i], high_key[i]]`` within
-    ``keys[tree[i], lo[i]:hi[i]]`` (two galloping searches per probed tree)."""
-    seen = np.zeros(keys.shape[1], dtype=np.bool_)
-    found = np.empty(keys.shape[1], dtype=np.int64)
+    n_probes = len(tree)
+    first = np.empty(n_probes, dtype=np.int64)
+    last = np.empty(n_probes, dtype=np.int64)
+    for k in range(n_probes):
+        first[k], last[k] = directory[tree[k], cell[k]], directory[tree[k], cell[k] + 1]
+    first = _bounds(keys, tree, first, last, low_key, False)
+    last = _bounds(keys, tree, first, last, high_key, True)
+    head = np.zeros(n_probes, dtype=np.int64)
+    for k in range(n_probes):
+        if first[k] < last[k]:
+            head[k] = ids[tree[k], first[k]]
+    seen = np.zeros(ids.shape[1] // 64 + 1, dtype=np.uint64)
+    for k in range(n_probes):
+        if first[k] < last[k]:
+            seen[head[k] >> 6] |= np.uint64(1) << np.uint64(head[k] & 63)
+        for pos in range(first[k] + 1, last[k]):
+            set_row = ids[tree[k], pos]
+            seen[set_row >> 6] |= np.uint64(1) << np.uint64(set_row & 63)
+    seen[: min_row >> 6] = 0
+    seen[min_row >> 6] &= ~((np.uint64(1) << np.uint64(min_row & 63)) - np.uint64(1))
     count = 0
-    for i in range(len(tree)):
-        row = keys[tree[i]]
-        start = _run_start(row, lo[i], hi[i], low_key[i])
-        end = _run_end(row, start, hi[i], high_key[i])
-        for pos in range(start, end):
-            set_row = ids[tree[i], pos]
-            if not seen[set_row]:
-                seen[set_row] = True
-                found[count] = set_row
-                count += 1
-    if count * 16 < len(seen):  # few: sorting them beats scanning every set
-        return np.sort(found[:count])
-    return np.flatnonzero(seen)
+    for word in seen:
+        count += _popcount(word)
+    found = np.empty(count, dtype=np.int64)
+    count = 0
+    for word in range(min_row >> 6, len(seen)):
+        bits = seen[word]
+        while bits:
+            lowest = bits & (~bits + np.uint64(1))
+            found[count] = word * 64 + _DE_BRUIJN_INDEX[(lowest * _DE_BRUIJN) >> np.uint64(58)]
+            count += 1
+            bits ^= lowest
+    return found
+
+
+@njit(cache=True, nogil=True)
+def _bounds(keys, tree, lo, hi, target, inclusive: bool) -> np.ndarray:
+    """For every ``k``, the first position in sorted ``keys[tree[k], lo[k]:hi[k]]`` whose key is
+    > ``target[k]`` (``inclusive``) or >= it.
+
+    The binary searches run in lock step, one halving of every unfinished search per round,
+    without branches on the keys read: a round's reads are independent, so they overlap.
+    """
+    pos = lo.copy()
+    length = hi - lo
+    active = np.flatnonzero(length > 0)
+    n_active = len(active)
+    while n_active:
+        kept = 0
+        for j in range(n_active):
+            k = active[j]
+            half = length[k] // 2
+            key = keys[tree[k], pos[k] + half]
+            right = np.int64((key < target[k]) | (inclusive & (key == target[k])))
+            pos[k] += right * (half + 1)
+            length[k] = half + right * (length[k] - 2 * half - 1)
+            active[kept] = k
+            kept += length[k] > 0
+        n_active = kept
+    return pos
+
+
+@njit(cache=True, nogil=True)
+def _popcount(word: np.uint64) -> int:
+    """Set bits of a word (the SWAR bit count)."""
+    word = word - ((word >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    word = (word & np.uint64(0x3333333333333333)) + ((word >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    word = (word + (word >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return np.int64((word * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+# A de Bruijn sequence: the top 6 bits of _DE_BRUIJN << i are distinct for i = 0..63, so they
+# index the position of a single set bit (one multiplication instead of a search).
+_DE_BRUIJN = np.uint64(0x03F79D71B4CB0A89)
+_DE_BRUIJN_INDEX = np.zeros(64, dtype=np.int64)
+_DE_BRUIJN_INDEX[(_DE_BRUIJN << np.arange(64, dtype=np.uint64)) >> np.uint64(58)] = np.arange(64)

@@ -1,4 +1,4 @@
-"""MinHash signatures (thesis §2.3.1), vectorized, bit-identical to ``datasketch.MinHash``.
+"""MinHash signatures (thesis §2.3.1), compiled, bit-identical to ``datasketch.MinHash``.
 
 ``sig_i(X) = min_{x in X} h_i(x)`` for ``i = 1..m``. The hash family is datasketch's default
 ("affine32" scheme, datasketch >= 2.0): ``h(x)`` is the first 4 bytes of SHA-1 of the UTF-8
@@ -9,8 +9,8 @@ value read little-endian, pre-mixed with the MurmurHash3 32-bit finalizer, then 
 with datasketch's indexes.
 
 Only hashing one value is a Python call (hashlib); the permutations and the minimum run in
-numpy over blocks of values, so executors (Spark ``mapInArrow``) and the in-memory build share
-this code.
+one numba pass over the values, so executors (Spark ``mapInArrow``), the in-memory build and
+queries share this code.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import numpy as np
 from numba import njit
 
 EMPTY = np.uint32(0xFFFFFFFF)  # the empty set's slot value (datasketch's max hash)
-_BLOCK_VALUES = 1 << 14  # values permuted at once: block x num_perm x 4 bytes of scratch
 
 
 @lru_cache(maxsize=8)
@@ -39,13 +38,17 @@ def permutations(num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
-def fmix32(h: np.ndarray) -> np.ndarray:
-    """MurmurHash3's 32-bit finalizer, an avalanching bijection on uint32 (wraps on purpose)."""
-    h = h ^ (h >> np.uint32(16))
-    h = h * np.uint32(0x85EBCA6B)
-    h = h ^ (h >> np.uint32(13))
-    h = h * np.uint32(0xC2B2AE35)
-    return h ^ (h >> np.uint32(16))
+@njit(cache=True, nogil=True)
+def fmix32(h: np.uint32) -> np.uint32:
+    """MurmurHash3's 32-bit finalizer, an avalanching bijection on uint32 (wraps on purpose).
+
+    Scalar, for the kernels; compiled on first use (an eager numba ufunc would cost every
+    import of the package about a second)."""
+    h = np.uint32(h ^ (h >> np.uint32(16)))
+    h = np.uint32(h * np.uint32(0x85EBCA6B))
+    h = np.uint32(h ^ (h >> np.uint32(13)))
+    h = np.uint32(h * np.uint32(0xC2B2AE35))
+    return np.uint32(h ^ (h >> np.uint32(16)))
 
 
 def hash_values(values: Iterable[str]) -> np.ndarray:
@@ -59,20 +62,22 @@ def signatures_from_hashes(
 ) -> np.ndarray:
     """Signatures ``(num_sets, num_perm)`` uint32 of sets given as flat value hashes.
 
-    ``set_index[v]`` is the row (set) of value ``v``; it must be non-decreasing, so each set is
-    a run of values. Runs longer than a block are reduced block by block.
+    ``set_index[v]`` is the row (set) of value ``v``.
     """
     a, b = permutations(num_perm, seed)
     out = np.full((num_sets, num_perm), EMPTY, dtype=np.uint32)
-    mixed = fmix32(hashes.astype(np.uint32, copy=False))
-    for start in range(0, len(mixed), _BLOCK_VALUES):
-        block = mixed[start : start + _BLOCK_VALUES]
-        rows = set_index[start : start + _BLOCK_VALUES]
-        permuted = block[:, None] * a + b  # uint32 arithmetic: mod 2^32
-        run_starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
-        run_rows = rows[run_starts]
-        out[run_rows] = np.minimum(out[run_rows], np.minimum.reduceat(permuted, run_starts, axis=0))
+    _permuted_minima(hashes.astype(np.uint32, copy=False), np.asarray(set_index, dtype=np.int64), a, b, out)
     return out
+
+
+@njit(cache=True, nogil=True)
+def _permuted_minima(hashes: np.ndarray, set_index: np.ndarray, a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """``out[set_index[v], i] = min(out[..], a_i fmix32(hashes[v]) + b_i mod 2^32)`` for every value."""
+    for v in range(len(hashes)):
+        mixed = fmix32(hashes[v])
+        row = out[set_index[v]]
+        for i in range(len(a)):
+            row[i] = min(row[i], np.uint32(a[i] * mixed + b[i]))
 
 
 def minhash_signatures(sets: Sequence[Iterable[str]], num_perm: int = 256, seed: int = 1) -> np.ndarray:
@@ -87,15 +92,10 @@ def minhash_signatures(sets: Sequence[Iterable[str]], num_perm: int = 256, seed:
     return signatures_from_hashes(hash_values(values), set_index, len(sets), num_perm, seed)
 
 
-def jaccard_estimates(signatures: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """The fraction of slots of ``signatures[rows]`` equal to the query's, the unbiased MinHash
-    estimate of Jaccard (§2.3.1)."""
-    return _equal_slots(signatures, np.asarray(rows, dtype=np.int64), query) / max(signatures.shape[1], 1)
-
-
 @njit(cache=True, nogil=True)
-def _equal_slots(signatures: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-    """Equal slots per row, reading the rows in place (no ``signatures[rows]`` copy)."""
+def equal_slots(signatures: np.ndarray, rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Slots of each ``signatures[rows[i]]`` equal to the query's, read in place (no
+    ``signatures[rows]`` copy); over ``num_perm``, the unbiased MinHash estimate of Jaccard (§2.3.1)."""
     out = np.zeros(len(rows), dtype=np.int64)
     for i in range(len(rows)):
         row = signatures[rows[i]]

@@ -24,9 +24,10 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numba import njit
 
 from lakejoin.index.lshensemble.lsh import MAX_DEPTH, PrefixForest
-from lakejoin.index.lshensemble.minhash import jaccard_estimates, minhash_signatures
+from lakejoin.index.lshensemble.minhash import equal_slots, minhash_signatures
 from lakejoin.index.lshensemble.tables import partitions_table, signature_matrix
 from lakejoin.index.lshensemble.tuning import optimal_params, params_table
 from lakejoin.normalize import normalize_set
@@ -75,17 +76,19 @@ class LshEnsembleSearcher:
         self.weights = weights
         self.max_r = max_r
         uppers = np.array([u for _, u in bounds], dtype=np.int64)
-        part = np.minimum(np.searchsorted(uppers, sizes), max(len(bounds) - 1, 0))
-        order = np.argsort(part, kind="stable")
+        # Rows ascending by size: partitions are consecutive segments, and the sets too small
+        # to reach a threshold (step 3) are the rows below one index.
+        order = np.argsort(sizes, kind="stable")
         self.column_ids = np.asarray(column_ids, dtype=np.int64)[order]
         self.sizes = np.asarray(sizes, dtype=np.int64)[order]
         self.signatures = signatures[order]
-        part = part[order]
+        part = np.minimum(np.searchsorted(uppers, self.sizes), max(len(bounds) - 1, 0))
         self.segments = np.searchsorted(part, np.arange(len(bounds) + 1))
         if len(bounds):
             # The last partition's u grows with sets inserted after partitioning (no new FN).
             uppers[-1] = max(uppers[-1], int(self.sizes.max(initial=0)))
         self.uppers = uppers
+        self._nonempty = np.flatnonzero(np.diff(self.segments) > 0)
         self.forest = PrefixForest(self.signatures, self.segments)
         if self.num_perm:
             params_table(self.num_perm, max_r, weights)  # (b, r) lookups: built here, not in a query
@@ -137,7 +140,7 @@ class LshEnsembleSearcher:
             raise ValueError("query must be an iterable of values, not a single string")
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
-        tokens = sorted(normalize_set(query))
+        tokens = list(normalize_set(query))
         if not tokens:
             raise ValueError("query is empty after normalization")
         return tokens
@@ -145,22 +148,28 @@ class LshEnsembleSearcher:
     def _candidates(self, signature: np.ndarray, q: int, threshold: float) -> np.ndarray:
         """Rows returned by Partitioned-Containment-Search for ``t*`` (steps 1–3)."""
         needed = min_overlap(q, threshold)
-        probed = np.flatnonzero((self.uppers >= needed) & (np.diff(self.segments) > 0))
+        probed = self._nonempty[self.uppers[self._nonempty] >= needed]
         b, r = optimal_params(threshold, self.uppers[probed] / q, self.num_perm, self.max_r, self.weights)
-        rows = self.forest.query(signature, probed, b, r)
-        return rows[self.sizes[rows] >= needed]
+        return self.forest.query(signature, probed, b, r, min_row=int(np.searchsorted(self.sizes, needed)))
 
     def _scores(self, rows: np.ndarray, signature: np.ndarray, tokens: list[str], verify: bool) -> dict:
         """Estimated (Eq. 2.7) and, when verifying, exact containment of the candidate rows."""
         q = len(tokens)
-        jaccard = jaccard_estimates(self.signatures, rows, signature)
-        ratio = self.sizes[rows] / q
-        estimate = np.clip((ratio + 1.0) * jaccard / (1.0 + jaccard), 0.0, np.minimum(1.0, ratio))
+        estimate = _containment_estimates(self.signatures, self.sizes, rows, signature, q)
         scores = {"estimate": estimate, "rank_score": estimate}
         if verify:
             scores["containment"] = self._verifier.overlaps(rows, tokens) / q
             scores["rank_score"] = scores["containment"]
         return scores
+
+
+@njit(cache=True, nogil=True)
+def _containment_estimates(signatures, sizes, rows, signature, q: int) -> np.ndarray:
+    """Eq. 2.7 per row: the MinHash Jaccard estimate ``ŝ`` translated with the exact sizes,
+    ``t̂ = (x/q + 1) ŝ / (1 + ŝ)``, clipped to the possible ``[0, min(1, x/q)]``."""
+    jaccard = equal_slots(signatures, rows, signature) / max(signatures.shape[1], 1)
+    ratio = sizes[rows] / q
+    return np.minimum(np.maximum((ratio + 1.0) * jaccard / (1.0 + jaccard), 0.0), np.minimum(1.0, ratio))
 
 
 class _Verifier:
@@ -199,8 +208,13 @@ def _topk_thresholds(floor: float) -> list[float]:
 
 
 def _ranked(column_ids: np.ndarray, scores: dict, keep, k: int | None) -> list[dict]:
-    order = np.lexsort((column_ids[keep], -scores["rank_score"][keep]))[:k]
-    ids = column_ids[keep][order].tolist()
+    """Result dicts, best first, built only for the ``k`` returned."""
+    kept_ids = column_ids[keep]
+    # By column_id (unique: any sort), then stably by score: np.lexsort's order in about 2/3
+    # of its time (measured on ~10k candidates).
+    by_id = np.argsort(kept_ids)
+    order = by_id[np.argsort(-scores["rank_score"][keep][by_id], kind="stable")][:k]
+    ids = kept_ids[order].tolist()
     estimates = scores["estimate"][keep][order].tolist()
     if "containment" not in scores:
         return [{"column_id": c, "containment_estimate": e} for c, e in zip(ids, estimates)]

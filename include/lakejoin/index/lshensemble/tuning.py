@@ -125,11 +125,21 @@ def optimal_params(
     threshold: float, ratios: np.ndarray, num_perm: int, max_r: int, weights: tuple[float, float] = (0.5, 0.5)
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(b, r)`` arrays minimising ``w_fp FP + w_fn FN`` (rates) at each ``x/q`` ratio (Eq. 2.26)."""
-    # Round up, erring the way u_i standing in for x does (Eq. 2.8): toward a lower s*.
-    log_cells = np.log(np.asarray(ratios, dtype=np.float64)) / _LOG_RATIO_STEP
-    cells = np.clip(np.ceil(log_cells - 1e-9), *_LOG_RATIO_RANGE)
     t_index = min(max(round(threshold * 100), 1), 100) - 1
+    params = band_params(num_perm, max_r)
     table = params_table(num_perm, max_r, weights)
-    choice = table[cells.astype(np.int64) - _LOG_RATIO_RANGE[0], t_index]
-    params = band_params(num_perm, max_r)[choice]
-    return params[:, 0], params[:, 1]
+    return _lookup(table, params, np.asarray(ratios, dtype=np.float64), t_index)
+
+
+@njit(cache=True, nogil=True)
+def _lookup(table: np.ndarray, params: np.ndarray, ratios: np.ndarray, t_index: int) -> tuple[np.ndarray, np.ndarray]:
+    """The table's (b, r) at each ratio, rounded up to the next grid cell: erring the way u_i
+    standing in for x does (Eq. 2.8), toward a lower s*."""
+    b = np.empty(len(ratios), dtype=np.int64)
+    r = np.empty(len(ratios), dtype=np.int64)
+    for i in range(len(ratios)):
+        cell = np.ceil(np.log(ratios[i]) / _LOG_RATIO_STEP - 1e-9)
+        cell = min(max(cell, _LOG_RATIO_RANGE[0]), _LOG_RATIO_RANGE[1])
+        choice = table[np.int64(cell) - _LOG_RATIO_RANGE[0], t_index]
+        b[i], r[i] = params[choice, 0], params[choice, 1]
+    return b, r
