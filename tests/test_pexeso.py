@@ -229,6 +229,22 @@ def test_match_is_inclusive_at_exactly_tau():
     assert searcher.search(query, 4.999, 1.0) == []
 
 
+@pytest.mark.parametrize("dim, scale", [(8, 1.0), (2, 100.0), (16, 1.0)])
+def test_head_bound_never_rejects_a_match(dim, scale):
+    """Verify's principal-axis head is a lower bound widened for rounding: where it is the
+    whole vector (dim ≤ 16), a pair at distance exactly τ still passes (without the margin
+    about half of them would not)."""
+    from lakejoin.index.pexeso.projection import head_bound, heads, largest_norm, principal_axes
+
+    rng = np.random.default_rng(3)
+    x = (rng.normal(size=(2000, dim)) * scale).astype(np.float32)
+    y = (x + rng.normal(size=x.shape) * 0.01 * scale).astype(np.float32)
+    tau = np.sqrt(((x.astype(np.float64) - y) ** 2).sum(axis=1))  # every pair exactly at its τ
+    axes = principal_axes(x)
+    head = ((heads(x, axes).astype(np.float64) - heads(y, axes)) ** 2).sum(axis=1)
+    assert (head <= head_bound(tau, axes, max(largest_norm(x), largest_norm(y)))).all()
+
+
 # --- real text columns ------------------------------------------------------------------
 
 

@@ -11,9 +11,9 @@ distinct values, removed from the lake as in the paper (§V) and searched with t
 in row order (at most 1,000; duplicates count). Growth: the other columns, in lake order
 (the order in which ``--tables N`` adds tables), are cut into prefixes of ``--sizes`` vectors
 (a prefix stops at the first column that crosses the size); every size answers the same
-queries. The full lake (543k vectors) would take ~35 min to embed on 2 cores (minilm-onnx
-embeds ~220–300 values/s there), hence prefixes; ``--tables 500 --sizes 40000`` is the
-pipeline's default lake (35.6k vectors) whole.
+queries. The default sizes end with ``0``, the whole lake (543k vectors, ~3.5 GiB peak
+memory); the first run embeds it, ~35 min on 2 cores (minilm-onnx embeds ~100–300 values/s
+there). ``--tables 500 --sizes 40000`` is the pipeline's default lake (35.6k vectors) whole.
 
 Per size it prints exact distance computations and p50/p95 time per query of
 
@@ -25,8 +25,10 @@ and checks that all three return the same columns. The three run round-robin que
 query in one process, so machine load hits them alike. "speed-up" is brute force's p50 (or
 p95) wall time over the method's; "cpu s-up" the same on CPU time (process time: all threads,
 Verify's column workers and brute force's BLAS threads alike), which a shared machine's
-waiting does not inflate. Each call starts after a pause (``SETTLE_S``). Run:
-``.venv/bin/python tests/benchmarks/bench_pexeso.py [--quick] [--model minilm-onnx]``.
+waiting does not inflate. ``--single-thread`` runs every method on one thread (numba and
+OpenBLAS), where CPU time is the verdict that other jobs on the machine cannot sway. Each
+call starts after a pause (``SETTLE_S``). Run:
+``.venv/bin/python tests/benchmarks/bench_pexeso.py [--quick] [--single-thread] [--sizes N ...]``.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import resource
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -61,6 +66,9 @@ METHODS = ("PEXESO", "PEXESO-H", "brute force")
 # 2 cores they halved the speed of whatever ran next (PEXESO: 16 ms right after brute force,
 # 8 ms after a pause, at 25k vectors); the pause lets every call start on a quiet process
 SETTLE_S = 0.25
+# --single-thread: one thread for every method (numba's Verify workers, OpenBLAS), so CPU time
+# is a verdict that a shared machine's load cannot sway; BLAS reads these at numpy's import
+SINGLE_THREAD_ENV = {"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
 
 
 @dataclass(frozen=True)
@@ -133,11 +141,12 @@ class EmbeddingCache:
 class BruteForce:
     """Blocked numpy range search over every indexed vector, exact at the border."""
 
-    def __init__(self, columns: dict[int, np.ndarray]) -> None:
-        self.ids = np.asarray(list(columns))
-        self.vectors = np.concatenate(list(columns.values())).astype(np.float32)
-        self.column = np.concatenate([np.full(len(v), i) for i, v in enumerate(columns.values())])
-        self.norms = (self.vectors.astype(np.float64) ** 2).sum(axis=1).astype(np.float32)
+    def __init__(self, vectors: np.ndarray, column: np.ndarray) -> None:
+        """``vectors``: float32 rows; ``column``: each row's column id."""
+        self.vectors = vectors
+        self.ids = np.unique(column)
+        self.column = np.searchsorted(self.ids, column)
+        self.norms = np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64).astype(np.float32)
         self.distances = 0
 
     def search(self, query: np.ndarray, tau: float, T: float) -> set[int]:
@@ -190,19 +199,28 @@ def split_queries(columns: list[LakeColumn], n_queries: int, seed: int = 0) -> t
 def run(size: int, lake_columns: list[LakeColumn], query_columns: list[LakeColumn], cache: EmbeddingCache, tau: float, T: float) -> dict:
     taken, total = [], 0
     for column in lake_columns:
-        if total >= size:
+        if 0 < size <= total:
             break
         taken.append(column)
         total += len(column.values)
     cache.vectors(sorted({v for c in taken + query_columns for v in c.values}))  # embeds what is not cached, once
-    vectors = {i: cache.vectors(c.values) for i, c in enumerate(taken)}
+    # one array of the lake's vectors, column by column: the index is built from views of it
+    # and the brute force searches it (a copy per use would not fit the whole lake in ~5 GiB)
+    lake = cache.vectors([v for c in taken for v in c.values])
+    column = np.repeat(np.arange(len(taken)), [len(c.values) for c in taken])
+    ends = np.cumsum([len(c.values) for c in taken])
+    vectors = {i: lake[end - len(c.values) : end] for i, (c, end) in enumerate(zip(taken, ends.tolist()))}
     queries = [cache.vectors(c.records) for c in query_columns]
+    n_vectors = len(lake)
 
+    brute = BruteForce(lake, column)
     start = time.perf_counter()
-    searcher = load(build_in_memory(vectors, model=cache.model))
+    tables = build_in_memory(vectors, model=cache.model)
+    del vectors  # from here the lake's vectors live in the index and in the brute force, once each
+    searcher = load(tables)
+    del tables
     build_s = time.perf_counter() - start
     searcher.search(queries[0], tau, T)  # compile/load the numba kernels outside the timing
-    brute = BruteForce(vectors)
     distances = dict.fromkeys(METHODS, 0)
 
     def pexeso(use_lemmas: bool, name: str) -> Callable[[np.ndarray], set[int]]:
@@ -224,8 +242,8 @@ def run(size: int, lake_columns: list[LakeColumn], query_columns: list[LakeColum
     distances["brute force"] = brute.distances
     part = searcher.partitions[0]
     return {
-        "vectors": sum(len(v) for v in vectors.values()),
-        "columns": len(vectors),
+        "vectors": n_vectors,
+        "columns": len(brute.ids),
         "records": int(np.median([len(q) for q in queries])),
         "shape": f"|P|={len(part.pivots)} m={part.levels}",
         "build_s": build_s,
@@ -248,7 +266,11 @@ def report(result: dict) -> None:
             f"{np.percentile(brute_wall, 50) / p50:>7.1f}x {np.percentile(brute_wall, 95) / p95:>7.1f}x "
             f"{np.percentile(brute_cpu, 50) / cpu50:>7.1f}x {result['distances']['brute force'] / max(result['distances'][name], 1):>9.1f}x"
         )
-    print(f"{'':>8} build {result['build_s']:.1f} s; joinable (query, column) pairs {result['found']}; all three agree: {result['agree']}")
+    peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(
+        f"{'':>8} build {result['build_s']:.1f} s; peak RSS so far {peak_gib:.1f} GiB; "
+        f"joinable (query, column) pairs {result['found']}; all three agree: {result['agree']}"
+    )
 
 
 def main() -> None:
@@ -256,13 +278,17 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small lakes, few queries")
     parser.add_argument("--model", default=PEXESO_MODEL)
     parser.add_argument("--tables", type=int, default=0, help=f"bundled lake size in tables (0: all; the pipeline default is {DEFAULT_TABLES})")
-    parser.add_argument("--sizes", type=int, nargs="+", help="lake prefixes in vectors")
+    parser.add_argument("--sizes", type=int, nargs="+", help="lake prefixes in vectors (0: the whole lake)")
     parser.add_argument("--queries", type=int, help="query columns per size")
     parser.add_argument("--tau", type=float, default=0.06)
     parser.add_argument("--T", type=float, default=0.6)
     parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR)
+    parser.add_argument("--single-thread", action="store_true", help="every method on one thread; CPU time is then load-proof")
     args = parser.parse_args()
-    sizes = args.sizes or ((5_000, 10_000) if args.quick else (25_000, 50_000, 100_000))
+    if args.single_thread and any(os.environ.get(k) != v for k, v in SINGLE_THREAD_ENV.items()):
+        # thread counts are fixed when numpy and numba load: restart with them set
+        os.execve(sys.executable, [sys.executable, *sys.argv], {**os.environ, **SINGLE_THREAD_ENV})
+    sizes = args.sizes or ((5_000, 10_000) if args.quick else (25_000, 100_000, 250_000, 0))
     n_queries = args.queries or (10 if args.quick else 40)
     columns = bundled_columns(args.tables or None, args.cache_dir)
     cache = EmbeddingCache(args.cache_dir, args.model)
@@ -270,7 +296,8 @@ def main() -> None:
         f"lake: bundled, {args.tables or 'all'} tables, {len(columns)} PEXESO columns, "
         f"{sum(len(c.values) for c in columns):,} vectors; model {args.model}; tau={args.tau} (x2 = {2 * args.tau:.2f}), T={args.T}"
     )
-    print("wall: p50/p95 wall time per query; cpu: p50 CPU time of all threads (Verify's column workers, BLAS's threads)")
+    threads = "one thread per method" if args.single_thread else "Verify's column workers and BLAS's threads on both cores"
+    print(f"wall: p50/p95 wall time per query; cpu: p50 CPU time of all threads ({threads})")
     print(
         f"{'vectors':>8} {'cols':>5} {'|Q|':>3} {'recs':>5} {'shape':>10} {'method':>11} {'dist/query':>11} {'p50 ms':>8} {'p95 ms':>8} "
         f"{'cpu p50':>8} {'p50 s-up':>8} {'p95 s-up':>8} {'cpu s-up':>8} {'dist ratio':>10}"

@@ -10,6 +10,7 @@ Read ``shared/notes/pexeso.md`` beside the code; modules follow the paper:
 - ``inverted``: the inverted index from leaf cells to columns (§III-E);
 - ``lemmas``: Lemmas 1–7 with conservative floating-point handling (§III-B, C);
 - ``block``: quick browsing and Block (Algorithm 1); ``verify``: Verify (Algorithm 2);
+- ``projection``: principal-axis heads, Verify's lower bound before an exact distance;
 - ``search``: PEXESO (Algorithm 3), the searcher and ``load``;
 - ``cost``: choosing ``|P|`` and ``m`` (§III-F); ``partition``: column clustering (§IV);
 - ``build``: index construction shared by the Spark build and ``build_in_memory``.

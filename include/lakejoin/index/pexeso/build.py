@@ -37,6 +37,7 @@ DEFAULT_SAMPLE_SIZE = 4096
 MAX_PIVOTS = 24  # pivots selected; the cost model then picks |P| among cost.PIVOT_CHOICES
 REFERENCES = 32
 UNIT_NORM_TOLERANCE = 1e-3
+CHECK_CHUNK = 65536
 
 PARAMS_SCHEMA = pa.schema(
     [
@@ -83,11 +84,13 @@ def check_vectors(vectors: np.ndarray, metric: str, what: str = "vectors") -> np
     vectors = np.asarray(vectors, dtype=np.float32)
     if vectors.ndim != 2 or vectors.shape[1] == 0:
         raise ValueError(f"{what} must be a 2-d array with at least one dimension, got shape {vectors.shape}")
-    if not np.isfinite(vectors).all():
-        raise ValueError(f"{what} contain NaN or infinite values")
-    if check_metric(metric) == METRICS["l2-unit"] and len(vectors):
-        norms = np.linalg.norm(vectors.astype(np.float64), axis=1)
-        worst = float(np.abs(norms - 1.0).max())
+    unit = check_metric(metric) == METRICS["l2-unit"]
+    # in chunks: float64 temporaries of a whole lake's vectors would take GiBs
+    for start in range(0, len(vectors), CHECK_CHUNK):
+        chunk = vectors[start : start + CHECK_CHUNK]
+        if not np.isfinite(chunk).all():
+            raise ValueError(f"{what} contain NaN or infinite values")
+        worst = float(np.abs(np.linalg.norm(chunk.astype(np.float64), axis=1) - 1.0).max()) if unit else 0.0
         if worst > UNIT_NORM_TOLERANCE:
             raise ValueError(f"{what} must be L2-normalized for metric 'l2-unit' (a row has norm off by {worst:.3g})")
     return vectors
@@ -257,6 +260,7 @@ def build_in_memory(
         params.append(params_row(plan, metric, model, vectors.shape[1], len(rows), len(np.unique(column_ids[rows]))))
         pivots.extend(pivot_rows(plan))
     rows = np.concatenate([r for r, _ in mapped_parts])
+    in_order = len(mapped_parts) == 1  # one partition: rows are 0..n-1, no reordered copy
     mapped_table = pa.table(
         {
             "partition": pa.array(partition[rows], pa.int32()),
@@ -264,7 +268,7 @@ def build_in_memory(
             "column_id": pa.array(column_ids[rows], pa.int64()),
             "vector_id": pa.array(vector_ids[rows], pa.int64()),
             "value": pa.array([texts[r] for r in rows.tolist()], pa.string()),
-            "vector": vector_list(vectors[rows], pa.float32()),
+            "vector": vector_list(vectors if in_order else vectors[rows], pa.float32()),
             "mapped": pa.concat_arrays([vector_list(m, pa.float64()) for _, m in mapped_parts]),
         },
         schema=MAPPED_SCHEMA,

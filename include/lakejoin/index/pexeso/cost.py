@@ -15,7 +15,7 @@ verification) but charge each candidate pair ⟨q, c⟩ what Verify actually spe
 
 - ``|c ∩ SQR|``: vectors of leaf ``c`` that pass Lemma 1, each an exact distance;
 - ``|c|·|P|/min(d, 16)``: the Lemma 1 test of every vector of ``c``, against what a far pair's
-  distance costs (``FAR_PAIR_DIMENSIONS``);
+  distance costs (its head, ``FAR_PAIR_DIMENSIONS``);
 - ``1``: the posting lookup of the pair; ``|Q|·|P|``: pivot mapping of the query;
 - ``B``: the cell pairs (every level) and vector–leaf pairs Block tests, one unit each. The
   paper leaves blocking out as negligible; it is not once ``|P|·m`` is large, when a level
@@ -36,6 +36,7 @@ from lakejoin.index.pexeso.block import block
 from lakejoin.index.pexeso.grid import MAX_KEY_BITS, HierarchicalGrid, cross_ranges, leaf_keys
 from lakejoin.index.pexeso.lemmas import tolerance
 from lakejoin.index.pexeso.pivots import map_to_pivot_space
+from lakejoin.index.pexeso.projection import HEAD_DIMENSIONS
 
 TAU_FRACTIONS = (0.03, 0.06, 0.09)
 LEVEL_CHOICES = tuple(range(2, 9))
@@ -43,9 +44,9 @@ LEVEL_CHOICES = tuple(range(2, 9))
 # into a narrow band, so each pivot filters little and Lemma 1 needs many of them.
 PIVOT_CHOICES = (1, 2, 3, 4, 6, 8, 12, 16, 24)
 WORKLOAD_SIZE = 128
-# A far pair's exact distance stops after the first cache line of x (16 float32 values,
-# ``verify.exact_match``), so a Lemma 1 test costs |P|/16 of it, not |P|/d, in high dimensions.
-FAR_PAIR_DIMENSIONS = 16
+# A far pair's distance is settled by its 16-value principal-axis head (``projection.py``), so a
+# Lemma 1 test costs |P|/16 of a distance computation, not |P|/d, in high dimensions.
+FAR_PAIR_DIMENSIONS = HEAD_DIMENSIONS
 
 
 def sorted_grid(mapped: np.ndarray, lo: np.ndarray, hi: np.ndarray, levels: int) -> tuple[HierarchicalGrid, np.ndarray]:

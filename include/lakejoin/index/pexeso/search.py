@@ -28,7 +28,8 @@ from lakejoin.index.pexeso.grid import HierarchicalGrid, leaf_keys
 from lakejoin.index.pexeso.inverted import InvertedIndex
 from lakejoin.index.pexeso.lemmas import required_matches, tolerance
 from lakejoin.index.pexeso.pivots import map_to_pivot_space
-from lakejoin.index.pexeso.verify import JOINABLE, PRUNED, Verified, verify
+from lakejoin.index.pexeso.projection import head_bound, heads, largest_norm, principal_axes
+from lakejoin.index.pexeso.verify import JOINABLE, PRUNED, Repository, Verified, verify
 from lakejoin.normalize import normalize_value
 
 MODES = ("threshold", "topk")
@@ -61,13 +62,17 @@ class PartitionIndex:
     values: list[str | None]
     vector_ids: np.ndarray
     keys: np.ndarray
-    by_pivot: np.ndarray = field(init=False)  # mapped, pivot-major: Verify's Lemma 1 passes
+    repository: Repository = field(init=False)  # the vectors as Verify reads them
+    axes: np.ndarray = field(init=False)  # principal axes of the heads (projection.py)
+    magnitude: float = field(init=False)  # the largest vector norm: the heads' rounding scale
     grid: HierarchicalGrid = field(init=False)
     inverted: InvertedIndex = field(init=False)
     eps: float = field(init=False)
 
     def __post_init__(self) -> None:
-        self.by_pivot = np.ascontiguousarray(self.mapped.T)
+        self.axes = principal_axes(self.vectors)
+        self.magnitude = largest_norm(self.vectors)
+        self.repository = Repository(self.vectors, self.mapped, np.ascontiguousarray(self.mapped[:, 0]), heads(self.vectors, self.axes))
         self.grid = HierarchicalGrid(self.keys, self.mapped, len(self.pivots), self.levels)
         self.inverted = InvertedIndex.build(self.keys, self.columns, self.mapped, self.grid.leaves.keys)
         self.eps = tolerance(float(np.abs(np.r_[self.lo, self.hi]).max(initial=1.0)))
@@ -91,12 +96,14 @@ class PartitionIndex:
         query_grid = HierarchicalGrid(keys[order], q_mapped, len(self.pivots), self.levels)
         pairs = block(query_grid, q_mapped, self.grid, tau, self.eps, use_matching=use_lemmas)
         inv = self.inverted
+        queries = queries[order]
+        magnitude = max(self.magnitude, largest_norm(queries))
         verified = verify(
             weights[order],
-            queries[order],
+            queries,
             q_mapped,
-            self.vectors,
-            self.by_pivot,
+            heads(queries, self.axes),
+            self.repository,
             (inv.leaf_start, inv.column, inv.vector_start, inv.vector_end, inv.lo, inv.hi),
             tuple(p.csr(len(order)) for p in (pairs.matching, pairs.browsing, pairs.candidate)),
             len(self.column_ids),
@@ -105,6 +112,7 @@ class PartitionIndex:
             stop_when_joinable=not exact and top_k == 0,
             use_lemmas=use_lemmas,
             tau=tau,
+            head_bound=head_bound(tau, self.axes, magnitude),
             eps=self.eps,
         )
         stats.distances += verified.distances + len(queries) * len(self.pivots)
@@ -237,7 +245,7 @@ class PexesoSearcher:
 
 
 def _flat(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
-    return pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(dtype)
+    return pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
 
 
 def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = None) -> PexesoSearcher:
@@ -300,7 +308,8 @@ def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = N
     partitions = []
     for s in sorted(settings, key=lambda s: s["partition"]):
         p, n_pivots = s["partition"], int(s["n_pivots"])
-        sel = np.flatnonzero(all_partitions == p)
+        # rows are sorted by partition: a partition is a slice, and its arrays are views
+        sel = slice(*np.searchsorted(all_partitions, [p, p + 1]).tolist())
         if not (mapped_length[rows[sel]] == n_pivots).all():
             raise ValueError(f"partition {p}: mapped vectors do not have {n_pivots} coordinates")
         column_ids, column_index = np.unique(all_columns[sel], return_inverse=True)

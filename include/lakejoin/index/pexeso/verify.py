@@ -22,9 +22,13 @@ Order, as in Algorithm 3: free matches (Lemmas 5/6) and quick browsing for every
 vector first (they push likely columns over ``T_cnt`` early), then the candidate pairs, one
 query vector at a time. Every counter and both early terminations are per column, so the
 pairs are regrouped by column and each column is replayed alone in that order: the same
-state as the query-at-a-time loop, and columns can be verified on several threads. A posting whose box of mapped vectors Lemma 3 excludes is skipped;
-inside a posting, Lemma 1 filters, Lemma 2 matches, and only then is the distance computed. ``use_lemmas=False`` verifies every vector naively and keeps only
-stop-at-T: the paper's PEXESO-H baseline.
+state as the query-at-a-time loop, and columns can be verified on several threads.
+
+A posting whose box of mapped vectors Lemma 3 excludes is skipped; inside a posting, Lemma 1
+filters (pivot 1 by bisection, the others per vector), Lemma 2 matches, and only then is the
+distance computed: a principal-axis head rejects most pairs (``projection.py``, a lower
+bound), ``M_τ`` on the original vectors decides the rest. ``use_lemmas=False`` computes the
+distance to every vector and keeps only stop-at-T: the paper's PEXESO-H baseline.
 """
 
 from __future__ import annotations
@@ -40,50 +44,47 @@ OPEN, JOINABLE, PRUNED = 0, 1, 2
 _TOPK_WAVE = 64  # columns per top-k wave: θ is refreshed between waves
 
 
+class Repository(NamedTuple):
+    """A partition's vectors in posting order, as Verify reads them."""
+
+    vectors: np.ndarray  # float32, one row per vector
+    mapped: np.ndarray  # float64 x', one row per vector
+    first: np.ndarray  # x'_1 of every vector: bisected within a posting
+    heads: np.ndarray  # float32 principal-axis heads (projection.py)
+
+
 # --- Lemmas 1, 2, 3, 7 and Def. 1 for one pair, box or column (lemmas.py has the rest) ---
 
 
-@numba.njit(cache=True, inline="always")
-def lemma1_survivors(x_by_pivot: np.ndarray, start: int, stop: int, q_mapped: np.ndarray, tau: float, eps: float, out: np.ndarray) -> int:
-    """Lemma 1 (pivot filtering) over vectors ``start:stop``, which pass it on pivot 1 (the
-    caller's slab): ∃p ``|x'_p − q'_p| > τ`` means x cannot match q. Writes the survivors, in
-    order, to ``out`` and returns how many there are.
-
-    Pivot-major coordinates (``x_by_pivot[p, x]``), one pivot per pass over the shrinking
-    survivor list: the first pass streams one contiguous run, and later passes touch few
-    vectors, where a vector-at-a-time test would load every vector's whole mapped row.
-    """
-    n = 0
-    for v in range(start, stop):
-        out[n] = v
-        n += 1
-    for i in range(1, q_mapped.shape[0]):
-        low, high = q_mapped[i] - tau - eps, q_mapped[i] + tau + eps
-        kept = 0
-        for k in range(n):
-            v = out[k]
-            out[kept] = v
-            kept += low <= x_by_pivot[i, v] <= high
-        n = kept
-        if n == 0:
-            break
-    return n
+# Hot-loop helpers take a 2-d array and a row index rather than the row: a row view made per
+# call costs an array struct and its reference counting, more than the test itself.
 
 
 @numba.njit(cache=True, inline="always")
-def lemma3_filters(box_lo: np.ndarray, box_hi: np.ndarray, q_mapped: np.ndarray, tau: float, eps: float) -> bool:
-    """Lemma 3 for one box: ∃i ``lo_i > q'_i + τ`` or ``hi_i < q'_i − τ`` means nothing in it matches."""
-    for i in range(q_mapped.shape[0]):
-        if box_lo[i] - q_mapped[i] > tau + eps or q_mapped[i] - box_hi[i] > tau + eps:
+def lemma1_filters(x_mapped: np.ndarray, v: int, q_mapped: np.ndarray, q: int, tau: float, eps: float) -> bool:
+    """Lemma 1 (pivot filtering) on pivots 2..|P|: ∃p ``|x'_p − q'_p| > τ`` means ``x_v``
+    cannot match ``q``. Pivot 1 is the caller's slab, found by bisection."""
+    for i in range(1, q_mapped.shape[1]):
+        if abs(x_mapped[v, i] - q_mapped[q, i]) > tau + eps:
             return True
     return False
 
 
 @numba.njit(cache=True, inline="always")
-def lemma2_matches(x_by_pivot: np.ndarray, v: int, q_mapped: np.ndarray, tau: float, eps: float) -> bool:
-    """Lemma 2 (pivot matching): ∃p ``d(x, p) + d(q, p) ≤ τ`` means x matches q."""
-    for i in range(q_mapped.shape[0]):
-        if x_by_pivot[i, v] + q_mapped[i] <= tau - eps:
+def lemma3_filters(box_lo: np.ndarray, box_hi: np.ndarray, p: int, q_mapped: np.ndarray, q: int, tau: float, eps: float) -> bool:
+    """Lemma 3 for box ``p``: ∃i ``lo_i > q'_i + τ`` or ``hi_i < q'_i − τ`` means nothing in it matches."""
+    for i in range(q_mapped.shape[1]):
+        if box_lo[p, i] - q_mapped[q, i] > tau + eps or q_mapped[q, i] - box_hi[p, i] > tau + eps:
+            return True
+    return False
+
+
+@numba.njit(cache=True, inline="always")
+def lemma2_matches(x_mapped: np.ndarray, v: int, q_mapped: np.ndarray, q: int, tau: float, eps: float) -> bool:
+    """Lemma 2 (pivot matching): ∃p ``d(x, p) + d(q, p) ≤ τ`` means ``x_v`` matches q; applied
+    to the posting boxes' ``lo``, False means no vector of posting ``v`` can match by it."""
+    for i in range(q_mapped.shape[1]):
+        if x_mapped[v, i] + q_mapped[q, i] <= tau - eps:
             return True
     return False
 
@@ -98,29 +99,21 @@ def lemma7_unjoinable(matched: int, undecided: int, required: int) -> bool:
     return matched + undecided < required
 
 
-_PREFIX = 16  # float32 values per 64-byte cache line
-
-
-@numba.njit(cache=True, fastmath={"reassoc"})
-def _squared_distance(q: np.ndarray, x: np.ndarray, start: int, stop: int) -> float:
-    """``Σ_j (q_j − x_j)²`` over ``start ≤ j < stop`` in float64. Every term is exact (a float32
-    difference squared fits a float64); the sum may be reassociated to run on SIMD lanes."""
+@numba.njit(cache=True, fastmath={"reassoc"}, inline="always")
+def _squared_distance(a: np.ndarray, i: int, b: np.ndarray, j: int) -> float:
+    """``Σ_k (a_ik − b_jk)²`` in float64. Every term is exact (a float32 difference squared
+    fits a float64); the sum may be reassociated to run on SIMD lanes."""
     total = 0.0
-    for j in range(start, stop):
-        diff = np.float64(q[j]) - np.float64(x[j])
+    for k in range(a.shape[1]):
+        diff = np.float64(a[i, k]) - np.float64(b[j, k])
         total += diff * diff
     return total
 
 
-@numba.njit(cache=True, inline="always")
-def exact_match(q: np.ndarray, x: np.ndarray, tau_squared: float) -> bool:
-    """Def. 1, ``M_τ(q, x)``: ``Σ_j (q_j − x_j)² ≤ τ²`` in float64.
-
-    The first cache line of ``x`` settles most far pairs (sums of non-negative terms only
-    grow); the rest is summed only for the pairs it leaves.
-    """
-    head = _squared_distance(q, x, 0, min(_PREFIX, q.shape[0]))
-    return head <= tau_squared and head + _squared_distance(q, x, _PREFIX, q.shape[0]) <= tau_squared
+@numba.njit(cache=True)
+def exact_match(q_vectors: np.ndarray, q: int, x_vectors: np.ndarray, v: int, tau_squared: float) -> bool:
+    """Def. 1, ``M_τ(q, x_v)``: ``Σ_j (q_j − x_vj)² ≤ τ²`` in float64."""
+    return _squared_distance(q_vectors, q, x_vectors, v) <= tau_squared
 
 
 class Verified(NamedTuple):
@@ -133,32 +126,69 @@ class Verified(NamedTuple):
     distances: int  # exact distance computations
 
 
+@numba.njit(cache=True, inline="always")
+def _bisect(sorted_values: np.ndarray, lo: int, hi: int, value: float) -> int:
+    """The first index in ``lo:hi`` whose value is ``≥ value`` (``hi`` if none), halving the
+    count left to search; indexes the array directly, where a slice would make a view."""
+    count = hi - lo
+    while count > 0:
+        half = count >> 1
+        if sorted_values[lo + half] < value:
+            lo += half + 1
+            count -= half + 1
+        else:
+            count = half
+    return lo
+
+
 @numba.njit(cache=True)
-def _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, x_vectors, x_by_pivot, tau, tau2, eps, use_lemmas, survivors):
-    """The first vector of posting ``p`` that matches ``q`` (or -1), and the distances computed."""
-    start, end = post_vstart[p], post_vend[p]
-    if not use_lemmas:
-        for v in range(start, end):
-            if exact_match(q_vectors[q], x_vectors[v], tau2):
-                return v, v - start + 1
-        return -1, end - start
-    if lemma3_filters(post_lo[p], post_hi[p], q_mapped[q], tau, eps):
-        return -1, 0
-    # a posting's vectors are sorted by x'_1: Lemma 1 on pivot 1 is a slab, found by bisection
-    first = x_by_pivot[0, start:end]
-    stop = start + np.searchsorted(first, q_mapped[q, 0] + tau + eps, side="right")
-    start += np.searchsorted(first, q_mapped[q, 0] - tau - eps)
-    # Lemma 2 on the posting's box: when no pivot has lo_i + q'_i ≤ τ, no vector of it can match
-    # by Lemma 2 (in high dimensions, the usual case), so its per-vector test is skipped
-    pivot_match_possible = (post_lo[p] + q_mapped[q] <= tau - eps).any()
+def _next_candidate(v, stop, filtered, pivot_match_possible, q, q_mapped, q_heads, repo, tau, head_bound, eps):
+    """From ``x_v`` on, the first vector that Lemma 2 matches (returned with True) or whose
+    principal-axis head is within ``τ`` of q's (with False), or ``stop``; and how many
+    vectors reached the distance stage on the way (each one exact distance computation).
+
+    ``filtered``: apply Lemma 1 (pivots 2..|P|) and Lemma 2; False for PEXESO-H. The head is
+    a lower bound of ``d(q, x)`` (``projection.py``), widened for rounding: it only rejects.
+    The few vectors it passes are decided by the caller with ``M_τ``; that test stays out
+    of this loop, which it would slow down even where it never runs.
+    """
     computed = 0
-    for k in range(lemma1_survivors(x_by_pivot, start, stop, q_mapped[q], tau, eps, survivors)):
-        v = survivors[k]
-        if pivot_match_possible and lemma2_matches(x_by_pivot, v, q_mapped[q], tau, eps):
-            return v, computed
+    while v < stop:
+        if filtered:
+            if lemma1_filters(repo.mapped, v, q_mapped, q, tau, eps):
+                v += 1
+                continue
+            if pivot_match_possible and lemma2_matches(repo.mapped, v, q_mapped, q, tau, eps):
+                return v, computed, True
         computed += 1
-        if exact_match(q_vectors[q], x_vectors[v], tau2):
+        if _squared_distance(q_heads, q, repo.heads, v) <= head_bound:
+            return v, computed, False
+        v += 1
+    return v, computed, False
+
+
+@numba.njit(cache=True)
+def _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, q_heads, repo, tau, tau2, head_bound, eps, use_lemmas):
+    """The first vector of posting ``p`` that matches ``q`` (or -1), and the distances computed."""
+    start, stop = post_vstart[p], post_vend[p]
+    pivot_match_possible = False
+    if use_lemmas:
+        if lemma3_filters(post_lo, post_hi, p, q_mapped, q, tau, eps):
+            return -1, 0
+        # a posting's vectors are sorted by x'_1: Lemma 1 on pivot 1 is a slab, found by bisection
+        start = _bisect(repo.first, start, stop, q_mapped[q, 0] - tau - eps)
+        stop = _bisect(repo.first, start, stop, np.nextafter(q_mapped[q, 0] + tau + eps, np.inf))
+        # Lemma 2 on the posting's box: when no pivot has lo_i + q'_i ≤ τ, no vector of it can
+        # match by Lemma 2 (in high dimensions, the usual case), so its per-vector test is skipped
+        pivot_match_possible = lemma2_matches(post_lo, p, q_mapped, q, tau, eps)
+    computed = 0
+    v = start
+    while v < stop:
+        v, more, by_pivot = _next_candidate(v, stop, use_lemmas, pivot_match_possible, q, q_mapped, q_heads, repo, tau, head_bound, eps)
+        computed += more
+        if v < stop and (by_pivot or exact_match(q_vectors, q, repo.vectors, v, tau2)):
             return v, computed
+        v += 1
     return -1, computed
 
 
@@ -208,8 +238,8 @@ def _column_events(weights, leaf_start, post_column, m_ptr, m_leaf, b_ptr, b_lea
 @numba.njit(cache=True)
 def _verify_column(
     ev_start, ev_stop, ev_q, ev_p, ev_kind, weights, reach, bound, stop_when_joinable, use_lemmas,
-    q_vectors, q_mapped, x_vectors, x_by_pivot, post_vstart, post_vend, post_lo, post_hi,
-    tau, tau2, eps, hit_q, hit_v, hit_start, survivors,
+    q_vectors, q_mapped, q_heads, repo, post_vstart, post_vend, post_lo, post_hi,
+    tau, tau2, head_bound, eps, hit_q, hit_v, hit_start,
 ):  # fmt: skip
     """Algorithm 2 for one column S: returns ``matched``, ``undecided``, status, hits, distances.
 
@@ -228,7 +258,7 @@ def _verify_column(
             continue
         v = post_vstart[p]
         if ev_kind[e] == _B:
-            v, computed = _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, x_vectors, x_by_pivot, tau, tau2, eps, use_lemmas, survivors)
+            v, computed = _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, q_heads, repo, tau, tau2, head_bound, eps, use_lemmas)
             distances += computed
         if v >= 0:
             hit_q[hit_start + n_hits], hit_v[hit_start + n_hits] = q, v
@@ -255,7 +285,7 @@ def _verify_column(
                 continue
             if use_lemmas and lemma7_unjoinable(matched, undecided, bound):
                 return matched, undecided, PRUNED, n_hits, distances
-            v, computed = _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, x_vectors, x_by_pivot, tau, tau2, eps, use_lemmas, survivors)
+            v, computed = _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, q_heads, repo, tau, tau2, head_bound, eps, use_lemmas)
             distances += computed
             if v >= 0:
                 hit_q[hit_start + n_hits], hit_v[hit_start + n_hits] = q, v
@@ -275,19 +305,17 @@ def _verify_column(
 @numba.njit(cache=True, nogil=True)
 def _verify_columns(
     columns, ev_start, ev_q, ev_p, ev_kind, weights, reach, bound, stop_when_joinable, use_lemmas,
-    q_vectors, q_mapped, x_vectors, x_by_pivot, post_vstart, post_vend, post_lo, post_hi,
-    tau, eps, hit_q, hit_v, hit_start, matched, undecided, status, n_hits,
+    q_vectors, q_mapped, q_heads, repo, post_vstart, post_vend, post_lo, post_hi,
+    tau, head_bound, eps, hit_q, hit_v, hit_start, matched, undecided, status, n_hits,
 ):  # fmt: skip
     """``_verify_column`` for each of ``columns``, into their slots of the per-column arrays;
     returns the distances computed. Releases the GIL: workers run it side by side."""
-    longest = (post_vend - post_vstart).max() if post_vend.shape[0] else 0
-    survivors = np.empty(longest, np.int64)
     distances = 0
     for col in columns:
         result = _verify_column(
             ev_start[col], ev_start[col + 1], ev_q, ev_p, ev_kind, weights, reach[col], bound,
-            stop_when_joinable, use_lemmas, q_vectors, q_mapped, x_vectors, x_by_pivot,
-            post_vstart, post_vend, post_lo, post_hi, tau, tau * tau, eps, hit_q, hit_v, hit_start[col], survivors,
+            stop_when_joinable, use_lemmas, q_vectors, q_mapped, q_heads, repo,
+            post_vstart, post_vend, post_lo, post_hi, tau, tau * tau, head_bound, eps, hit_q, hit_v, hit_start[col],
         )  # fmt: skip
         matched[col], undecided[col], status[col], n_hits[col] = result[0], result[1], result[2], result[3]
         distances += result[4]
@@ -314,12 +342,14 @@ def _spread(task: Callable[[np.ndarray], int], columns: np.ndarray) -> int:
         _pool = ThreadPoolExecutor(_WORKERS - 1, thread_name_prefix="pexeso-verify")
     others = [_pool.submit(task, s) for s in slices[1:]]
     return task(slices[0]) + sum(f.result() for f in others)
+
+
 def verify(
     weights: np.ndarray,
     q_vectors: np.ndarray,
     q_mapped: np.ndarray,
-    x_vectors: np.ndarray,
-    x_by_pivot: np.ndarray,
+    q_heads: np.ndarray,
+    repo: Repository,
     postings: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
     pair_lists: tuple[tuple[np.ndarray, np.ndarray], ...],
     n_columns: int,
@@ -329,9 +359,12 @@ def verify(
     stop_when_joinable: bool,
     use_lemmas: bool,
     tau: float,
+    head_bound: float,
     eps: float,
 ) -> Verified:
-    """Run Algorithm 2 over the CSR pair lists (matching, browsing, candidate) of ``block``.
+    """Run Algorithm 2 over the CSR pair lists (matching, browsing, candidate) of ``block``;
+    ``q_heads`` and ``repo.heads`` are principal-axis heads, ``head_bound`` their squared
+    rejection bound (``projection.py``).
 
     Columns are independent, so they are verified in parallel (``_spread``); every result is
     the one a single thread gives. Threshold mode verifies all columns at once. Top-k visits
@@ -351,8 +384,8 @@ def verify(
     def columns_task(bound: int) -> Callable[[np.ndarray], int]:
         return lambda columns: _verify_columns(
             columns, ev_start, ev_q, ev_p, ev_kind, weights, reach, bound, stop_when_joinable, use_lemmas,
-            q_vectors, q_mapped, x_vectors, x_by_pivot, post_vstart, post_vend, post_lo, post_hi,
-            float(tau), float(eps), hit_q, hit_v, hit_start, matched, undecided, status, n_hits,
+            q_vectors, q_mapped, q_heads, repo, post_vstart, post_vend, post_lo, post_hi,
+            float(tau), float(head_bound), float(eps), hit_q, hit_v, hit_start, matched, undecided, status, n_hits,
         )  # fmt: skip
 
     order = np.argsort(-reach, kind="stable")
