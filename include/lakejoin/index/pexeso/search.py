@@ -72,10 +72,26 @@ class PartitionIndex:
     def __post_init__(self) -> None:
         self.axes = principal_axes(self.vectors)
         self.magnitude = largest_norm(self.vectors)
-        self.repository = Repository(self.vectors, self.mapped, np.ascontiguousarray(self.mapped[:, 0]), heads(self.vectors, self.axes))
+        vector_heads = heads(self.vectors, self.axes)
+        vector_heads = vector_heads[self._order_postings_by(vector_heads[:, 0])]
+        self.repository = Repository(self.vectors, self.mapped, vector_heads[:, 0].astype(np.float64), vector_heads)
         self.grid = HierarchicalGrid(self.keys, self.mapped, len(self.pivots), self.levels)
         self.inverted = InvertedIndex.build(self.keys, self.columns, self.mapped, self.grid.leaves.keys)
         self.eps = tolerance(float(np.abs(np.r_[self.lo, self.hi]).max(initial=1.0)))
+
+    def _order_postings_by(self, first_head: np.ndarray) -> np.ndarray:
+        """Within each posting (leaf cell, column), order the vectors by their first head
+        coordinate: Verify bisects on it (the widest principal axis spreads a posting's
+        vectors more than the distance to pivot 1 does, so its τ-slab keeps fewer). Returns
+        the permutation applied."""
+        order = np.lexsort((self.vector_ids, first_head, self.columns, self.keys))
+        self.vectors = np.ascontiguousarray(self.vectors[order])
+        self.mapped = self.mapped[order]
+        self.columns = self.columns[order]
+        self.values = [self.values[i] for i in order.tolist()]
+        self.vector_ids = self.vector_ids[order]
+        self.keys = self.keys[order]
+        return order
 
     def search(
         self,
@@ -255,7 +271,7 @@ def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = N
     load and search one partition at a time and take the union of the threshold results (or
     the best k of the top-k results): every column lives in exactly one partition (§IV).
     Vectors are ordered by the inverted index (``cells``): by partition, leaf cell, column,
-    then by first mapped coordinate.
+    then by first principal-axis head coordinate (``PartitionIndex``).
     """
     missing = {"params", "pivots", "mapped", "cells"} - set(tables)
     if missing:
@@ -290,11 +306,8 @@ def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = N
     joined = exploded.join(indexed, ["partition", "column_id", "vector_id"])
     if joined.num_rows != vectors.num_rows:
         raise ValueError("PEXESO tables 'cells' and 'mapped' do not list the same vectors")
-    # within a posting, vectors ordered by their first pivot coordinate (Verify bisects on it)
-    first_coordinate = pc.list_element(vectors["mapped"], 0)
-    joined = joined.append_column("x1", pc.take(first_coordinate, joined["row"])).sort_by(
-        [("partition", "ascending"), ("cell", "ascending"), ("column_id", "ascending"), ("x1", "ascending"), ("vector_id", "ascending")]
-    )
+    # grouped by posting; PartitionIndex orders each posting's vectors for Verify's bisection
+    joined = joined.sort_by([("partition", "ascending"), ("cell", "ascending"), ("column_id", "ascending"), ("vector_id", "ascending")])
     rows = joined["row"].to_numpy()
     all_vectors = _flat(vectors["vector"], np.float32).reshape(vectors.num_rows, dim)[rows]
     mapped_length = pc.list_value_length(vectors["mapped"]).to_numpy()

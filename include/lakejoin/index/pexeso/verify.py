@@ -25,8 +25,9 @@ pairs are regrouped by column and each column is replayed alone in that order: t
 state as the query-at-a-time loop, and columns can be verified on several threads.
 
 A posting whose box of mapped vectors Lemma 3 excludes is skipped; inside a posting, Lemma 1
-filters (pivot 1 by bisection, the others per vector), Lemma 2 matches, and only then is the
-distance computed: a principal-axis head rejects most pairs (``projection.py``, a lower
+a bisection keeps the slab of vectors whose first principal-axis head coordinate is within
+reach (vectors are sorted by it), Lemma 1 filters per vector, Lemma 2 matches, and only then is
+the distance computed: a principal-axis head rejects most pairs (``projection.py``, a lower
 bound), ``M_τ`` on the original vectors decides the rest. ``use_lemmas=False`` computes the
 distance to every vector and keeps only stop-at-T: the paper's PEXESO-H baseline.
 """
@@ -49,7 +50,7 @@ class Repository(NamedTuple):
 
     vectors: np.ndarray  # float32, one row per vector
     mapped: np.ndarray  # float64 x', one row per vector
-    first: np.ndarray  # x'_1 of every vector: bisected within a posting
+    first: np.ndarray  # first head coordinate of every vector (float64): bisected within a posting
     heads: np.ndarray  # float32 principal-axis heads (projection.py)
 
 
@@ -62,9 +63,8 @@ class Repository(NamedTuple):
 
 @numba.njit(cache=True, inline="always")
 def lemma1_filters(x_mapped: np.ndarray, v: int, q_mapped: np.ndarray, q: int, tau: float, eps: float) -> bool:
-    """Lemma 1 (pivot filtering) on pivots 2..|P|: ∃p ``|x'_p − q'_p| > τ`` means ``x_v``
-    cannot match ``q``. Pivot 1 is the caller's slab, found by bisection."""
-    for i in range(1, q_mapped.shape[1]):
+    """Lemma 1 (pivot filtering): ∃p ``|x'_p − q'_p| > τ`` means ``x_v`` cannot match ``q``."""
+    for i in range(q_mapped.shape[1]):
         if abs(x_mapped[v, i] - q_mapped[q, i]) > tau + eps:
             return True
     return False
@@ -147,7 +147,7 @@ def _next_candidate(v, stop, filtered, pivot_match_possible, q, q_mapped, q_head
     principal-axis head is within ``τ`` of q's (with False), or ``stop``; and how many
     vectors reached the distance stage on the way (each one exact distance computation).
 
-    ``filtered``: apply Lemma 1 (pivots 2..|P|) and Lemma 2; False for PEXESO-H. The head is
+    ``filtered``: apply Lemma 1 and Lemma 2; False for PEXESO-H. The head is
     a lower bound of ``d(q, x)`` (``projection.py``), widened for rounding: it only rejects.
     The few vectors it passes are decided by the caller with ``M_τ``; that test stays out
     of this loop, which it would slow down even where it never runs.
@@ -175,9 +175,11 @@ def _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_ma
     if use_lemmas:
         if lemma3_filters(post_lo, post_hi, p, q_mapped, q, tau, eps):
             return -1, 0
-        # a posting's vectors are sorted by x'_1: Lemma 1 on pivot 1 is a slab, found by bisection
-        start = _bisect(repo.first, start, stop, q_mapped[q, 0] - tau - eps)
-        stop = _bisect(repo.first, start, stop, np.nextafter(q_mapped[q, 0] + tau + eps, np.inf))
+        # a posting's vectors are sorted by their first head coordinate h_1; |h_1(q) − h_1(x)|
+        # is at most the projected distance, so only the slab within its bound can match
+        reach = np.sqrt(head_bound) * (1.0 + 1e-12)
+        start = _bisect(repo.first, start, stop, np.float64(q_heads[q, 0]) - reach)
+        stop = _bisect(repo.first, start, stop, np.nextafter(np.float64(q_heads[q, 0]) + reach, np.inf))
         # Lemma 2 on the posting's box: when no pivot has lo_i + q'_i ≤ τ, no vector of it can
         # match by Lemma 2 (in high dimensions, the usual case), so its per-vector test is skipped
         pivot_match_possible = lemma2_matches(post_lo, p, q_mapped, q, tau, eps)
