@@ -168,6 +168,29 @@ def test_duplicate_groups_accumulate_skipped_lists(batch_size):
         assert results[0]["containment"] == 0.8  # "q" is unknown to the index but counts in |Q|
 
 
+@pytest.mark.parametrize("shape", ["opendata", "webtable"])
+def test_sets_matched_once_wait_for_their_second_match(shape):
+    """With lists priced far above set reads and a decision after every list, JOSIE reads
+    every set the position filter lets through in the list scan, but only at its second
+    match: sets matched once are pruned unread one list past the prefix, or counted with
+    overlap 1 when every list was read. Answers stay the oracle's, with fewer set reads
+    than ProbeSet-D's read-at-first-sight."""
+    sets = {i: set(values) for i, values in enumerate(set_lake(shape, 1_500, seed=8))}
+    searcher = load(build_in_memory(sets, normalize=False), batch_size=1, read_cost=ReadCost(1e-12, 1e-12, 1e-6, 1e-6))
+    rng = np.random.default_rng(4)
+    vocabulary = sorted(set().union(*sets.values()))
+    queries = [sorted(sets[int(i)]) for i in rng.choice(len(sets), size=15, replace=False)]
+    queries += [list(rng.choice(vocabulary, size=size, replace=False)) for size in (3, 30, 300)]
+    reads = {"search": 0, "search_probeset": 0}
+    for query in queries:
+        for k in KS:
+            assert_matches_oracle(searcher, query, sets, k)
+            for algorithm in reads:
+                getattr(searcher, algorithm)(query, k)
+                reads[algorithm] += searcher.last_stats["sets_read"]
+    assert reads["search"] < reads["search_probeset"]
+
+
 def test_tables_follow_the_global_order():
     sets = {i: set(values) for i, values in enumerate(set_lake("opendata", 300, seed=1))}
     tables = build_in_memory(sets, normalize=False)

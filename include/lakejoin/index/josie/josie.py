@@ -20,7 +20,8 @@ process's arrays when the index is loaded (``cost.py``).
 [D] In memory a decision is not free next to the reads it weighs: it scans every unread
 candidate (the note's pitfall 5, "estimation overhead"). So the per-set state a posting
 entry updates is two int32 arrays (partial overlap and latest position: MergeList's
-counter plus one field; every entry tests the first, as ProbeSet's seen flag), the fields
+counter plus one field; every entry tests the first, as ProbeSet's seen flag; a third holds
+i_{X,0} of the sets matched once, below), the fields
 only a decision needs sit in a candidate table scanned sequentially, a decision makes
 one pass over U, sums Eq. 3.7's elimination term by integer upper bound instead of
 sorting U, and keeps only the candidates estimated above |Q ∩ X_k| (the only ones it may
@@ -41,10 +42,22 @@ code instead stops at the first candidate estimated at or below |Q ∩ X_k|, so 
 too cheap to matter is never read and the k-th overlap rises late (on web tables, where a
 set read costs little next to the long lists past the prefix, that costs lists). Since
 Benefit(X) ≥ 0 (Eq. 3.7), NetCost(X) ≤ S(|X[j_X+1:]|), so a decision also reads every
-candidate with S ≤ NetCost(B), estimated or not, and a set first seen after a decision
-whose whole read is at most that decision's NetCost(B) is read at sight, as ProbeSet does
-(``_read_list``): reading it at the next decision point instead costs a candidate row and
-a second visit, and leaves |Q ∩ X_k| low for the lists in between.
+candidate with S ≤ NetCost(B), estimated or not, and a set seen after a decision whose
+whole read is at most that decision's NetCost(B) is read in the list scan (``_read_list``;
+at its second match, below) instead of becoming a candidate: a candidate row and a second visit at the next decision
+point cost more, and leave |Q ∩ X_k| low for the lists in between.
+
+[D] A set is neither read nor made a candidate at its first match; it waits (three int32
+stores) for its second. A set with one match has no estimate (Eq. 3.4 needs a rate); if it
+matches again, it is resolved then, with a shorter suffix (the second term of Eq. 3.12) and
+two matches in its rate; if it does not, it is pruned unread once the search is one list
+past the prefix filter, where its bound 1 + (unread lists) is ≤ |Q ∩ X_k|, and it never
+costs a decision pass. Most sets the position filter lets through match only once. Per
+query on bench_josie's lakes: web tables, 1,334 sets read instead of ProbeSet's 3,141
+(suffix tokens 46k vs 111k) for one more list; open data, candidates 538-4,102 instead of
+4,580-6,361 for |Q| < 1,000, a tenth to half the candidate rows scanned at decisions, and
+69 sets read instead of 99. A first sight that counts a skipped duplicate group already has
+two matches and is resolved at once.
 
 Errata followed (see ../shared/notes/josie-lshensemble-autojoin.md, Part B): the batch
 overlap rate uses the observed window ``|Q[1:i] ∩ X| / (i − i_{X,0} + 1)`` (consistent with
@@ -53,11 +66,11 @@ Eq. 3.4) rather than the printed Eq. 3.9 denominator; positions are 0-based.
 Memory: the searcher holds per posting entry 16 bytes (``post_set``, ``post_pos`` and
 ``post_size``, int32, plus the entry's token id in its integer set, int32); per token about
 17 bytes of arrays (list offset int64, group int64, query mark) plus a Python dict entry for
-the token text (about 100 bytes + the text); per set 48 bytes (id and set offset int64,
-8 bytes of state, a 16-byte candidate row and two int32 scratch slots). The Arrow tables
+the token text (about 100 bytes + the text); per set 52 bytes (id and set offset int64,
+12 bytes of state, a 16-byte candidate row and two int32 scratch slots). The Arrow tables
 passed to ``load`` are not kept; a decision allocates 12 bytes per unread candidate and 8
 per query token while it runs. So N entries, T tokens and M sets take about
-``16·N + (117 + mean text length)·T + 48·M`` bytes; tests/benchmarks/bench_josie.py prints
+``16·N + (117 + mean text length)·T + 52·M`` bytes; tests/benchmarks/bench_josie.py prints
 the arrays' size (dict left out), about 19 B per entry on its 100,000-set lakes. On a 24 GiB
 machine, leaving ~8 GiB to the OS, Spark-free serving and the load peak, about 16 GiB serve
 e.g. 800 M posting entries with 20 M tokens and 1 M sets; on a lake with many distinct
@@ -91,12 +104,13 @@ MATCHED_SAMPLE = 5
 # every entry loads ``partial`` (MergeList's counter, ProbeSet's seen flag) but only a
 # candidate's entry stores ``j_X``, so the array every entry hits is half the size and
 # stays in cache better (about 4% faster on both bench_josie lakes). ``partial`` is > 0 for an
-# unread candidate, 0 for an unseen set and _DONE once read or pruned, which a list read
-# then only loads. The fields read only at decision points sit in the candidate table, one
-# row per candidate in order of first sight, scanned sequentially.
-_PARTIAL, _LAST = 0, 1
+# unread candidate, 0 for an unseen set, _ONCE for a set matched once (``hot[_LAST, s]``
+# is then j_{X,0} and ``hot[_ONCE_AT, s]`` i_{X,0}, written only for such sets) and _DONE
+# once read or pruned, which a list read then only loads. The fields read only at decision
+# points sit in the candidate table, one row per candidate, scanned sequentially.
+_PARTIAL, _LAST, _ONCE_AT = 0, 1, 2
 _SET, _FIRST_I, _FIRST_J, _SIZE = range(4)  # X, i_{X,0}, j_{X,0}, |X|
-_UNSEEN, _DONE = 0, -(1 << 30)
+_UNSEEN, _DONE, _ONCE = 0, -(1 << 30), -1
 
 
 @njit(cache=True)
@@ -294,63 +308,82 @@ def _decide(
 @njit(cache=True, inline="always")
 def _read_list(
     token, i, skipped, nq, k, admit, read_below, s0, s1, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark,
-    hot, touched, n_touched, cand, n_cand, n_unread, heap_values, heap_ids, n_heap, stats,
+    hot, touched, n_touched, cand, n_cand, n_unread, heap_values, heap_ids, n_heap, stats, n_once,
 ):
     """Read the posting list of ``token`` at query position ``i`` (the last of a duplicate
     group of ``skipped + 1`` lists): add to the partial overlap and latest position of every
     unread candidate (read and pruned sets are left alone), and, while ``admit`` (inside the
-    prefix), resolve each new set unless the position filter (Eq. 3.2) rules it out.
+    prefix), record each new set the position filter (Eq. 3.2) lets through as matched once
+    (``n_once`` counts them).
 
-    A new set whose whole read S(|X[j_{X,0}+1:]|) is at most ``read_below``, NetCost(B) at
-    the latest decision point, is read at once, as ProbeSet does: Benefit(X) ≥ 0 (Eq. 3.7),
-    so NetCost(X) ≤ S and Algorithm 2 would pick it over the batch; reading it now lifts
-    |Q ∩ X_k| for the rest of the batch. Any other new set becomes a candidate.
-    Returns (n_touched, n_cand, n_unread, n_heap)."""
+    A set matched for the second time, or first seen with a skipped duplicate group (two
+    matches at once), is resolved: pruned by Eq. 3.2, read now if its read S(|X[j+1:]|) is
+    at most ``read_below`` (NetCost(B) at the latest decision point: Benefit(X) ≥ 0,
+    Eq. 3.7, so NetCost(X) ≤ S and Algorithm 2 would pick it over the batch, and reading it
+    now lifts |Q ∩ X_k| for the rest of the batch), or else made a candidate.
+    Returns (n_touched, n_cand, n_unread, n_heap, n_once)."""
     for e in range(list_indptr[token], list_indptr[token + 1]):
         s = post_set[e]
         partial = hot[_PARTIAL, s]
         if partial > 0:  # the MergeList count plus the latest position
             hot[_PARTIAL, s] = partial + skipped + 1
             hot[_LAST, s] = post_pos[e]
+            continue
+        if partial == _ONCE:
+            n_once -= 1
+            position, size = post_pos[e], post_size[e]
+            matched, first_i, first_j = skipped + 2, hot[_ONCE_AT, s], hot[_LAST, s]
         elif partial == _UNSEEN and admit:  # first sight
-            position = post_pos[e]
-            size = post_size[e]
-            suffix = size - 1 - position
+            position, size = post_pos[e], post_size[e]
             touched[n_touched] = s
             n_touched += 1
-            if skipped + 1 + min(nq - 1 - i, suffix) <= kth_overlap(heap_values, n_heap, k):  # Eq. 3.2
+            if skipped + 1 + min(nq - 1 - i, size - 1 - position) <= kth_overlap(heap_values, n_heap, k):  # Eq. 3.2
                 hot[_PARTIAL, s] = _DONE
-            elif s0 + s1 * suffix <= read_below:
-                hot[_PARTIAL, s] = _DONE
-                stats[1] += 1
-                stats[3] += suffix
-                overlap = skipped + 1 + count_suffix(set_indptr, set_tokens, mark, s, position + 1)
-                n_heap = heap_push(heap_values, heap_ids, n_heap, k, overlap, s)
-            else:
-                hot[_PARTIAL, s] = skipped + 1
+                continue
+            if skipped == 0:
+                hot[_PARTIAL, s] = _ONCE
                 hot[_LAST, s] = position
-                cand[n_cand, _SET] = s
-                cand[n_cand, _FIRST_I] = i - skipped
-                cand[n_cand, _FIRST_J] = max(0, position - skipped)
-                cand[n_cand, _SIZE] = size
-                n_cand += 1
-                n_unread += 1
-    return n_touched, n_cand, n_unread, n_heap
+                hot[_ONCE_AT, s] = i
+                n_once += 1
+                continue
+            matched, first_i, first_j = skipped + 1, i - skipped, max(0, position - skipped)
+        else:  # read or pruned, or unseen past the prefix
+            continue
+        suffix = size - 1 - position
+        if matched + min(nq - 1 - i, suffix) <= kth_overlap(heap_values, n_heap, k):  # Eq. 3.2
+            hot[_PARTIAL, s] = _DONE
+        elif s0 + s1 * suffix <= read_below:
+            hot[_PARTIAL, s] = _DONE
+            stats[1] += 1
+            stats[3] += suffix
+            overlap = matched + count_suffix(set_indptr, set_tokens, mark, s, position + 1)
+            n_heap = heap_push(heap_values, heap_ids, n_heap, k, overlap, s)
+        else:
+            hot[_PARTIAL, s] = matched
+            hot[_LAST, s] = position
+            cand[n_cand, _SET] = s
+            cand[n_cand, _FIRST_I] = first_i
+            cand[n_cand, _FIRST_J] = first_j
+            cand[n_cand, _SIZE] = size
+            n_cand += 1
+            n_unread += 1
+    return n_touched, n_cand, n_unread, n_heap, n_once
 
 
 @njit(cache=True)
 def _timed_list_reads(tokens, repeats, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark, hot, touched, cand):
     """JOSIE's list reads as the cost fit times them (``cost.fit_read_cost``): ``tokens``
-    read as the first lists of a long query, so every set in them becomes a candidate (none
-    is read: no decision has priced a read yet), the bookkeeping a list read pays inside
-    the prefix; state is reset after each repeat."""
+    read as the first lists of a long query, so every set in them is recorded at its first
+    match and becomes a candidate at its second (none is read: no decision has priced a
+    read yet), the bookkeeping a list read pays inside the prefix; state is reset after
+    each repeat."""
     heap_values, heap_ids, stats = np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros(4, np.int64)
     for _ in range(repeats):
         n_touched = 0
         for t in tokens:
             n_touched = _read_list(
                 t, 0, 0, 1 << 30, 1, True, -np.inf, 0.0, 0.0, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark,
-                hot, touched, n_touched, cand, 0, 0, heap_values, heap_ids, 0, stats,
+                hot, touched, n_touched, cand, 0, 0, heap_values, heap_ids, 0, stats, 0,
             )[0]
         for m in range(n_touched):
             hot[_PARTIAL, touched[m]] = _UNSEEN
@@ -363,7 +396,7 @@ def josie(
 ):
     """JOSIE (Algorithm 2) over the query's token ids ``q`` (ascending, all in the index).
 
-    ``hot`` (two rows of one int32 per set) must have row ``_PARTIAL`` zeroed and is left
+    ``hot`` (three rows of one int32 per set) must have row ``_PARTIAL`` zeroed and is left
     so; ``touched`` and ``cand`` (the candidate table) are scratch of one row per set. Results go to
     ``out_sets``/``out_overlaps`` (ascending overlap); returns their count. ``stats`` gets
     lists read, sets read, posting entries read, set tokens read.
@@ -382,22 +415,25 @@ def josie(
     since_decision = 0
     read_below = -np.inf  # NetCost(B) at the latest decision point
     all_read = True
+    n_once = 0
     for i in range(nq):
         if not is_group_end(q, group, i):
             skipped += 1
             continue
         theta = kth_overlap(out_overlaps, n_heap, k)
         best_unseen = nq - i + skipped  # a set first seen now matches at most this many
-        if theta >= best_unseen and n_unread == 0:  # past the prefix, nothing left to resolve
+        # Past the prefix with nothing left to resolve; a set waiting for its second match
+        # can still reach 1 + best_unseen, so while any waits the search reads one list more.
+        if n_unread == 0 and theta >= best_unseen + (n_once > 0):
             all_read = False
             break
         admit = theta < best_unseen
         token = q[i]
         stats[0] += 1
         stats[2] += list_indptr[token + 1] - list_indptr[token]
-        n_touched, n_cand, n_unread, n_heap = _read_list(
+        n_touched, n_cand, n_unread, n_heap, n_once = _read_list(
             token, i, skipped, nq, k, admit, read_below, s0, s1, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark,
-            hot, touched, n_touched, cand, n_cand, n_unread, out_overlaps, out_sets, n_heap, stats,
+            hot, touched, n_touched, cand, n_cand, n_unread, out_overlaps, out_sets, n_heap, stats, n_once,
         )
         skipped = 0
         since_decision += 1
@@ -417,6 +453,9 @@ def josie(
             s = cand[c, _SET]
             if hot[_PARTIAL, s] > 0:
                 n_heap = heap_push(out_overlaps, out_sets, n_heap, k, hot[_PARTIAL, s], s)
+        for t in range(n_touched if n_once > 0 and n_heap < k else 0):  # sets matched once: overlap 1
+            if hot[_PARTIAL, touched[t]] == _ONCE:
+                n_heap = heap_push(out_overlaps, out_sets, n_heap, k, 1, touched[t])
     for t in range(n_touched):
         hot[_PARTIAL, touched[t]] = _UNSEEN
     return n_heap
@@ -440,7 +479,7 @@ def fit_decision_cost(set_indptr: np.ndarray, set_tokens: np.ndarray, cost: Read
         table = np.zeros((n, 4), np.int32)  # seen once, at query position 0 and set position 0
         table[:, _SET] = rng.choice(n_sets, size=n, replace=False)
         table[:, _SIZE] = np.diff(set_indptr)[table[:, _SET]]  # sets of < 3 tokens get pruned: a negligible share
-        hot = np.zeros((2, n_sets), np.int32)
+        hot = np.zeros((3, n_sets), np.int32)
         best = np.inf
         for _ in range(4):
             cand = table.copy()
@@ -477,7 +516,7 @@ class JosieSearcher:
         self._load_tokens(tables["tokens"])
         self._load_postings(tables["postings"])
         n_sets = len(self.set_ids)
-        self._hot = np.zeros((2, n_sets), np.int32)
+        self._hot = np.zeros((3, n_sets), np.int32)
         self._counts = np.zeros(n_sets, np.int32)  # MergeList counts, ProbeSet seen flags
         self._touched = np.empty(n_sets, np.int32)
         self._cand = np.empty((n_sets, 4), np.int32)
