@@ -25,11 +25,13 @@ _CHUNK = 65536
 _FLOAT32_UNIT = 2.0**-23  # a float32 rounding moves a value by at most this times its magnitude
 
 
-def principal_axes(vectors: np.ndarray, k: int = HEAD_DIMENSIONS) -> np.ndarray:
-    """The first ``min(k, dim)`` principal axes (orthonormal rows, float64) of ``vectors``,
-    estimated on an evenly spaced sample of at most ``AXES_SAMPLE`` rows (deterministic)."""
-    step = max(1, len(vectors) // AXES_SAMPLE)
-    sample = np.asarray(vectors[::step][:AXES_SAMPLE], dtype=np.float64)
+def principal_axes(vectors: np.ndarray, rows: np.ndarray | None = None, k: int = HEAD_DIMENSIONS) -> np.ndarray:
+    """The first ``min(k, dim)`` principal axes (orthonormal rows, float64) of ``vectors``
+    (of ``vectors[rows]`` when ``rows`` is given, without gathering them), estimated on an
+    evenly spaced sample of at most ``AXES_SAMPLE`` rows (deterministic)."""
+    n = len(vectors) if rows is None else len(rows)
+    picked = np.arange(n)[:: max(1, n // AXES_SAMPLE)][:AXES_SAMPLE]
+    sample = np.asarray(vectors[picked if rows is None else rows[picked]], dtype=np.float64)
     if len(sample) == 0:
         return np.eye(min(k, vectors.shape[1]), vectors.shape[1])
     centred = sample - sample.mean(axis=0)
@@ -38,14 +40,17 @@ def principal_axes(vectors: np.ndarray, k: int = HEAD_DIMENSIONS) -> np.ndarray:
     return np.ascontiguousarray(axes[: min(k, vectors.shape[1])])
 
 
-def heads(vectors: np.ndarray, axes: np.ndarray) -> np.ndarray:
-    """``V_k x`` per row, computed in float64 (in chunks: a float64 copy of a lake's vectors
-    would be large) and rounded to float32."""
-    out = np.empty((len(vectors), axes.shape[0]), dtype=np.float32)
-    for start in range(0, len(vectors), _CHUNK):
+def heads(vectors: np.ndarray, axes: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """``V_k x`` per row (of ``vectors[rows]`` when ``rows`` is given, gathered a chunk at a
+    time), computed in float64 (in chunks: a float64 copy of a lake's vectors would be large)
+    and rounded to float32."""
+    n = len(vectors) if rows is None else len(rows)
+    out = np.empty((n, axes.shape[0]), dtype=np.float32)
+    for start in range(0, n, _CHUNK):
+        chunk = vectors[start : start + _CHUNK] if rows is None else vectors[rows[start : start + _CHUNK]]
         # einsum, not matmul: a BLAS call wakes OpenBLAS's threads, which then spin ~0.1 s
         # beside Verify's workers (on 2 cores, more than a whole query's search)
-        out[start : start + _CHUNK] = np.einsum("ij,kj->ik", np.asarray(vectors[start : start + _CHUNK], dtype=np.float64), axes)
+        out[start : start + _CHUNK] = np.einsum("ij,kj->ik", np.asarray(chunk, dtype=np.float64), axes)
     return out
 
 

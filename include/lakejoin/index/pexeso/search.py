@@ -47,7 +47,8 @@ class SearchStats:
 
 @dataclass
 class PartitionIndex:
-    """One partition's PEXESO: pivots, ``HG_RV``, ``I`` and its vectors sorted by leaf."""
+    """One partition's PEXESO: pivots, ``HG_RV``, ``I`` and its vectors in posting order
+    (:func:`posting_order`), with their principal-axis heads (``projection.py``)."""
 
     partition: int
     pivots: np.ndarray
@@ -62,36 +63,20 @@ class PartitionIndex:
     values: list[str | None]
     vector_ids: np.ndarray
     keys: np.ndarray
+    axes: np.ndarray  # principal axes of the heads (projection.py)
+    vector_heads: np.ndarray  # each vector's head on ``axes``, float32
     repository: Repository = field(init=False)  # the vectors as Verify reads them
-    axes: np.ndarray = field(init=False)  # principal axes of the heads (projection.py)
     magnitude: float = field(init=False)  # the largest vector norm: the heads' rounding scale
     grid: HierarchicalGrid = field(init=False)
     inverted: InvertedIndex = field(init=False)
     eps: float = field(init=False)
 
     def __post_init__(self) -> None:
-        self.axes = principal_axes(self.vectors)
         self.magnitude = largest_norm(self.vectors)
-        vector_heads = heads(self.vectors, self.axes)
-        vector_heads = vector_heads[self._order_postings_by(vector_heads[:, 0])]
-        self.repository = Repository(self.vectors, self.mapped, vector_heads[:, 0].astype(np.float64), vector_heads)
+        self.repository = Repository(self.vectors, self.mapped, self.vector_heads[:, 0].astype(np.float64), self.vector_heads)
         self.grid = HierarchicalGrid(self.keys, self.mapped, len(self.pivots), self.levels)
         self.inverted = InvertedIndex.build(self.keys, self.columns, self.mapped, self.grid.leaves.keys)
         self.eps = tolerance(float(np.abs(np.r_[self.lo, self.hi]).max(initial=1.0)))
-
-    def _order_postings_by(self, first_head: np.ndarray) -> np.ndarray:
-        """Within each posting (leaf cell, column), order the vectors by their first head
-        coordinate: Verify bisects on it (the widest principal axis spreads a posting's
-        vectors more than the distance to pivot 1 does, so its τ-slab keeps fewer). Returns
-        the permutation applied."""
-        order = np.lexsort((self.vector_ids, first_head, self.columns, self.keys))
-        self.vectors = np.ascontiguousarray(self.vectors[order])
-        self.mapped = self.mapped[order]
-        self.columns = self.columns[order]
-        self.values = [self.values[i] for i in order.tolist()]
-        self.vector_ids = self.vector_ids[order]
-        self.keys = self.keys[order]
-        return order
 
     def search(
         self,
@@ -260,6 +245,14 @@ class PexesoSearcher:
         }
 
 
+def posting_order(keys: np.ndarray, columns: np.ndarray, first_head: np.ndarray, vector_ids: np.ndarray) -> np.ndarray:
+    """The permutation that groups vectors by posting (leaf cell, column) and orders each
+    posting by first head coordinate: Verify bisects on it (the widest principal axis
+    spreads a posting's vectors more than the distance to pivot 1 does, so its τ-slab keeps
+    fewer)."""
+    return np.lexsort((vector_ids, first_head, columns, keys))
+
+
 def _flat(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
     return pc.list_flatten(column).to_numpy(zero_copy_only=False).astype(dtype, copy=False)
 
@@ -271,7 +264,9 @@ def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = N
     load and search one partition at a time and take the union of the threshold results (or
     the best k of the top-k results): every column lives in exactly one partition (§IV).
     Vectors are ordered by the inverted index (``cells``): by partition, leaf cell, column,
-    then by first principal-axis head coordinate (``PartitionIndex``).
+    then by first principal-axis head coordinate (:func:`posting_order`); each partition's
+    axes and heads are computed from the Arrow buffer before its vectors are gathered, once,
+    in that order.
     """
     missing = {"params", "pivots", "mapped", "cells"} - set(tables)
     if missing:
@@ -306,12 +301,11 @@ def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = N
     joined = exploded.join(indexed, ["partition", "column_id", "vector_id"])
     if joined.num_rows != vectors.num_rows:
         raise ValueError("PEXESO tables 'cells' and 'mapped' do not list the same vectors")
-    # grouped by posting; PartitionIndex orders each posting's vectors for Verify's bisection
     joined = joined.sort_by([("partition", "ascending"), ("cell", "ascending"), ("column_id", "ascending"), ("vector_id", "ascending")])
     rows = joined["row"].to_numpy()
-    all_vectors = _flat(vectors["vector"], np.float32).reshape(vectors.num_rows, dim)[rows]
+    all_vectors = _flat(vectors["vector"], np.float32).reshape(vectors.num_rows, dim)  # in table order
     mapped_length = pc.list_value_length(vectors["mapped"]).to_numpy()
-    mapped_start = (np.cumsum(mapped_length) - mapped_length)[rows]
+    mapped_start = np.cumsum(mapped_length) - mapped_length
     all_mapped = _flat(vectors["mapped"], np.float64)
     all_partitions = joined["partition"].to_numpy()
     all_columns = joined["column_id"].to_numpy()
@@ -321,12 +315,17 @@ def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = N
     partitions = []
     for s in sorted(settings, key=lambda s: s["partition"]):
         p, n_pivots = s["partition"], int(s["n_pivots"])
-        # rows are sorted by partition: a partition is a slice, and its arrays are views
+        # joined is sorted by partition: a partition is a slice of it
         sel = slice(*np.searchsorted(all_partitions, [p, p + 1]).tolist())
         if not (mapped_length[rows[sel]] == n_pivots).all():
             raise ValueError(f"partition {p}: mapped vectors do not have {n_pivots} coordinates")
         column_ids, column_index = np.unique(all_columns[sel], return_inverse=True)
         first_row = rows[sel][np.unique(column_index, return_index=True)[1]]
+        axes = principal_axes(all_vectors, rows[sel])
+        vector_heads = heads(all_vectors, axes, rows[sel])
+        vector_ids, keys = joined["vector_id"].to_numpy()[sel], joined["cell"].to_numpy()[sel]
+        order = posting_order(keys, column_index, vector_heads[:, 0], vector_ids)
+        part_rows = rows[sel][order]
         piv = pivots.filter(pc.equal(pivots["partition"], p)).sort_by("pivot")
         partitions.append(
             PartitionIndex(
@@ -337,12 +336,14 @@ def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = N
                 levels=int(s["levels"]),
                 column_ids=column_ids,
                 dataset_ids=[dataset[r] for r in first_row.tolist()],
-                vectors=np.ascontiguousarray(all_vectors[sel]),
-                mapped=all_mapped[mapped_start[sel][:, None] + np.arange(n_pivots)],
-                columns=column_index.astype(np.int64),
-                values=[values[r] for r in rows[sel].tolist()],
-                vector_ids=joined["vector_id"].to_numpy()[sel],
-                keys=joined["cell"].to_numpy()[sel],
+                vectors=all_vectors[part_rows],
+                mapped=all_mapped[mapped_start[part_rows][:, None] + np.arange(n_pivots)],
+                columns=column_index[order].astype(np.int64),
+                values=[values[r] for r in part_rows.tolist()],
+                vector_ids=vector_ids[order],
+                keys=keys[order],
+                axes=axes,
+                vector_heads=vector_heads[order],
             )
         )
     return PexesoSearcher(partitions, metric, model, dim)
