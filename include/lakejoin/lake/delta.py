@@ -50,15 +50,23 @@ def current_version(path: Path) -> int | None:
     return open_table(path).version() if exists(path) else None
 
 
-def read_arrow(path: Path, version: int | None = None, columns: Sequence[str] | None = None, filter: pads.Expression | None = None) -> pa.Table:
-    """Read a table (or its pinned version) into Arrow.
+def read_arrow(
+    path: Path,
+    version: int | None = None,
+    columns: Sequence[str] | None = None,
+    filter: pads.Expression | None = None,
+    *,
+    opened: DeltaTable | None = None,
+) -> pa.Table:
+    """Read a table (or its pinned version) into Arrow; ``opened`` is the table already opened
+    at that version (:func:`open_table`), which saves reading its log again.
 
     delta-rs lists the version's files; pyarrow reads them (Hive-style partition folders give the
     partition columns back). Reading through delta-rs' own pyarrow filesystem instead made the
     interpreter abort at exit about every other run ("terminate called without an active
     exception", deltalake 1.6), so the CLI could die after printing its answer.
     """
-    table = open_table(path, version)
+    table = opened if opened is not None else open_table(path, version)
     schema = pa.schema(table.schema().to_arrow())
     selected = list(columns) if columns else None
     files = table.file_uris()
@@ -71,10 +79,11 @@ def read_arrow(path: Path, version: int | None = None, columns: Sequence[str] | 
     return dataset.to_table(columns=selected, filter=filter)
 
 
-def row_count(path: Path, version: int | None = None) -> int | None:
+def row_count(path: Path, version: int | None = None, *, opened: DeltaTable | None = None) -> int | None:
     """Rows of the table (or its pinned version) from the log's file statistics, reading no data
-    file; None when a file was committed without ``numRecords``."""
-    counts = open_table(path, version).get_add_actions(flatten=True).column("num_records").to_pylist()
+    file; None when a file was committed without ``numRecords``. ``opened`` as in :func:`read_arrow`."""
+    table = opened if opened is not None else open_table(path, version)
+    counts = table.get_add_actions(flatten=True).column("num_records").to_pylist()
     return None if any(c is None for c in counts) else int(sum(counts))
 
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from deltalake import DeltaTable
 
 from lakejoin.config import LakeConfig
 from lakejoin.index import FAMILIES
@@ -100,21 +101,27 @@ class LoadedSnapshot:
             module = importlib.import_module(f"lakejoin.index.{family}")
         except ImportError as error:
             raise MethodUnavailable(f"the {family} search module is not installed: {error}") from error
-        rows = {name: self.row_count(f"index/{family}/{name}") for name in names}
+        opened = {name: self.open(f"index/{family}/{name}") for name in names}
+        rows = {name: self.row_count(f"index/{family}/{name}", table) for name, table in opened.items()}
         check_fits(family, {name: count for name, count in rows.items() if count is not None}, self.snapshot_id)
-        tables = {name: self.read(f"index/{family}/{name}") for name in names}
+        tables = {name: self.read(f"index/{family}/{name}", table) for name, table in opened.items()}
         return module.load(tables)
 
-    def row_count(self, table: str) -> int | None:
-        """Rows of ``table`` at this snapshot's pinned version, from the Delta log alone."""
-        return delta.row_count(self.config.table_path(table), self.snapshot.version_of(table))
-
-    def read(self, table: str) -> pa.Table:
-        """``table`` at this snapshot's pinned version."""
+    def open(self, table: str) -> DeltaTable:
+        """``table``'s Delta log at this snapshot's pinned version."""
         version = self.snapshot.version_of(table)
         if version is None:
             raise LookupError(f"snapshot {self.snapshot_id} does not pin table {table}")
-        return delta.read_arrow(self.config.table_path(table), version)
+        return delta.open_table(self.config.table_path(table), version)
+
+    def row_count(self, table: str, opened: DeltaTable | None = None) -> int | None:
+        """Rows of ``table`` at this snapshot's pinned version, from the Delta log alone
+        (``opened``: the table as :meth:`open` returned it, to read the log once)."""
+        return delta.row_count(self.config.table_path(table), opened=opened if opened is not None else self.open(table))
+
+    def read(self, table: str, opened: DeltaTable | None = None) -> pa.Table:
+        """``table`` at this snapshot's pinned version (``opened`` as in :meth:`row_count`)."""
+        return delta.read_arrow(self.config.table_path(table), opened=opened if opened is not None else self.open(table))
 
     def dataset(self, dataset_id: str) -> dict[str, Any]:
         row = self.datasets.get(dataset_id)
