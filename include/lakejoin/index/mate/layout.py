@@ -1,0 +1,83 @@
+"""The search arrays' two orders of the postings, built by counting sorts (numba).
+
+``MateIndex`` keeps every posting twice: as posting lists (by value, then row, then column) and
+as cells by row (by row, then value, then column). A general sort (``np.lexsort``) of 17.9 M
+postings allocates an int64 permutation and its merge buffer per order, more than the
+int32 arrays it produces. The row and value ids are dense, so both orders are counting sorts
+that write straight into the outputs: scatter by row, sort each row's few cells by (value,
+column), then scatter the cells by value, which keeps the (row, column) order within a value.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+def postings_layout(value_ids: np.ndarray, rows: np.ndarray, columns: np.ndarray, n_values: int, n_rows: int) -> dict:
+    """``MateIndex``'s posting-list and cell arrays from one value id, row g and column per posting
+    (int arrays of one length; ``value_ids < n_values``, ``rows < n_rows``)."""
+    row_offsets = offsets(np.bincount(rows, minlength=n_rows))
+    pl_offsets = offsets(np.bincount(value_ids, minlength=n_values))
+    cell_values, cell_columns = np.empty_like(value_ids), np.empty_like(columns)
+    pl_row, pl_column = np.empty_like(rows), np.empty_like(columns)
+    if len(rows):
+        _scatter_by_row(value_ids, rows, columns, row_offsets, cell_values, cell_columns)
+        _sort_rows(row_offsets, cell_values, cell_columns)
+        _scatter_by_value(row_offsets, cell_values, cell_columns, pl_offsets, pl_row, pl_column)
+    return {
+        "pl_offsets": pl_offsets,
+        "pl_column": pl_column,
+        "pl_row": pl_row,
+        "row_offsets": row_offsets,
+        "cell_values": cell_values,
+        "cell_columns": cell_columns,
+    }
+
+
+def int_dtype(upper: int) -> type:
+    """int32 when ids or positions up to ``upper`` fit in it (half the memory of int64), else int64."""
+    return np.int32 if upper <= np.iinfo(np.int32).max else np.int64
+
+
+def offsets(counts: np.ndarray) -> np.ndarray:
+    """Start of each group and the end of the last, for groups of ``counts`` items in order."""
+    return np.r_[0, np.cumsum(counts)].astype(int_dtype(int(counts.sum())))
+
+
+@njit(cache=True, nogil=True)
+def _scatter_by_row(value_ids, rows, columns, row_offsets, cell_values, cell_columns):
+    """Cells grouped by row (input order within a row)."""
+    fill = row_offsets[:-1].copy()
+    for i in range(len(rows)):
+        p = fill[rows[i]]
+        fill[rows[i]] += 1
+        cell_values[p] = value_ids[i]
+        cell_columns[p] = columns[i]
+
+
+@njit(cache=True, nogil=True)
+def _sort_rows(row_offsets, cell_values, cell_columns):
+    """Each row's cells by (value, column), stably: by column, then stably by value (two stable
+    sorts rather than one packed key, which could overflow for wide ids)."""
+    for g in range(len(row_offsets) - 1):
+        lo, hi = row_offsets[g], row_offsets[g + 1]
+        if hi - lo < 2:
+            continue
+        order = np.argsort(cell_columns[lo:hi], kind="mergesort")
+        order = order[np.argsort(cell_values[lo:hi][order], kind="mergesort")]
+        cell_values[lo:hi] = cell_values[lo:hi][order]
+        cell_columns[lo:hi] = cell_columns[lo:hi][order]
+
+
+@njit(cache=True, nogil=True)
+def _scatter_by_value(row_offsets, cell_values, cell_columns, pl_offsets, pl_row, pl_column):
+    """Posting lists from the cells in (row, value, column) order: a stable scatter by value
+    leaves each list in (row, column) order."""
+    fill = pl_offsets[:-1].copy()
+    for g in range(len(row_offsets) - 1):
+        for p in range(row_offsets[g], row_offsets[g + 1]):
+            q = fill[cell_values[p]]
+            fill[cell_values[p]] += 1
+            pl_row[q] = g
+            pl_column[q] = cell_columns[p]
