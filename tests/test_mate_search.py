@@ -223,6 +223,22 @@ def test_equal_key_values_need_distinct_columns() -> None:
     assert (results["two_cells"]["joinability"], results["two_cells"]["mapping"]) == (1, {"p": 2, "q": 3})
 
 
+def test_a_key_of_flags_fails_clearly_and_the_searcher_keeps_serving() -> None:
+    """Flags sit in many cells of a row: a 4-column key of "1"s supports ~40^3 column
+    mappings per matching pair in a 40-flag table, which would grow calculateJ's list past
+    any memory. The search stops with a clear error; the next search still works."""
+    frames = {
+        "flags": pd.DataFrame({f"f{i}": ["1"] * 2_000 for i in range(40)}),
+        "people": pd.DataFrame({"name": ["ada", "bob"], "city": ["oslo", "rome"]}),
+    }
+    searcher = load(build_in_memory(frames))
+    flags = pd.DataFrame({c: ["1"] for c in ("a", "b", "c", "d")})
+    with pytest.raises(ValueError, match="choose key columns with more distinct values"):
+        searcher.search(flags, ["a", "b", "c", "d"])
+    results = searcher.search(pd.DataFrame({"n": ["ada", "bob"], "c": ["oslo", "rome"]}), ["n", "c"])
+    assert [(r["dataset_id"], r["joinability"]) for r in results] == [("people", 2)]
+
+
 def pruning_lake(seed: int) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     """A query and 50 tables whose scores differ by one or two tuples, some padded with rows that
     share the initial value only: near-ties at every k, and L_t both near and far above ȷ."""

@@ -21,6 +21,13 @@ from numba import njit
 
 CODE_LIMIT = 1 << 62  # packed (mapping, query row) codes stay below this (int64)
 DENSE_MIN = 1 << 12  # presence tables up to this size (or 4 entries per supported row) are cheap
+# calculateJ's supported (mapping, query row) rows of one table, at most: a key whose values
+# sit in many cells of a row (yes/no flags, small codes) supports every combination of those
+# cells, e.g. ~15k mappings per pair for 4 binary columns in a 50-flag table, and the list
+# would grow past any memory. 16 M rows (~0.7 GiB at 4 key columns) is far above what a
+# real join gives (about one mapping per matching pair), so past it the search stops with a
+# clear error instead of taking the machine's memory.
+SUPPORTED_LIMIT = 1 << 24
 STATS = ("tables_verified", "pruned_rule1", "pruned_rule2", "pairs_checked", "pairs_passed", "pairs_joinable")
 
 
@@ -115,6 +122,11 @@ def _verify_pair(g, c0, x, value_ids, initial, row_offsets, cell_values, cell_co
                     injective = False
         if injective:
             if n == out.shape[0]:
+                if n >= SUPPORTED_LIMIT:
+                    raise ValueError(
+                        "MATE: the key's values match over 16 M (column mapping, query row) pairs in one table; "
+                        "choose key columns with more distinct values (flags and small codes sit in many columns at once)"
+                    )
                 out = np.concatenate((out, np.empty_like(out)))
             out[n, :m] = combo
             out[n, m] = x
