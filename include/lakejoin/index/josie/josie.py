@@ -21,8 +21,8 @@ process's arrays when the index is loaded (``cost.py``).
 candidate (the note's pitfall 5, "estimation overhead"). So the per-set state a posting
 entry updates is two int32 arrays (partial overlap and latest position: MergeList's
 counter plus one field; every entry tests the first, as ProbeSet's seen flag; a third holds
-i_{X,0} of the sets matched once, below), the fields
-only a decision needs sit in a candidate table scanned sequentially, a decision makes
+i_{X,0} of the sets matched once, below), the fields only a decision needs sit in a
+candidate table scanned sequentially, a decision makes
 one pass over U, sums Eq. 3.7's elimination term by integer upper bound instead of
 sorting U, and keeps only the candidates estimated above |Q ∩ X_k| (the only ones it may
 read) in a max-heap, as the reading usually stops after a few of them; its
@@ -33,12 +33,12 @@ unread, i.e. when no outcome could pay for it. λ is chosen per query
 for Open Data fits a query of ~480 lists, but a web-table query of a dozen lists would never
 decide (i.e. run MergeList), and a 3,000-list query would pay ~150 decision passes (on
 bench_josie's open data, λ = ⌈lists/24⌉ instead of 20 for the large queries took p95 from
-7.8 to 6.0 ms and sets read from 68 to 40 per query). Past the prefix, where lists only resolve U, a decision
-whose next batch has NetCost(B) ≥ 0 (Eq. 3.13: the batch costs more than the set reads it
-is estimated to save) reads all of U instead; the released code only ever reads the
-candidates estimated above |Q ∩ X_k| and so keeps reading lists to prune the rest. ``L`` is
-fitted on JOSIE's own list read (:func:`_timed_list_reads`), candidate bookkeeping
-included, not on MergeList's cheaper count.
+7.5 to 6.1 ms and sets read from 69 to 41 per query). Past the prefix, where lists only
+resolve U, a decision whose next batch has NetCost(B) ≥ 0 (Eq. 3.13: the batch costs more
+than the set reads it is estimated to save) reads all of U instead; the released code
+only ever reads the candidates estimated above |Q ∩ X_k| and so keeps reading lists to
+prune the rest. ``L`` is fitted on JOSIE's own list read (:func:`_timed_list_reads`),
+candidate bookkeeping included, not on MergeList's cheaper count.
 
 [D] Algorithm 2 reads Best(u) whenever NetCost(X) ≤ NetCost(B) (or |h| < k); the released
 code instead stops at the first candidate estimated at or below |Q ∩ X_k|, so a candidate
@@ -47,8 +47,9 @@ set read costs little next to the long lists past the prefix, that costs lists).
 Benefit(X) ≥ 0 (Eq. 3.7), NetCost(X) ≤ S(|X[j_X+1:]|), so a decision also reads every
 candidate with S ≤ NetCost(B), estimated or not, and a set seen after a decision whose
 whole read is at most that decision's NetCost(B) is read in the list scan (``_read_list``;
-at its second match, below) instead of becoming a candidate: a candidate row and a second visit at the next decision
-point cost more, and leave |Q ∩ X_k| low for the lists in between.
+at its second match, below) instead of becoming a candidate: a candidate row and a second
+visit at the next decision point cost more, and leave |Q ∩ X_k| low for the lists in
+between.
 
 [D] A set is neither read nor made a candidate at its first match; it waits (three int32
 stores) for its second. A set with one match has no estimate (Eq. 3.4 needs a rate); if it
@@ -59,8 +60,8 @@ costs a decision pass. Most sets the position filter lets through match only onc
 query on bench_josie's lakes: web tables, 1,334 sets read instead of ProbeSet's 3,141
 (suffix tokens 46k vs 111k) for one more list; open data, candidates 538-4,102 instead of
 4,580-6,361 for |Q| < 1,000, a tenth to half the candidate rows scanned at decisions, and
-69 sets read instead of 99 (41 once λ is chosen per query, above). A first sight that counts a skipped duplicate group already has
-two matches and is resolved at once.
+69 sets read instead of 99 (41 once λ is chosen per query, above). A first sight that
+counts a skipped duplicate group already has two matches and is resolved at once.
 
 Errata followed (see ../shared/notes/josie-lshensemble-autojoin.md, Part B): the batch
 overlap rate uses the observed window ``|Q[1:i] ∩ X| / (i − i_{X,0} + 1)`` (consistent with
