@@ -140,6 +140,23 @@ def print_latency_table(shape: str, results: dict[str, dict[str, np.ndarray]]) -
         print(f"{method:<10}{cells}{lists}{sets}{shown}")
 
 
+SIZE_BINS = (10, 100, 1_000, 10_001)
+
+
+def print_size_table(results: dict[str, dict[str, np.ndarray]], sizes: np.ndarray) -> None:
+    """Per query-size class: the per-query median of each method's core CPU time over JOSIE's
+    (> 1: JOSIE faster), so a class where JOSIE loses is not hidden by the overall p50."""
+    others = [m for m in METHODS if m not in ("josie", "duckdb")]
+    print(f"{'|Q|':>14}{'queries':>9}{'JOSIE p50 ms':>14}" + "".join(f"{m + '/JOSIE':>18}" for m in others))
+    for lo, hi in zip(SIZE_BINS, SIZE_BINS[1:]):
+        sel = (sizes >= lo) & (sizes < hi)
+        if not sel.any():
+            continue
+        josie = results["josie"]["core_cpu"][sel]
+        ratios = "".join(f"{np.median(results[m]['core_cpu'][sel] / josie):18.2f}" for m in others)
+        print(f"{f'{lo:,}-{hi - 1:,}':>14}{sel.sum():>9}{np.median(josie) * 1e3:14.3f}{ratios}")
+
+
 def searcher_bytes(searcher) -> int:
     return sum(v.nbytes for v in vars(searcher).values() if isinstance(v, np.ndarray))
 
@@ -169,6 +186,7 @@ def bench_shape(shape: str, n_sets: int, n_queries: int, k: int, seed: int, stal
     measure(searcher, con, queries[:3], k)  # warm-up: JIT, caches
     results = measure(searcher, con, queries, k, repeats)
     print_latency_table(shape, results)
+    print_size_table(results, np.array([len(normalize_set(q)) for q in queries]))
     if staleness:
         stale_table(tables, searcher, queries, k, seed)
 

@@ -10,8 +10,8 @@ The bytes per row are peak resident memory during ``load`` measured on this proj
 (2-core / 24 GiB machine, 2026-11-22): JOSIE 100k web-table sets (1.5 M posting entries,
 110 MiB) and 20k open-data sets (2.9 M entries, 557k tokens, 207 MiB); LSH Ensemble 20k
 signatures at 256 permutations (292 MiB peak); MATE the bundled 500-table lake (17.9 M
-postings, 1.9-2.0 GiB peak: 120-122 bytes a posting with the index tables read; 135 leaves
-~10% headroom); PEXESO the same lake with minilm-onnx (35.6k vectors, 384 dims,
+postings, 1.99 GiB peak in tests/benchmarks/bench_mate_memory.py: ~120 bytes a posting with
+the index tables read; 135 leaves ~10% headroom); PEXESO the same lake with minilm-onnx (35.6k vectors, 384 dims,
 207 MiB peak). They are upper bounds for those shapes, not exact for every lake.
 """
 

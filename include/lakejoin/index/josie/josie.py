@@ -56,12 +56,11 @@ stores) for its second. A set with one match has no estimate (Eq. 3.4 needs a ra
 matches again, it is resolved then, with a shorter suffix (the second term of Eq. 3.12) and
 two matches in its rate; if it does not, it is pruned unread once the search is one list
 past the prefix filter, where its bound 1 + (unread lists) is ≤ |Q ∩ X_k|, and it never
-costs a decision pass. Most sets the position filter lets through match only once. Per
-query on bench_josie's lakes: web tables, 1,334 sets read instead of ProbeSet's 3,141
-(suffix tokens 46k vs 111k) for one more list; open data, candidates 538-4,102 instead of
-4,580-6,361 for |Q| < 1,000, a tenth to half the candidate rows scanned at decisions, and
-69 sets read instead of 99 (41 once λ is chosen per query, above). A first sight that
-counts a skipped duplicate group already has two matches and is resolved at once.
+costs a decision pass. Most sets the position filter lets through match only once: on
+bench_josie's web-table lake JOSIE reads 1,334 sets per query instead of ProbeSet's 3,141,
+for one more list; on its open-data lake 69 sets instead of 99 (41 once λ is chosen per
+query, above). A first sight that counts a skipped duplicate group already has two matches
+and is resolved at once.
 
 Errata followed (see ../shared/notes/josie-lshensemble-autojoin.md, Part B): the batch
 overlap rate uses the observed window ``|Q[1:i] ∩ X| / (i − i_{X,0} + 1)`` (consistent with
