@@ -1,0 +1,55 @@
+"""Shards: how every family's index tables are split so that a change costs what it touches.
+
+A **shard** is a slice of the lake: every dataset belongs to exactly one, by a stable rule
+(:func:`shard_of`, a hash of its ``dataset_id``), so a column (MATE: a table) lives in exactly one
+shard of every family. The shard count is chosen from the lake's size at a family's first
+build (:func:`choose_shard_count`) and kept by every later build (it is recorded in the family's
+``shards`` table); a dataset therefore never moves between shards.
+
+Each family's index tables are of two kinds:
+
+- **sharded** tables carry an ``int32`` :data:`SHARD` column and are Delta-partitioned by it.
+  A shard's rows are self-contained where the method allows (its postings, sets, signatures,
+  super keys, mapped vectors, grid cells), so an incremental build replaces the partitions of the
+  shards that hold a changed dataset, one commit per table, and a searcher can load any subset
+  of shards;
+- **global** tables are small and shared by every shard (JOSIE's token dictionary and order, LSH
+  Ensemble's size histogram and partitions, PEXESO's pivots and grid bounds, MATE's XASH width).
+
+The rule is computed the same way in Python (here) and in Spark (``lakejoin.spark.shards``):
+the first 60 bits of SHA-256 over the UTF-8 dataset id, modulo the shard count.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+
+SHARD = "shard"  # the partition column of every sharded index table
+MANIFEST = "shards"  # index/<family>/shards: one row per shard (see lakejoin.spark.shards)
+
+# A shard should be cheap to rewrite, and a lake should not be cut into needless small files:
+# about a quarter of a million cells per shard, rounded to a power of two.
+CELLS_PER_SHARD = 250_000
+MAX_SHARDS = 1024
+
+
+def shard_of(dataset_id: str, n_shards: int) -> int:
+    """The shard that holds ``dataset_id`` among ``n_shards`` (stable across runs and machines)."""
+    if n_shards < 1:
+        raise ValueError(f"n_shards must be at least 1, got {n_shards}")
+    digest = hashlib.sha256(dataset_id.encode("utf-8")).hexdigest()
+    return int(digest[:15], 16) % n_shards
+
+
+def choose_shard_count(n_cells: int) -> int:
+    """The shard count for a lake of ``n_cells`` cells at its first build: a power of two near
+    ``n_cells / CELLS_PER_SHARD``, between 1 and :data:`MAX_SHARDS`."""
+    if n_cells <= CELLS_PER_SHARD:
+        return 1
+    return min(MAX_SHARDS, 2 ** round(math.log2(n_cells / CELLS_PER_SHARD)))
+
+
+def shards_of(dataset_ids: set[str] | list[str], n_shards: int) -> list[int]:
+    """The sorted shards that hold any of ``dataset_ids``."""
+    return sorted({shard_of(d, n_shards) for d in dataset_ids})
