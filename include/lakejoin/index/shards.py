@@ -24,6 +24,10 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections.abc import Iterable, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 SHARD = "shard"  # the partition column of every sharded index table
 MANIFEST = "shards"  # index/<family>/shards: one row per shard (see lakejoin.spark.shards)
@@ -53,3 +57,39 @@ def choose_shard_count(n_cells: int) -> int:
 def shards_of(dataset_ids: set[str] | list[str], n_shards: int) -> list[int]:
     """The sorted shards that hold any of ``dataset_ids``."""
     return sorted({shard_of(d, n_shards) for d in dataset_ids})
+
+
+def in_shards(tables: Mapping[str, pa.Table], shards: Iterable[int], global_tables: Iterable[str]) -> dict[str, pa.Table]:
+    """``tables`` with every sharded table cut to ``shards`` (global tables whole): what an
+    incremental build gets as ``previous``, and what a searcher over those shards loads."""
+    keep = pa.array(sorted(set(shards)), pa.int32())
+    glob = set(global_tables)
+    return {name: t if name in glob else t.filter(pc.is_in(t[SHARD], value_set=keep)) for name, t in tables.items()}
+
+
+def apply_update(
+    previous: Mapping[str, pa.Table],
+    update: Mapping[str, pa.Table],
+    rewritten: Iterable[int],
+    global_tables: Iterable[str],
+    append_tables: Iterable[str] = (),
+) -> dict[str, pa.Table]:
+    """The tables after an incremental build's output is written, in memory: each sharded table's
+    ``rewritten`` shards replaced by ``update``'s rows, global tables replaced (or appended to, for
+    ``append_tables``). The pipeline does the same with Delta partition swaps; tests use this to
+    compare an incremental index with a full build without a lake on disk."""
+    dropped = set(rewritten)
+    glob, append = set(global_tables), set(append_tables)
+    merged = {}
+    for name, new in update.items():
+        old = previous.get(name)
+        if name in append:
+            parts = [old, new] if old is not None else [new]
+        elif name in glob or old is None:
+            parts = [new]
+        else:
+            kept = old.filter(pc.invert(pc.is_in(old[SHARD], value_set=pa.array(sorted(dropped), pa.int32()))))
+            parts = [kept, new]
+        schema = parts[0].schema
+        merged[name] = pa.concat_tables([p.select(schema.names).cast(schema) for p in parts])
+    return merged
