@@ -1,13 +1,14 @@
 """Lakejoin's DAGs — thin adapters over ``lakejoin.spark.pipeline``; every task calls one stage.
 
 - ``lakejoin_pipeline`` (manual, or from the UI's Trigger form): ingest -> one build task per
-  index family -> publish. The whole main job in one run.
+  index family -> publish -> compact. The whole main job in one run.
 - ``lakejoin_crawl`` (daily): one mapped ingest task per configured source (Airflow Variable
   ``lakejoin_sources``, a JSON list of specs; empty = the bundled lake through the local
   portal). The ``lakejoin_spark`` pool (1 slot) serializes their catalog commits. Emits
   ``lakejoin-crawl`` when done.
-- ``lakejoin_index`` (scheduled by ``lakejoin-crawl``): builds the families for whatever the
-  crawls changed since the last published snapshot, then publishes (emits ``lakejoin-snapshot``).
+- ``lakejoin_index`` (scheduled by ``lakejoin-crawl``): rebuilds, per family, only the shards
+  holding a dataset the crawls changed since that family's last build (each task's result names
+  the shards it rewrote), publishes (emits ``lakejoin-snapshot``), then compacts small files.
 
 Tasks are idempotent (Delta commits; the snapshot row is written last) and retried with
 exponential backoff.
@@ -55,19 +56,31 @@ def _ingest(sources: list[str]) -> dict:
 
 @task
 def build_index(family: str) -> dict:
+    """One family's build: only the shards holding a dataset changed since its last build.
+    Returns what it did (full or incremental, shards rewritten, rows per table)."""
     from lakejoin.progress import Progress
     from lakejoin.spark.pipeline import build_indexes
 
-    return build_indexes(_config(), None, Progress(), families=(family,))
+    builds = build_indexes(_config(), Progress(), families=(family,))
+    return builds[family].to_json() if family in builds else {"family": family, "build": "none", "shards_rewritten": []}
 
 
 @task(outlets=[SNAPSHOT_ASSET])
-def publish(index_rows: list[dict]) -> int:
+def publish(builds: list[dict]) -> int:
     from lakejoin.progress import Progress
     from lakejoin.spark.pipeline import publish as publish_stage
 
-    stats = {"index_rows": {k: v for rows in index_rows for k, v in rows.items()}}
+    stats = {"index_builds": {b["family"]: b for b in builds}}
     return publish_stage(_config(), stats, Progress()).snapshot_id
+
+
+@task
+def compact(snapshot_id: int) -> dict:
+    """Maintenance after the publish: compact the files appends and shard swaps left behind."""
+    from lakejoin.progress import Progress
+    from lakejoin.spark.pipeline import compact as compact_stage
+
+    return {"after_snapshot": snapshot_id, "compacted": compact_stage(_config(), Progress())}
 
 
 @dag(dag_id="lakejoin_pipeline", schedule=None, start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"],
@@ -79,7 +92,7 @@ def lakejoin_pipeline():
 
     built = build_index.expand(family=list(FAMILIES))
     ingest() >> built  # the builds read the cells ingest commits; `>> publish(...)` would order only publish
-    publish(built)
+    compact(publish(built))
 
 
 @dag(dag_id="lakejoin_crawl", schedule="@daily", start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"], params=LAKE_PARAMS)
@@ -102,7 +115,7 @@ def lakejoin_crawl():
 
 @dag(dag_id="lakejoin_index", schedule=[CRAWL_ASSET], start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"], params=LAKE_PARAMS)
 def lakejoin_index():
-    publish(build_index.expand(family=list(FAMILIES)))
+    compact(publish(build_index.expand(family=list(FAMILIES))))
 
 
 pipeline_dag = lakejoin_pipeline()

@@ -1,5 +1,5 @@
-"""Build index families from the lake's current cells (what changed since the last published
-snapshot), then optionally publish.
+"""Build index families from the lake's current cells, shard by shard (only the shards holding a
+dataset changed since each family's last build), then optionally publish.
 
     spark-submit --master spark://host:7077 spark_jobs/build_index.py --home /lake --family josie --publish
 """
@@ -25,10 +25,10 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     config = LakeConfig(LakeConfig.from_args(args.home).home, spark_master=args.spark_master)
     progress = Progress()
-    rows = build_indexes(config, None, progress, families=tuple(args.family or FAMILIES))
-    summary: dict = {"index_rows": rows}
+    builds = {f: b.to_json() for f, b in build_indexes(config, progress, families=tuple(args.family or FAMILIES)).items()}
+    summary: dict = {"index_builds": builds}
     if args.publish:
-        summary["snapshot_id"] = publish(config, {"index_rows": rows}, progress).snapshot_id
+        summary["snapshot_id"] = publish(config, summary, progress).snapshot_id
     print(json.dumps(summary))
     return summary
 

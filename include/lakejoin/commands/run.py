@@ -19,6 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-bytes", type=int, help="largest file accepted (bytes)")
     parser.add_argument("--families", default=",".join(FAMILIES), help=f"index families to build (default {','.join(FAMILIES)}; empty = none)")
     parser.add_argument("--no-publish", action="store_true", help="build everything but do not publish a snapshot")
+    parser.add_argument("--shards", type=int, help="shard count of a family's first build (default: from the lake's size; later builds keep theirs)")
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -34,6 +35,10 @@ def run(args: argparse.Namespace) -> dict:
     options = RunOptions(sources=args.source, tables=tables, allow_private_hosts=args.allow_private_hosts, publish=not args.no_publish, families=families)
     if args.max_bytes:
         options.max_bytes = args.max_bytes
+    if args.shards is not None:
+        if args.shards < 1:
+            raise ValueError("--shards must be at least 1")
+        options.shards = args.shards
     config = LakeConfig.from_args(args.home, args.spark_master, quiet=args.quiet or args.json)
     return run_pipeline(config, options)
 
@@ -45,9 +50,17 @@ def summarize(result: dict) -> str:
         f"  datasets : {d.get('active', 0)} active, {d.get('quarantined', 0)} quarantined, {d.get('removed', 0)} removed ({d.get('rewritten', 0)} new or changed this run)",
         f"  columns  : {result['columns']}",
         f"  cells    : {result['cells']}",
+        *[f"  {family:<9}: {_build_line(build)}" for family, build in result.get("index_builds", {}).items()],
         f"  snapshot : {result.get('snapshot_id', 'not published (--no-publish)')}",
         f"  lake     : {result['home']}",
         f"  time     : {result['seconds']} s",
     ]
     lines += [f"  ! {dataset}: {reason}" for dataset, reason in list(result["errors"].items())[:10]]
     return "\n".join(lines)
+
+
+def _build_line(build: dict) -> str:
+    shards = build["shards_rewritten"]
+    which = "every shard" if len(shards) == build["n_shards"] else f"shard(s) {', '.join(map(str, shards[:8]))}{' ...' if len(shards) > 8 else ''}"
+    kind = f"full build ({build['reason']})" if build["build"] == "full" else f"incremental, {build['changed_datasets']} changed dataset(s)"
+    return f"{kind}: {len(shards)} of {build['n_shards']} shards rewritten ({which}) in {build['seconds']} s"

@@ -1,10 +1,11 @@
-"""Expire all but the newest N snapshots and delete the files only they used."""
+"""Compact the lake's tables, expire all but the newest N snapshots and delete the files only they used."""
 
 from __future__ import annotations
 
 import argparse
 
 from lakejoin.config import LakeConfig
+from lakejoin.lake.compaction import compact
 from lakejoin.lake.snapshots import vacuum
 
 NAME = "vacuum"
@@ -15,4 +16,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    return vacuum(LakeConfig.from_args(args.home), args.retain)
+    config = LakeConfig.from_args(args.home)
+    compacted = compact(config)
+    return {**vacuum(config, args.retain), "compacted": compacted}

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 from deltalake import DeltaTable, Schema, write_deltalake
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction
@@ -57,9 +58,11 @@ def read_arrow(
     filter: pads.Expression | None = None,
     *,
     opened: DeltaTable | None = None,
+    partitions: Mapping[str, Iterable[object]] | None = None,
 ) -> pa.Table:
     """Read a table (or its pinned version) into Arrow; ``opened`` is the table already opened
-    at that version (:func:`open_table`), which saves reading its log again.
+    at that version (:func:`open_table`), which saves reading its log again; ``partitions``
+    (``{column: values}``) reads only the files of those partitions (e.g. some shards).
 
     delta-rs lists the version's files; pyarrow reads them (Hive-style partition folders give the
     partition columns back). Reading through delta-rs' own pyarrow filesystem instead made the
@@ -69,7 +72,7 @@ def read_arrow(
     table = opened if opened is not None else open_table(path, version)
     schema = pa.schema(table.schema().to_arrow())
     selected = list(columns) if columns else None
-    files = table.file_uris()
+    files = files_of(table, partitions)
     if not files:
         empty = schema.empty_table()
         return empty.select(selected) if selected else empty
@@ -79,11 +82,31 @@ def read_arrow(
     return dataset.to_table(columns=selected, filter=filter)
 
 
-def row_count(path: Path, version: int | None = None, *, opened: DeltaTable | None = None) -> int | None:
-    """Rows of the table (or its pinned version) from the log's file statistics, reading no data
-    file; None when a file was committed without ``numRecords``. ``opened`` as in :func:`read_arrow`."""
+def files_of(table: DeltaTable, partitions: Mapping[str, Iterable[object]] | None = None) -> list[str]:
+    """URIs of the table's live files, only those of ``partitions`` (``{column: values}``) if given."""
+    filters = partition_filters(partitions)
+    return [] if filters and any(not values for _, _, values in filters) else table.file_uris(filters)
+
+
+def partition_filters(partitions: Mapping[str, Iterable[object]] | None) -> list[tuple[str, str, list[str]]] | None:
+    """delta-rs partition filters selecting ``{column: values}`` (None: every file)."""
+    if not partitions:
+        return None
+    return [(column, "in", sorted({str(v) for v in values})) for column, values in partitions.items()]
+
+
+def row_count(
+    path: Path, version: int | None = None, *, opened: DeltaTable | None = None, partitions: Mapping[str, Iterable[object]] | None = None
+) -> int | None:
+    """Rows of the table (or its pinned version, or some of its ``partitions``) from the log's
+    file statistics, reading no data file; None when a file was committed without
+    ``numRecords``. ``opened`` and ``partitions`` as in :func:`read_arrow`."""
     table = opened if opened is not None else open_table(path, version)
-    counts = table.get_add_actions(flatten=True).column("num_records").to_pylist()
+    actions = pa.table(table.get_add_actions(flatten=True))
+    for column, values in (partitions or {}).items():
+        wanted = pa.array(sorted({str(v) for v in values}), pa.string())
+        actions = actions.filter(pc.is_in(actions[f"partition.{column}"].cast(pa.string()), value_set=wanted))
+    counts = actions.column("num_records").to_pylist()
     return None if any(c is None for c in counts) else int(sum(counts))
 
 
@@ -102,7 +125,7 @@ def write_arrow(path: Path, table: pa.Table, mode: str = "overwrite", partition_
     return current_version(path)  # type: ignore[return-value]
 
 
-def commit_files(
+def commitfiles_of(
     path: Path,
     schema: pa.Schema,
     added: Iterable[DataFile],
@@ -146,7 +169,7 @@ def commit_files(
     return current_version(path)  # type: ignore[return-value]
 
 
-def live_files(path: Path, partition_column: str | None = None) -> dict[str, str | None]:
+def livefiles_of(path: Path, partition_column: str | None = None) -> dict[str, str | None]:
     """Relative path of every live file -> its value of ``partition_column`` (None if unpartitioned)."""
     if not exists(path):
         return {}

@@ -14,14 +14,13 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
 from lakejoin.config import LakeConfig
 from lakejoin.lake import delta
-from lakejoin.lake.schemas import SNAPSHOTS, SNAPSHOTS_SCHEMA
+from lakejoin.lake.schemas import CELLS, COLUMNS, DATASETS, EMBEDDINGS, SNAPSHOTS, SNAPSHOTS_SCHEMA, VALIDATIONS
 
 PUBLISHED, EXPIRED = "published", "expired"
 
@@ -88,6 +87,16 @@ def table_versions(config: LakeConfig, tables: list[str]) -> dict[str, int]:
         if version is not None:
             versions[table] = version
     return versions
+
+
+def lake_tables(config: LakeConfig) -> list[str]:
+    """Every Delta table of the lake a snapshot pins: the catalog, cells, validations, the
+    embedding cache and each family's index tables (its shard manifest included)."""
+    tables = [DATASETS, CELLS, COLUMNS, VALIDATIONS, EMBEDDINGS]
+    index_root = config.home / "index"
+    if index_root.exists():
+        tables += [f"index/{f.name}/{t.name}" for f in sorted(index_root.iterdir()) if f.is_dir() for t in sorted(f.iterdir()) if delta.exists(t)]
+    return [t for t in tables if delta.exists(config.table_path(t))]
 
 
 def publish(config: LakeConfig, versions: dict[str, int], stats: dict[str, Any]) -> Snapshot:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,9 @@ from deltalake import DeltaTable
 
 from lakejoin.config import LakeConfig
 from lakejoin.index import FAMILIES
+from lakejoin.index.shards import MANIFEST, SHARD
 from lakejoin.lake import delta, snapshots
+from lakejoin.lake.manifest import read_manifest
 from lakejoin.lake.schemas import COLUMNS, DATASETS
 from lakejoin.query.memory import check_fits
 
@@ -73,14 +75,23 @@ class LoadedSnapshot:
         return [f for f in FAMILIES if self.index_tables_of(f)]
 
     def index_tables_of(self, family: str) -> list[str]:
+        """The family's index tables this snapshot pins (its shard manifest left out)."""
         prefix = f"index/{family}/"
-        return sorted(t.removeprefix(prefix) for t in self.snapshot.table_versions if t.startswith(prefix))
+        names = (t.removeprefix(prefix) for t in self.snapshot.table_versions if t.startswith(prefix))
+        return sorted(n for n in names if n != MANIFEST)
+
+    def shard_count(self, family: str) -> int | None:
+        """How many shards the family's index has in this snapshot (None: not built sharded)."""
+        version = self.snapshot.version_of(f"index/{family}/{MANIFEST}")
+        manifest = read_manifest(self.config.home, family, version) if version is not None else None
+        return manifest.n_shards if manifest else None
 
     def loaded_families(self) -> list[str]:
         return sorted(self._searchers)
 
     def searcher(self, family: str) -> tuple[Any, threading.Lock]:
-        """The family's searcher (built on first use) and the lock that serializes its queries."""
+        """The family's searcher over every shard (built on first use) and the lock that
+        serializes its queries."""
         if family not in FAMILIES:
             raise ValueError(f"unknown index family {family!r}; choose one of {', '.join(FAMILIES)}")
         searcher = self._searchers.get(family)
@@ -88,10 +99,13 @@ class LoadedSnapshot:
             with self._load_lock:
                 searcher = self._searchers.get(family)
                 if searcher is None:
-                    searcher = self._searchers[family] = self._load(family)
+                    searcher = self._searchers[family] = self.load_shards(family)
         return searcher, self._locks[family]
 
-    def _load(self, family: str) -> Any:
+    def load_shards(self, family: str, shards: Iterable[int] | None = None) -> Any:
+        """A new searcher over ``shards`` of the family's index (every shard when None): it reads
+        only those shards' partitions of each sharded table, and the global tables whole. Not
+        cached: the caller owns it."""
         import importlib
 
         names = self.index_tables_of(family)
@@ -102,9 +116,10 @@ class LoadedSnapshot:
         except ImportError as error:
             raise MethodUnavailable(f"the {family} search module is not installed: {error}") from error
         opened = {name: self.open(f"index/{family}/{name}") for name in names}
-        rows = {name: self.row_count(f"index/{family}/{name}", table) for name, table in opened.items()}
+        pruning = {name: ({SHARD: sorted(set(shards))} if shards is not None and SHARD in table.metadata().partition_columns else None) for name, table in opened.items()}
+        rows = {name: delta.row_count(self.config.table_path(f"index/{family}/{name}"), opened=table, partitions=pruning[name]) for name, table in opened.items()}
         check_fits(family, {name: count for name, count in rows.items() if count is not None}, self.snapshot_id)
-        tables = {name: self.read(f"index/{family}/{name}", table) for name, table in opened.items()}
+        tables = {name: delta.read_arrow(self.config.table_path(f"index/{family}/{name}"), opened=table, partitions=pruning[name]) for name, table in opened.items()}
         return module.load(tables)
 
     def open(self, table: str) -> DeltaTable:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -64,11 +64,18 @@ def write_table(
     return delta.commit_files(table_path, schema, added, removed, partition_by, operation)
 
 
-def read_table(spark: SparkSession, table_path: Path, version: int | None = None, schema: pa.Schema | None = None) -> DataFrame:
-    """A pinned version of a Delta table as a Spark DataFrame (no driver-side data)."""
+def read_table(
+    spark: SparkSession,
+    table_path: Path,
+    version: int | None = None,
+    schema: pa.Schema | None = None,
+    partitions: Mapping[str, Iterable[object]] | None = None,
+) -> DataFrame:
+    """A pinned version of a Delta table as a Spark DataFrame (no driver-side data);
+    ``partitions`` (``{column: values}``) prunes it to those partitions' files."""
     table = delta.open_table(table_path, version)
     arrow_schema = schema or pa.schema(table.schema().to_arrow())
-    files = table.file_uris()
+    files = delta.files_of(table, partitions)
     spark_schema = from_arrow_schema(arrow_schema)
     if not files:
         return spark.createDataFrame([], spark_schema)

@@ -8,32 +8,29 @@ snapshot serving, and the next run redoes what was not committed).
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import time
+import uuid
 from datetime import datetime
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from lakejoin.config import LakeConfig
 from lakejoin.ids import sha256_file
 from lakejoin.index import FAMILIES
-from lakejoin.lake import catalog, delta, snapshots
-from lakejoin.embed import PEXESO_MODEL
-from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, COLUMNS_SCHEMA, DATASETS, EMBEDDINGS, EMBEDDINGS_SCHEMA, VALIDATIONS
+from lakejoin.lake import catalog, compaction, delta, snapshots
+from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, COLUMNS_SCHEMA, DATASETS, VALIDATIONS
 from lakejoin.progress import Progress
 from lakejoin.quality.drift import validations_table
 from lakejoin.sources import SourceUnavailable, open_source
 from lakejoin.sources.bundled import DEFAULT_TABLES, bundled_portal
 from lakejoin.sources.parse import DEFAULT_MAX_BYTES
 from lakejoin.spark import delta as spark_delta
-from lakejoin.spark.embed import embed_values
 from lakejoin.spark.cells import ParseTask, cells_tasks, melt_staged, stage_files
+from lakejoin.spark.indexing import FamilyBuild, build_family, family_module, plan_family
 from lakejoin.spark.session import get_spark
 
 
@@ -46,6 +43,7 @@ class RunOptions:
     publish: bool = True
     families: tuple[str, ...] = FAMILIES  # index families to build
     source_options: dict[str, Any] = field(default_factory=dict)  # passed to portal sources (rate limits...)
+    shards: int | None = None  # shard count of a family's first build (default: from the lake's size)
 
 
 @dataclass
@@ -91,50 +89,48 @@ def ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_fa
     return IngestResult(changed, counts, {**plan.errors, **{d: plan.rows[d]["reason"] for d in plan.to_parse if plan.rows[d].get("reason")}})
 
 
-def changed_since_published(config: LakeConfig) -> set[str]:
-    """Datasets whose version or status differs between the catalog now and the latest published
-    snapshot: what an index build must account for after crawls that each committed on their own."""
-    current = catalog.load_datasets(config.table_path(DATASETS))
-    try:
-        published = snapshots.resolve(config)
-        before = catalog.load_datasets(config.table_path(DATASETS), published.version_of(DATASETS))
-    except snapshots.NoSnapshot:
-        before = {}
-    return {d for d, row in current.items() if (row["version"], row["status"]) != (before.get(d, {}).get("version"), before.get(d, {}).get("status"))}
-
-
-def build_indexes(config: LakeConfig, changed: set[str] | None, progress: Progress, spark: SparkSession | None = None, families: tuple[str, ...] = FAMILIES) -> dict[str, int]:
-    """Rebuild each family's index tables from the current cells when anything changed (or the
-    family has never been built). ``changed=None`` derives the changed datasets from the catalog.
-    Returns rows written per table."""
-    changed = changed_since_published(config) if changed is None else changed
-    written: dict[str, int] = {}
+def build_indexes(
+    config: LakeConfig, progress: Progress, spark: SparkSession | None = None, families: tuple[str, ...] = FAMILIES,
+    *, build_id: str | None = None, shards: int | None = None,
+) -> dict[str, FamilyBuild]:
+    """Bring each family's index up to date with the catalog, shard by shard
+    (``lakejoin.spark.indexing``): only the shards holding a dataset changed since the family's
+    last build are rebuilt. ``shards`` sets the shard count of a family's first build."""
+    builds: dict[str, FamilyBuild] = {}
     if not delta.exists(config.table_path(COLUMNS)):
         progress.say("  nothing ingested yet: no index to build")
-        return written
+        return builds
+    build_id = build_id or new_build_id()
     for family in families:
-        builder = _family_builder(family)
-        if builder is None or (not changed and _family_built(config, family)):
+        builder = family_module(family)
+        if builder is None:
+            continue
+        plan = plan_family(config, family, builder, shards)
+        if plan.idle:
             continue
         spark = spark or get_spark(config.spark_master)
         with progress.stage(f"index:{family}"):
-            previous = _family_tables(config, spark, family) or None
-            inputs, params = _family_inputs(config, spark, family, previous, changed)
-            incremental = {"previous": previous, "changed": changed} if previous is not None else {}
-            tables = builder.build_tables(spark, inputs, **incremental, **params)
-            for name, frame in tables.items():
-                path = config.table_path(f"index/{family}/{name}")
-                schema = _arrow_schema(frame)
-                spark_delta.write_table(frame, path, schema, replace="all", operation=f"index:{family}")
-                written[f"index/{family}/{name}"] = delta.open_table(path).count()
-    return written
+            builds[family] = build_family(config, spark, plan, builder, build_id, progress)
+    return builds
+
+
+def new_build_id() -> str:
+    """A fresh id for one run's builds (recorded per shard in each family's manifest)."""
+    return uuid.uuid4().hex
 
 
 def publish(config: LakeConfig, stats: dict[str, Any], progress: Progress) -> snapshots.Snapshot:
     with progress.stage("publish"):
-        versions = snapshots.table_versions(config, _all_tables(config))
+        versions = snapshots.table_versions(config, snapshots.lake_tables(config))
         snapshot = snapshots.publish(config, versions, stats)
     return snapshot
+
+
+def compact(config: LakeConfig, progress: Progress) -> dict[str, Any]:
+    """Maintenance after a publish: merge the small files appends and shard swaps left
+    (``lakejoin.lake.compaction``); the next snapshot pins the compacted versions."""
+    with progress.stage("compact"):
+        return compaction.compact(config)
 
 
 def run(config: LakeConfig, options: RunOptions, progress: Progress | None = None) -> dict[str, Any]:
@@ -142,11 +138,12 @@ def run(config: LakeConfig, options: RunOptions, progress: Progress | None = Non
     progress = progress or Progress(config.quiet)
     started = time.perf_counter()
     result = ingest(config, options, progress)
-    index_rows = build_indexes(config, result.changed, progress, families=options.families)
-    summary = _summary(config, result, index_rows)
+    builds = build_indexes(config, progress, families=options.families, shards=options.shards)
+    summary = _summary(config, result, builds)
     if options.publish:
         snapshot = publish(config, summary, progress)
         summary["snapshot_id"] = snapshot.snapshot_id
+        summary["compacted"] = compact(config, progress)
     summary["seconds"] = round(time.perf_counter() - started, 2)
     summary["stage_seconds"] = {k: round(v, 2) for k, v in progress.timings.items()}
     return summary
@@ -239,65 +236,7 @@ def _write_columns(config: LakeConfig, spark: SparkSession, plan: catalog.Plan, 
     delta.write_arrow(path, combined, operation="columns")
 
 
-def _family_builder(family: str):
-    name = f"lakejoin.spark.{family}"
-    return importlib.import_module(name) if importlib.util.find_spec(name) else None
-
-
-def _family_built(config: LakeConfig, family: str) -> bool:
-    return (config.home / "index" / family).exists() and any(delta.exists(p) for p in (config.home / "index" / family).iterdir())
-
-
-def _family_cells(config: LakeConfig, spark: SparkSession, family: str) -> DataFrame:
-    columns = spark_delta.read_table(spark, config.table_path(COLUMNS)).where(F.array_contains("indexed_by", family)).select("column_id")
-    return spark_delta.read_table(spark, config.table_path(CELLS)).join(F.broadcast(columns), "column_id").select(CELLS_SCHEMA.names)
-
-
-def _family_inputs(config: LakeConfig, spark: SparkSession, family: str, previous: dict | None, changed: set[str]) -> tuple[DataFrame, dict[str, Any]]:
-    """What a family's build takes: the cells of the columns it indexes — for PEXESO, their
-    distinct values embedded (only the changed datasets' when the build is incremental)."""
-    cells = _family_cells(config, spark, family)
-    if family != "pexeso":
-        return cells, {}
-    if previous is not None:
-        cells = cells.where(F.col("dataset_id").isin(sorted(changed)))
-    return _embedded_values(config, spark, cells, PEXESO_MODEL), {"model": PEXESO_MODEL}
-
-
-def _embedded_values(config: LakeConfig, spark: SparkSession, cells: DataFrame, model: str) -> DataFrame:
-    """One row per distinct (column, value) with its vector; values are embedded once per model
-    (``embed/values`` caches them by value hash, and only misses are embedded)."""
-    cache_path = config.table_path(EMBEDDINGS)
-    cache = spark_delta.read_table(spark, cache_path) if delta.exists(cache_path) else None
-    distinct = cells.select("dataset_id", "column_id", "value").distinct()
-    vectors, new_cache = embed_values(spark, distinct.select("value"), model, cache)
-    spark_delta.write_table(new_cache, cache_path, EMBEDDINGS_SCHEMA, replace="none", operation=f"embed:{model}")
-    keyed = distinct.join(vectors.select("value", "vector"), "value")
-    return keyed.withColumn("vector_id", F.xxhash64("column_id", "value")).select("dataset_id", "column_id", "vector_id", "value", "vector")
-
-
-def _family_tables(config: LakeConfig, spark: SparkSession, family: str) -> dict[str, DataFrame]:
-    folder = config.home / "index" / family
-    if not folder.exists():
-        return {}
-    return {p.name: spark_delta.read_table(spark, p) for p in sorted(folder.iterdir()) if delta.exists(p)}
-
-
-def _arrow_schema(frame: DataFrame) -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(frame.schema)
-
-
-def _all_tables(config: LakeConfig) -> list[str]:
-    tables = [DATASETS, CELLS, COLUMNS, VALIDATIONS, EMBEDDINGS]
-    index_root = config.home / "index"
-    if index_root.exists():
-        tables += [f"index/{f.name}/{t.name}" for f in sorted(index_root.iterdir()) for t in sorted(f.iterdir()) if delta.exists(t)]
-    return tables
-
-
-def _summary(config: LakeConfig, result: IngestResult, index_rows: dict[str, int]) -> dict[str, Any]:
+def _summary(config: LakeConfig, result: IngestResult, builds: dict[str, FamilyBuild]) -> dict[str, Any]:
     cells_path = config.table_path(CELLS)
     columns_path = config.table_path(COLUMNS)
     return {
@@ -307,6 +246,7 @@ def _summary(config: LakeConfig, result: IngestResult, index_rows: dict[str, int
         "changed_datasets": len(result.changed),
         "columns": delta.open_table(columns_path).count() if delta.exists(columns_path) else 0,
         "cells": delta.open_table(cells_path).count() if delta.exists(cells_path) else 0,
-        "index_rows": index_rows,
+        "index_rows": {f"index/{b.family}/{name}": rows for b in builds.values() for name, rows in b.rows.items()},
+        "index_builds": {family: b.to_json() for family, b in builds.items()},
         "errors": dict(sorted(result.errors.items())[:50]),
     }

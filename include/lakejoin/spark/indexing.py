@@ -1,0 +1,232 @@
+"""Index builds shard by shard: what changed, which shards it touches, one commit per table.
+
+For each family (``lakejoin.index`` states the contract its build module follows):
+
+1. *Plan* (:func:`plan_family`). The family's manifest (``lakejoin.lake.manifest``) names the
+   catalog version its index reflects; the datasets whose version or status differs from it now
+   are the *changed* ones, and the shards holding them are rewritten. A full build replaces every
+   shard instead when the family was never built sharded, its last build was interrupted
+   (manifest ``pending``), or its staleness passed the family's limit.
+2. *Inputs*. An incremental build reads only the changed datasets' cells (partition pruning on
+   ``lake/cells``, partitioned by dataset) and only the rewritten shards of the family's sharded
+   tables (partition pruning on ``shard``); global tables are read whole (they are small).
+3. *Write*. Each sharded table is repartitioned by shard (one file per shard) and the rewritten
+   shards' partitions are swapped in one Delta commit (add + remove actions), as ``lake/cells``
+   swaps a dataset; global tables are replaced (or appended to) in one commit each; the manifest
+   is committed ``pending`` before the first table and ``complete`` after the last.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import time
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from lakejoin.config import LakeConfig
+from lakejoin.embed import PEXESO_MODEL
+from lakejoin.index.shards import MANIFEST, SHARD, choose_shard_count, shards_of
+from lakejoin.lake import catalog, delta
+from lakejoin.lake.manifest import COMPLETE, PENDING, Manifest, read_manifest, rows_per_shard, write_manifest
+from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, DATASETS, EMBEDDINGS, EMBEDDINGS_SCHEMA
+from lakejoin.progress import Progress
+from lakejoin.spark import delta as spark_delta
+from lakejoin.spark.embed import embed_values
+
+
+@dataclass
+class FamilyPlan:
+    """What one family's build will do."""
+
+    family: str
+    full: bool
+    reason: str  # why a full build, or "incremental"
+    n_shards: int
+    changed: set[str] = field(default_factory=set)  # dataset ids (incremental builds)
+    catalog_version: int | None = None
+
+    @property
+    def rewritten(self) -> list[int]:
+        return list(range(self.n_shards)) if self.full else shards_of(self.changed, self.n_shards)
+
+    @property
+    def idle(self) -> bool:
+        return not self.full and not self.changed
+
+
+@dataclass
+class FamilyBuild:
+    """What one family's build did (the run summary and the DAG's task result show it)."""
+
+    family: str
+    full: bool
+    reason: str
+    n_shards: int
+    rewritten: list[int]
+    changed_datasets: int
+    rows: dict[str, int]  # rows per table after the build
+    staleness: float
+    seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "family": self.family,
+            "build": "full" if self.full else "incremental",
+            "reason": self.reason,
+            "n_shards": self.n_shards,
+            "shards_rewritten": self.rewritten,
+            "changed_datasets": self.changed_datasets,
+            "rows": self.rows,
+            "staleness": round(self.staleness, 4),
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def family_module(family: str) -> ModuleType | None:
+    """``lakejoin.spark.<family>``, the family's build module (None if it is not installed)."""
+    name = f"lakejoin.spark.{family}"
+    return importlib.import_module(name) if importlib.util.find_spec(name) else None
+
+
+def plan_family(config: LakeConfig, family: str, builder: ModuleType, shards: int | None = None) -> FamilyPlan:
+    """Decide between a full and an incremental build, and what changed (see the module docstring).
+
+    ``shards`` sets the shard count of a first (or unsharded-layout) build; afterwards the count is
+    the one the manifest keeps.
+    """
+    catalog_version = delta.current_version(config.table_path(DATASETS))
+    manifest = read_manifest(config.home, family)
+    if manifest is None:
+        first = not any(delta.exists(p) for p in _table_dirs(config, family))
+        n_shards = shards or choose_shard_count(_lake_cells(config))
+        return FamilyPlan(family, True, "first build" if first else "unsharded layout", n_shards, catalog_version=catalog_version)
+    if not manifest.complete:
+        return FamilyPlan(family, True, "last build interrupted", manifest.n_shards, catalog_version=catalog_version)
+    if manifest.staleness > builder.STALENESS_LIMIT:
+        reason = f"stale ({manifest.staleness:.3f} > {builder.STALENESS_LIMIT})"
+        return FamilyPlan(family, True, reason, manifest.n_shards, catalog_version=catalog_version)
+    changed = changed_datasets(config, manifest.catalog_version)
+    return FamilyPlan(family, False, "incremental", manifest.n_shards, changed, catalog_version)
+
+
+def changed_datasets(config: LakeConfig, since_version: int | None) -> set[str]:
+    """Datasets whose version or status differs between ``catalog/datasets`` now and at ``since_version``."""
+    path = config.table_path(DATASETS)
+    now = catalog.load_datasets(path)
+    before = catalog.load_datasets(path, since_version) if since_version is not None else {}
+    keys = set(now) | set(before)
+    state = lambda rows, d: (rows.get(d, {}).get("version"), rows.get(d, {}).get("status"))  # noqa: E731
+    return {d for d in keys if state(now, d) != state(before, d)}
+
+
+def build_family(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, builder: ModuleType, build_id: str, progress: Progress) -> FamilyBuild:
+    """Run ``plan``: build the family's tables and write them shard by shard."""
+    started = time.perf_counter()
+    family, rewritten = plan.family, plan.rewritten
+    previous_manifest = read_manifest(config.home, family)
+    progress.say(
+        f"  {family}: {'full build (' + plan.reason + ')' if plan.full else 'incremental'}, "
+        f"{len(plan.changed)} changed dataset(s), {len(rewritten)} of {plan.n_shards} shard(s) to write"
+    )
+    write_manifest(config.home, family, _manifest(plan, previous_manifest, PENDING, build_id, {}, 0.0), operation=f"index:{family}:pending")
+    previous = None if plan.full else family_tables(config, spark, family, builder.GLOBAL_TABLES, rewritten)
+    inputs, params = family_inputs(config, spark, family, None if plan.full else plan.changed)
+    incremental = {} if plan.full else {"previous": previous, "changed": plan.changed}
+    tables = builder.build_tables(spark, inputs, n_shards=plan.n_shards, **incremental, **params)
+    for name, frame in tables.items():
+        _write(config, family, name, frame, plan, builder)
+    global_tables = {n: spark_delta.read_table(spark, config.table_path(f"index/{family}/{n}")) for n in builder.GLOBAL_TABLES}
+    staleness = 0.0 if not global_tables else float(builder.staleness(global_tables))
+    shard_rows = _shard_rows(config, family, tables, builder.GLOBAL_TABLES)
+    write_manifest(config.home, family, _manifest(plan, previous_manifest, COMPLETE, build_id, shard_rows, staleness), operation=f"index:{family}")
+    rows = {n: delta.open_table(config.table_path(f"index/{family}/{n}")).count() for n in tables}
+    return FamilyBuild(family, plan.full, plan.reason, plan.n_shards, rewritten, len(plan.changed), rows, staleness, time.perf_counter() - started)
+
+
+def family_tables(config: LakeConfig, spark: SparkSession, family: str, global_tables: frozenset[str], shards: list[int]) -> dict[str, DataFrame]:
+    """The family's current tables: sharded ones pruned to ``shards``, global ones whole."""
+    return {
+        path.name: spark_delta.read_table(spark, path, partitions=None if path.name in global_tables else {SHARD: shards})
+        for path in _table_dirs(config, family)
+        if path.name != MANIFEST and delta.exists(path)
+    }
+
+
+def family_inputs(config: LakeConfig, spark: SparkSession, family: str, changed: set[str] | None) -> tuple[DataFrame, dict[str, Any]]:
+    """What a family's build takes: the cells of the columns it indexes (only the ``changed``
+    datasets' when given) — for PEXESO, their distinct values embedded."""
+    columns = spark_delta.read_table(spark, config.table_path(COLUMNS)).where(F.array_contains("indexed_by", family)).select("column_id")
+    pruning = None if changed is None else {"dataset_id": changed}
+    cells = spark_delta.read_table(spark, config.table_path(CELLS), partitions=pruning).join(F.broadcast(columns), "column_id").select(CELLS_SCHEMA.names)
+    if family != "pexeso":
+        return cells, {}
+    return embedded_values(config, spark, cells, PEXESO_MODEL), {"model": PEXESO_MODEL}
+
+
+def embedded_values(config: LakeConfig, spark: SparkSession, cells: DataFrame, model: str) -> DataFrame:
+    """One row per distinct (column, value) with its vector; values are embedded once per model
+    (``embed/values`` caches them by value hash, and only misses are embedded)."""
+    cache_path = config.table_path(EMBEDDINGS)
+    cache = spark_delta.read_table(spark, cache_path) if delta.exists(cache_path) else None
+    distinct = cells.select("dataset_id", "column_id", "value").distinct()
+    vectors, new_cache = embed_values(spark, distinct.select("value"), model, cache)
+    spark_delta.write_table(new_cache, cache_path, EMBEDDINGS_SCHEMA, replace="none", operation=f"embed:{model}")
+    keyed = distinct.join(vectors.select("value", "vector"), "value")
+    return keyed.withColumn("vector_id", F.xxhash64("column_id", "value")).select("dataset_id", "column_id", "vector_id", "value", "vector")
+
+
+def _write(config: LakeConfig, family: str, name: str, frame: DataFrame, plan: FamilyPlan, builder: ModuleType) -> None:
+    path = config.table_path(f"index/{family}/{name}")
+    schema = to_arrow_schema(frame.schema)
+    operation = f"index:{family}"
+    if name in builder.GLOBAL_TABLES:
+        append = not plan.full and name in getattr(builder, "APPEND_TABLES", ())
+        spark_delta.write_table(frame, path, schema, replace="none" if append else "all", operation=operation)
+        return
+    if SHARD not in frame.columns:
+        raise ValueError(f"index/{family}/{name} is not a global table of {family} but has no {SHARD!r} column")
+    # One task per shard, so each rewritten shard becomes one file.
+    spark_delta.write_table(
+        frame.repartition(SHARD), path, schema, partition_by=[SHARD],
+        replace="all" if plan.full else "partitions", replace_values=[str(s) for s in plan.rewritten], operation=operation,
+    )
+
+
+def _shard_rows(config: LakeConfig, family: str, tables: dict[str, DataFrame], global_tables: frozenset[str]) -> dict[int, dict[str, int]]:
+    counts: dict[int, dict[str, int]] = {}
+    for name in tables:
+        if name not in global_tables:
+            for shard, rows in rows_per_shard(config.table_path(f"index/{family}/{name}")).items():
+                counts.setdefault(shard, {})[name] = rows
+    return counts
+
+
+def _manifest(plan: FamilyPlan, previous: Manifest | None, state: str, build_id: str, shard_rows: dict[int, dict[str, int]], staleness: float) -> Manifest:
+    keep_previous = previous is not None and not plan.full
+    builds = dict(previous.shard_builds) if keep_previous else {}
+    builds.update({s: build_id for s in plan.rewritten})
+    return Manifest(
+        n_shards=plan.n_shards,
+        catalog_version=plan.catalog_version if state == COMPLETE else (previous.catalog_version if previous else None),
+        state=state,
+        full_build_id=build_id if plan.full else previous.full_build_id,  # type: ignore[union-attr]
+        staleness=staleness if state == COMPLETE else (previous.staleness if keep_previous else 0.0),
+        shard_rows=shard_rows,
+        shard_builds=builds,
+    )
+
+
+def _lake_cells(config: LakeConfig) -> int:
+    path = config.table_path(CELLS)
+    return (delta.row_count(path) or 0) if delta.exists(path) else 0
+
+
+def _table_dirs(config: LakeConfig, family: str) -> list:
+    folder = config.home / "index" / family
+    return sorted(p for p in folder.iterdir() if p.is_dir()) if folder.exists() else []
