@@ -18,6 +18,8 @@ import pyarrow as pa
 import pytest
 
 from lakejoin.index.pexeso import build_in_memory, load
+from lakejoin.index.pexeso.update import GLOBAL_TABLES, STALENESS_LIMIT, staleness_of
+from lakejoin.index.shards import in_shards, shard_of
 
 TAUS = (0.02, 0.04, 0.06, 0.08)
 THRESHOLDS = (0.2, 0.4, 0.6, 0.8)
@@ -107,6 +109,15 @@ def check_threshold(searcher, columns, query, tau, T, **options):
             assert r["matched"] == truth
         assert r["joinability"] == pytest.approx(r["matched"] / len(query))
     return results, counts
+
+
+def same_answers(searcher, expected, query) -> None:
+    """``searcher`` answers ``query`` as ``expected`` does: threshold and top-k, exact counts."""
+    for tau, T in ((0.03, 0.3), (0.06, 0.5)):
+        got, want = (s.search(query, tau, T, exact=True) for s in (searcher, expected))
+        assert [(r["column_id"], r["dataset_id"], r["matched"]) for r in got] == [(r["column_id"], r["dataset_id"], r["matched"]) for r in want]
+    got, want = (s.search(query, 0.05, mode="topk", k=5, exact=True) for s in (searcher, expected))
+    assert [(r["column_id"], r["matched"]) for r in got] == [(r["column_id"], r["matched"]) for r in want]
 
 
 @pytest.mark.parametrize("tau", TAUS)
@@ -369,6 +380,45 @@ def test_spatial_join_finds_alaska(spatial_lake):
     anchorage = [q for q in flight_airports() if q[:, 0].mean() > 55][0]
     best = searcher.search(anchorage, 0.01, mode="topk", k=1)[0]
     assert names[best["column_id"]] == "Alaska"
+
+
+# --- shards ------------------------------------------------------------------------------
+
+
+def planted_dataset(column_id: int) -> str:
+    return f"ds{column_id % 9}"
+
+
+@pytest.mark.parametrize("loaded", [[0], [1, 3], [0, 1, 2, 3]])
+def test_shard_subset_answers_as_a_build_of_its_columns(planted, loaded):
+    columns, queries, _ = planted
+    owner = {c: planted_dataset(c) for c in columns}
+    tables = build_in_memory(columns, dataset_ids=owner, n_shards=4, n_pivots=4, levels=4, n_partitions=2)
+    assert {name: tables[name].schema.names[0] == "shard" for name in tables} == {"params": False, "pivots": False, "mapped": True, "cells": True}
+    assert all(shard_of(d, 4) == s for d, s in zip(tables["mapped"]["dataset_id"].to_pylist(), tables["mapped"]["shard"].to_pylist()))
+    subset = {c: v for c, v in columns.items() if shard_of(owner[c], 4) in loaded}
+    manifest = pa.table({"shard": pa.array(loaded, pa.int32())})  # the pipeline's manifest is ignored
+    searcher = load({**in_shards(tables, loaded, GLOBAL_TABLES), "shards": manifest})
+    alone = load(build_in_memory(subset, dataset_ids=owner, n_shards=4, n_pivots=4, levels=4))
+    for query in queries:
+        same_answers(searcher, alone, query)
+        check_threshold(searcher, subset, query, 0.06, 0.4)
+
+
+def test_sharded_build_needs_dataset_ids(planted):
+    columns, _, _ = planted
+    with pytest.raises(ValueError, match="dataset_ids"):
+        build_in_memory(columns, n_shards=2)
+    assert set(build_in_memory(columns, n_pivots=2, levels=2)["cells"]["shard"].to_pylist()) == {0}
+
+
+def test_staleness_is_the_share_inserted_since_the_full_build(planted):
+    columns, _, _ = planted
+    params = build_in_memory(columns, n_pivots=2, levels=2, n_partitions=2)["params"].to_pylist()
+    assert staleness_of(params) == 0.0
+    grown = [{**p, "n_vectors": p["n_vectors"] + 10, "inserted": 10} for p in params]
+    assert staleness_of(grown) == pytest.approx(20 / sum(p["n_vectors"] for p in grown))
+    assert staleness_of([{**params[0], "n_vectors": 0, "inserted": 5}]) > STALENESS_LIMIT
 
 
 # --- tables and bad input ---------------------------------------------------------------

@@ -11,12 +11,17 @@ choose the same pivots and produce the same tables.
 
 Tables (one row per ...):
 
-- ``params``: partition: metric, embedding model, dim, ``|P|``, ``m``, grid bounds, sizes,
-  and how ``|P|``/``m`` were chosen (``cost-model`` or ``given``);
-- ``pivots``: pivot of a partition, its vector;
-- ``mapped``: indexed vector: ids, value, vector and mapped vector ``x'``;
-- ``cells``: (partition, leaf cell, column): the inverted index, with the column's vector ids
-  in that leaf. Leaf cells are Morton keys (``grid.py``); upper levels derive from them.
+- ``params`` (global): partition: metric, embedding model, dim, ``|P|``, ``m``, grid bounds,
+  sizes, how ``|P|``/``m`` were chosen (``cost-model`` or ``given``), and the vectors inserted
+  since the last full build (``update.py``);
+- ``pivots`` (global): pivot of a partition, its vector;
+- ``mapped`` (sharded): indexed vector: ids, value, vector and mapped vector ``x'``;
+- ``cells`` (sharded): (partition, leaf cell, column): the inverted index, with the column's
+  vector ids in that leaf. Leaf cells are Morton keys (``grid.py``); upper levels derive from
+  them.
+
+Sharded tables carry ``shard`` = ``shard_of(dataset_id)`` (``lakejoin.index.shards``): a column
+lives in one shard, so its mapped vectors and its postings do too.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import pyarrow as pa
 from lakejoin.index.pexeso.grid import check_shape, leaf_keys
 from lakejoin.index.pexeso.partition import cluster_columns, nearest_region
 from lakejoin.index.pexeso.pivots import map_to_pivot_space, select_pivots
+from lakejoin.index.shards import SHARD, shard_of
 
 # metric -> the maximum distance that user-facing τ is a fraction of (1: τ is absolute)
 METRICS = {"l2-unit": 2.0, "l2-absolute": 1.0}
@@ -53,11 +59,14 @@ PARAMS_SCHEMA = pa.schema(
         ("n_columns", pa.int64()),
         ("sample_size", pa.int64()),
         ("chosen_by", pa.string()),
+        ("inserted", pa.int64()),  # vectors inserted since the last full build (update.py)
+        ("outside", pa.int64()),  # of those, mapped outside [lo, hi]
     ]
 )
 PIVOTS_SCHEMA = pa.schema([("partition", pa.int32()), ("pivot", pa.int32()), ("vector", pa.list_(pa.float32()))])
 MAPPED_SCHEMA = pa.schema(
     [
+        (SHARD, pa.int32()),
         ("partition", pa.int32()),
         ("dataset_id", pa.string()),
         ("column_id", pa.int64()),
@@ -68,7 +77,7 @@ MAPPED_SCHEMA = pa.schema(
     ]
 )
 CELLS_SCHEMA = pa.schema(
-    [("partition", pa.int32()), ("cell", pa.int64()), ("column_id", pa.int64()), ("vector_ids", pa.list_(pa.int64()))]
+    [(SHARD, pa.int32()), ("partition", pa.int32()), ("cell", pa.int64()), ("column_id", pa.int64()), ("vector_ids", pa.list_(pa.int64()))]
 )
 
 
@@ -128,6 +137,10 @@ class PartitionPlan:
         mapped = map_to_pivot_space(vectors, self.pivots)
         return mapped, leaf_keys(mapped, self.lo, self.hi, self.levels)
 
+    def outside(self, mapped: np.ndarray) -> np.ndarray:
+        """Whether each mapped vector lies outside the grid bounds (clamped into a border cell)."""
+        return ((mapped < self.lo) | (mapped > self.hi)).any(axis=1)
+
 
 def plan_partition(
     partition: int, sample: np.ndarray, metric: str, n_pivots: int | None = None, levels: int | None = None
@@ -177,7 +190,10 @@ def column_partitions(
     return columns, cluster_columns(histograms, n_partitions, iterations).astype(np.int32)
 
 
-def params_row(plan: PartitionPlan, metric: str, model: str | None, dim: int, n_vectors: int, n_columns: int) -> dict:
+def params_row(
+    plan: PartitionPlan, metric: str, model: str | None, dim: int, n_vectors: int, n_columns: int, inserted: int = 0, outside: int = 0
+) -> dict:
+    """A partition's ``params`` row; ``inserted``/``outside`` count since the last full build."""
     return {
         "partition": plan.partition,
         "metric": metric,
@@ -191,6 +207,8 @@ def params_row(plan: PartitionPlan, metric: str, model: str | None, dim: int, n_
         "n_columns": n_columns,
         "sample_size": plan.sample_size,
         "chosen_by": plan.chosen_by,
+        "inserted": inserted,
+        "outside": outside,
     }
 
 
@@ -198,14 +216,16 @@ def pivot_rows(plan: PartitionPlan) -> list[dict]:
     return [{"partition": plan.partition, "pivot": i, "vector": p.tolist()} for i, p in enumerate(plan.pivots)]
 
 
-def cells_table(partition: np.ndarray, cells: np.ndarray, column_ids: np.ndarray, vector_ids: np.ndarray) -> pa.Table:
-    """The inverted index: vector ids grouped by (partition, leaf cell, column), sorted."""
+def cells_table(shards: np.ndarray, partition: np.ndarray, cells: np.ndarray, column_ids: np.ndarray, vector_ids: np.ndarray) -> pa.Table:
+    """The inverted index: vector ids grouped by (partition, leaf cell, column), sorted; a
+    column's shard is its vectors' shard."""
     order = np.lexsort((vector_ids, column_ids, cells, partition))
     p, c, s, v = partition[order], cells[order], column_ids[order], vector_ids[order]
     start = np.flatnonzero(np.r_[True, (p[1:] != p[:-1]) | (c[1:] != c[:-1]) | (s[1:] != s[:-1])]) if len(p) else np.zeros(0, np.int64)
     offsets = pa.array(np.r_[start, len(v)].astype(np.int32))
     return pa.table(
         {
+            SHARD: pa.array(shards[order][start], pa.int32()),
             "partition": pa.array(p[start], pa.int32()),
             "cell": pa.array(c[start], pa.int64()),
             "column_id": pa.array(s[start], pa.int64()),
@@ -222,11 +242,22 @@ def vector_list(rows: np.ndarray, dtype: pa.DataType) -> pa.Array:
     return pa.ListArray.from_arrays(offsets, flat)
 
 
+def column_shards(column_ids: Sequence[int], dataset_ids: Mapping[int, str] | None, n_shards: int) -> dict[int, int]:
+    """Each column's shard: its dataset's. Without dataset ids every column is in shard 0,
+    which only one shard allows."""
+    if dataset_ids is None:
+        if n_shards != 1:
+            raise ValueError("a sharded PEXESO build needs the columns' dataset_ids")
+        return {c: 0 for c in column_ids}
+    return {c: shard_of(dataset_ids[c], n_shards) for c in column_ids}
+
+
 def build_in_memory(
     columns: Mapping[int, np.ndarray],
     *,
     values: Mapping[int, Sequence[str]] | None = None,
     dataset_ids: Mapping[int, str] | None = None,
+    n_shards: int = 1,
     metric: str = "l2-unit",
     model: str | None = None,
     n_pivots: int | None = None,
@@ -237,15 +268,18 @@ def build_in_memory(
 ) -> dict[str, pa.Table]:
     """The index tables of ``columns`` (column_id → vectors, one row per value) without Spark.
 
-    ``vector_id`` is the row's position in its column; ``values`` gives each row's text.
+    ``vector_id`` is the row's position in its column; ``values`` gives each row's text;
+    ``n_shards`` > 1 needs ``dataset_ids`` (a column's shard is its dataset's).
     """
     check_metric(metric)
     if not columns:
         raise ValueError("no columns to index")
+    shard_by_column = column_shards(list(columns), dataset_ids, n_shards)
     parts = [np.asarray(v, dtype=np.float32).reshape(len(v), -1) for v in columns.values()]
     vectors = check_vectors(np.concatenate(parts), metric)
     column_ids = np.concatenate([np.full(len(v), c, np.int64) for c, v in zip(columns, parts)])
     vector_ids = np.concatenate([np.arange(len(v), dtype=np.int64) for v in parts])
+    shards = np.concatenate([np.full(len(v), shard_by_column[c], np.int32) for c, v in zip(columns, parts)])
     texts = [None if values is None else values[c][i] for c, i in zip(column_ids.tolist(), vector_ids.tolist())]
     order = sample_order(column_ids, vector_ids)
     partition = assign_partitions(vectors, column_ids, order, n_partitions, iterations)
@@ -263,6 +297,7 @@ def build_in_memory(
     in_order = len(mapped_parts) == 1  # one partition: rows are 0..n-1, no reordered copy
     mapped_table = pa.table(
         {
+            SHARD: pa.array(shards[rows], pa.int32()),
             "partition": pa.array(partition[rows], pa.int32()),
             "dataset_id": pa.array([None if dataset_ids is None else dataset_ids[c] for c in column_ids[rows].tolist()], pa.string()),
             "column_id": pa.array(column_ids[rows], pa.int64()),
@@ -277,5 +312,5 @@ def build_in_memory(
         "params": pa.Table.from_pylist(params, schema=PARAMS_SCHEMA),
         "pivots": pa.Table.from_pylist(pivots, schema=PIVOTS_SCHEMA),
         "mapped": mapped_table,
-        "cells": cells_table(partition, cells, column_ids, vector_ids),
+        "cells": cells_table(shards, partition, cells, column_ids, vector_ids),
     }

@@ -260,7 +260,11 @@ def _flat(column: pa.ChunkedArray, dtype: type) -> np.ndarray:
 def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = None) -> PexesoSearcher:
     """The searcher over index tables ``params``, ``pivots``, ``mapped`` and ``cells``.
 
-    ``partitions`` loads only those partitions (default: all). For a lake larger than memory,
+    ``mapped`` and ``cells`` may hold any subset of shards (their ``shard`` column is not
+    read; other tables, such as the pipeline's ``shards`` manifest, are ignored): every column
+    lives in one shard and the global pivots and bounds serve any subset, so the searcher
+    answers as one built over those shards' columns. A partition with no vector loaded is
+    left out. ``partitions`` loads only those partitions (default: all). For a lake larger than memory,
     load and search one partition at a time and take the union of the threshold results (or
     the best k of the top-k results): every column lives in exactly one partition (§IV).
     Vectors are ordered by the inverted index (``cells``): by partition, leaf cell, column,
@@ -317,6 +321,8 @@ def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = N
         p, n_pivots = s["partition"], int(s["n_pivots"])
         # joined is sorted by partition: a partition is a slice of it
         sel = slice(*np.searchsorted(all_partitions, [p, p + 1]).tolist())
+        if sel.start == sel.stop:
+            continue
         if not (mapped_length[rows[sel]] == n_pivots).all():
             raise ValueError(f"partition {p}: mapped vectors do not have {n_pivots} coordinates")
         column_ids, column_index = np.unique(all_columns[sel], return_inverse=True)
