@@ -125,7 +125,7 @@ def write_arrow(path: Path, table: pa.Table, mode: str = "overwrite", partition_
     return current_version(path)  # type: ignore[return-value]
 
 
-def commitfiles_of(
+def commit_files(
     path: Path,
     schema: pa.Schema,
     added: Iterable[DataFile],
@@ -169,7 +169,7 @@ def commitfiles_of(
     return current_version(path)  # type: ignore[return-value]
 
 
-def livefiles_of(path: Path, partition_column: str | None = None) -> dict[str, str | None]:
+def live_files(path: Path, partition_column: str | None = None) -> dict[str, str | None]:
     """Relative path of every live file -> its value of ``partition_column`` (None if unpartitioned)."""
     if not exists(path):
         return {}
