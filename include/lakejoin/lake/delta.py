@@ -125,6 +125,22 @@ def write_arrow(path: Path, table: pa.Table, mode: str = "overwrite", partition_
     return current_version(path)  # type: ignore[return-value]
 
 
+def layout_differs(path: Path, schema: pa.Schema, partition_by: Sequence[str]) -> bool:
+    """True when the table at ``path`` has another schema or partitioning than given."""
+    table = open_table(path)
+    return pa.schema(table.schema().to_arrow()) != schema or list(table.metadata().partition_columns) != list(partition_by)
+
+
+def reset_layout(path: Path, schema: pa.Schema, partition_by: Sequence[str], operation: str | None = None) -> int:
+    """Give an existing table a new schema and partitioning, emptying it, in one commit (a full
+    rebuild of a table written with an older layout; its earlier versions stay readable)."""
+    write_deltalake(
+        str(path), schema.empty_table(), mode="overwrite", schema_mode="overwrite", partition_by=list(partition_by) or None,
+        configuration=TABLE_CONFIGURATION, commit_properties=_commit_properties(operation),
+    )
+    return current_version(path)  # type: ignore[return-value]
+
+
 def commit_files(
     path: Path,
     schema: pa.Schema,

@@ -46,11 +46,14 @@ def write_table(
     same executor task (``df`` then holds task descriptions, not rows), which saves moving every
     produced row through the JVM and back.
 
-    ``replace="all"`` replaces every live file (overwrite); ``"partitions"`` replaces only the
+    ``replace="all"`` replaces every live file (overwrite; a table written with another schema or
+    partitioning first gets the new layout in a commit of its own); ``"partitions"`` replaces only the
     files of the partitions named in ``replace_values`` (plus those ``df`` writes to), which is
     how one dataset's cells are swapped without touching the others; ``"none"`` appends.
     """
     table_path.mkdir(parents=True, exist_ok=True)
+    if replace == "all" and delta.exists(table_path) and delta.layout_differs(table_path, schema, partition_by):
+        delta.reset_layout(table_path, schema, partition_by, operation)
     writer = _partition_writer(str(table_path), schema, list(partition_by))
     if produce is None:
         rows = df.select([f.name for f in schema]).mapInArrow(writer, _FILE_ROWS).collect()
