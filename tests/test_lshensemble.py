@@ -20,8 +20,10 @@ from lakejoin.index.lshensemble import build_in_memory, load, minhash_signatures
 from lakejoin.index.lshensemble.lsh import LEVEL_BITS, PrefixForest, _bounds
 from lakejoin.index.lshensemble.minhash import fmix32
 from lakejoin.index.lshensemble.partition import equi_depth_partitions, optimal_partitions, partition_cost
-from lakejoin.index.lshensemble.tables import signature_matrix
+from lakejoin.index.lshensemble.tables import GLOBAL_TABLES, signature_matrix
+from lakejoin.index.lshensemble.tables import staleness as tables_staleness
 from lakejoin.index.lshensemble.tuning import optimal_params
+from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
 from lakejoin.normalize import normalize_set
 from lakejoin.testing.oracles import containment_search
 from lakejoin.testing.synthetic import plant_joinable, set_lake
@@ -376,27 +378,117 @@ def test_partitions_recomputed_at_load_when_absent() -> None:
     assert len(equi.uppers) == 8 and equi.uppers[-1] == max(len(v) for v in sets.values())
 
 
-# --- Incremental inserts -------------------------------------------------------------------------
+# --- Shards and incremental builds -----------------------------------------------------------------
 
 
-def test_incremental_insert_equals_full_build() -> None:
-    sets, planted = synthetic_lake()
-    old = {c: v for c, v in sets.items() if c % 10}
-    previous = build_in_memory(old, num_part=16)
-    changed = {c: v for c, v in sets.items() if c % 10 == 0}
-    changed[1] = sets[1][: len(sets[1]) // 2]  # an existing column changed
-    removed = [2]
-    incremental = build_in_memory(changed, num_part=16, previous=previous, removed=removed)
-    expected_sets = {**sets, 1: changed[1]}
-    del expected_sets[2]
-    full = build_in_memory(expected_sets, num_part=16)
-    assert incremental["partitions"].equals(full["partitions"])
-    for name in ("signatures", "sets"):  # rows are appended: equal up to order
-        assert incremental[name].sort_by("column_id").equals(full[name]), name
-    searcher = load(incremental)
-    for cid in list(changed)[:20]:
-        assert searcher.search(changed[cid], 1.0, verify=True)[0]["containment"] == 1.0
-    assert all(r["column_id"] != 2 for r in searcher.search(sets[2], 0.5))
+N_SHARDS = 4
+
+
+def random_lake(rng: np.random.Generator, n_datasets: int) -> tuple[dict[int, list[str]], dict[int, str]]:
+    """Datasets of 1-3 columns over a shared vocabulary, sizes skewed (many small, few large)."""
+    sets, datasets = {}, {}
+    for d in range(n_datasets):
+        for _ in range(int(rng.integers(1, 4))):
+            cid = len(sets)
+            sets[cid], datasets[cid] = random_values(rng), f"ds{d}"
+    return sets, datasets
+
+
+def random_values(rng: np.random.Generator) -> list[str]:
+    size = int(min(1 + rng.pareto(1.2) * 8, 400))
+    return sorted({f"v{i}" for i in rng.integers(0, 600, size)})
+
+
+def change_batch(rng, sets, datasets, batch: int) -> set[str]:
+    """Adds, changes (new values, a dropped column) and removes datasets in place; the changed ids."""
+    ids = sorted(set(datasets.values()))
+    changed = set(rng.choice(ids, size=4, replace=False).tolist())
+    removed = set(rng.choice(sorted(changed), size=1).tolist())
+    for cid in [c for c in sets if datasets[c] in changed]:
+        if datasets[cid] in removed or rng.random() < 0.2:
+            del sets[cid], datasets[cid]
+        else:
+            sets[cid] = random_values(rng)
+    for d in range(3):
+        cid = max(sets, default=-1) + 1
+        sets[cid], datasets[cid] = random_values(rng), f"new{batch}-{d}"
+        changed.add(datasets[cid])
+    return changed
+
+
+def _candidates(searcher, queries: list[list[str]]) -> list[list[int]]:
+    return [sorted(searcher.candidates(q, t).tolist()) for q in queries for t in (0.3, 0.6, 0.9)]
+
+
+def _results(searcher, queries: list[list[str]]) -> list[list[dict]]:
+    return [searcher.search(q, t, verify=True) for q in queries for t in (0.3, 0.6, 0.9)]
+
+
+def test_incremental_batches_equal_full_build() -> None:
+    """Six random batches, each built incrementally from the rewritten shards only and swapped in:
+    after each, the tables equal a full build's (global tuning included), searches answer the
+    same, and no changed dataset's old row survives."""
+    rng = np.random.default_rng(17)
+    sets, datasets = random_lake(rng, 40)
+    params = {"num_perm": 64, "num_part": 8, "n_shards": N_SHARDS}
+    current = build_in_memory(sets, dataset_ids=datasets, **params)
+    for batch in range(6):
+        changed = change_batch(rng, sets, datasets, batch)
+        rewritten = shards_of(changed, N_SHARDS)
+        previous = in_shards(current, rewritten, GLOBAL_TABLES)
+        delta = {c: v for c, v in sets.items() if datasets[c] in changed}
+        update = build_in_memory(delta, dataset_ids=datasets, previous=previous, changed=changed, **params)
+        assert set(update["signatures"]["shard"].to_pylist()) <= set(rewritten)
+        current = apply_update(current, update, rewritten, GLOBAL_TABLES)
+        full = build_in_memory(sets, dataset_ids=datasets, **params)
+        for name in ("sizes", "partitions"):
+            assert current[name].equals(full[name]), name
+        for name in ("signatures", "sets"):  # rows are appended: equal up to order
+            assert current[name].sort_by("column_id").equals(full[name]), name
+        rows = {r["column_id"]: r for r in current["sets"].to_pylist()}
+        assert len(rows) == current["sets"].num_rows
+        for dataset in changed:  # exactly the new content of every changed dataset, nothing older
+            assert {c for c, r in rows.items() if r["dataset_id"] == dataset} == {c for c in sets if datasets[c] == dataset}
+        assert all(rows[c]["values"] == sets[c] for c in sets)
+        assert tables_staleness(current["sizes"], current["partitions"]) == 0.0
+        queries = [sets[c][: max(1, len(sets[c]) * 2 // 3)] for c in rng.choice(sorted(sets), 12)]
+        incremental, fresh = load(current), load(full)
+        assert _candidates(incremental, queries) == _candidates(fresh, queries)
+        assert _results(incremental, queries) == _results(fresh, queries)
+
+
+def test_subset_of_shards_answers_as_its_own_datasets_with_global_tuning() -> None:
+    rng = np.random.default_rng(23)
+    sets, datasets = random_lake(rng, 60)
+    params = {"num_perm": 64, "num_part": 8, "n_shards": N_SHARDS}
+    full = build_in_memory(sets, dataset_ids=datasets, **params)
+    queries = [sets[c] for c in rng.choice(sorted(sets), 15)]
+    for subset in ([0], [1, 3], [0, 1, 2, 3]):
+        loaded = load({**in_shards(full, subset, GLOBAL_TABLES), "shards": pa.table({"shard": subset})})
+        own = {c: v for c, v in sets.items() if shard_of(datasets[c], N_SHARDS) in subset}
+        alone = {**build_in_memory(own, dataset_ids=datasets, **params), "partitions": full["partitions"]}
+        assert len(loaded) == len(own)
+        assert _candidates(loaded, queries) == _candidates(load(alone), queries)
+        assert _results(loaded, queries) == _results(load(alone), queries)
+    assert _results(load(full), queries) == _results(load(build_in_memory(sets, dataset_ids=datasets, num_perm=64, num_part=8)), queries)
+
+
+def test_staleness_counts_sets_the_kept_partitioning_misplaces() -> None:
+    rng = np.random.default_rng(5)
+    sets, _ = random_lake(rng, 50)
+    old = build_in_memory({c: v for c, v in sets.items() if c % 4}, num_part=8, num_perm=16)
+    now = build_in_memory(sets, num_part=8, num_perm=16)
+    assert tables_staleness(now["sizes"], now["partitions"]) == 0.0
+    inserted = sum(1 for c in sets if c % 4 == 0)
+    # Pure inserts under kept bounds: every inserted set is one the partitioning did not count.
+    assert tables_staleness(now["sizes"], old["partitions"]) == pytest.approx(inserted / len(sets))
+    assert tables_staleness(now["sizes"], now["partitions"].slice(0, 0)) == 1.0
+    assert tables_staleness(build_in_memory({})["sizes"], old["partitions"]) == 0.0
+
+
+def test_more_shards_need_dataset_ids() -> None:
+    with pytest.raises(ValueError, match="dataset_id"):
+        build_in_memory({1: ["a"]}, n_shards=2)
 
 
 def test_incremental_insert_rejects_other_hash_family() -> None:
@@ -453,9 +545,10 @@ def _collect(frames: dict) -> dict[str, pa.Table]:
 
 
 def _assert_same_tables(spark_tables: dict[str, pa.Table], memory: dict[str, pa.Table]) -> None:
-    for name, key in [("signatures", "column_id"), ("sets", "column_id"), ("partitions", "partition")]:
+    assert set(spark_tables) == set(memory)
+    for name, key in [("signatures", "column_id"), ("sets", "column_id"), ("sizes", "size"), ("partitions", "partition")]:
         got = spark_tables[name].sort_by(key).to_pylist()
-        expected = memory[name].to_pylist()
+        expected = memory[name].sort_by(key).to_pylist()
         for row in got:
             if "values" in row:
                 row["values"] = list(row["values"])
@@ -464,26 +557,36 @@ def _assert_same_tables(spark_tables: dict[str, pa.Table], memory: dict[str, pa.
 
 @pytest.mark.spark
 def test_spark_build_equals_in_memory_build_and_incremental(spark) -> None:
+    """A full Spark build over 4 shards, then an incremental one fed only the rewritten shards."""
     sets, datasets = real_lake()
-    chosen = [c for c in sets if datasets[c].startswith(("nycflights13/airlines", "nycflights13/airports", "bakeoff", "dslabs/murders"))]
+    chosen = [c for c in sets if datasets[c].startswith(("nycflights13/airlines", "nycflights13/airports", "bakeoff", "dslabs"))]
     sets = {c: sets[c] for c in chosen}
     datasets = {c: datasets[c] for c in chosen}
     first_round = {c: v for c, v in sets.items() if not datasets[c].startswith("bakeoff/ratings")}
     built = _collect(build_tables_for(spark, first_round, datasets))
-    _assert_same_tables(built, build_in_memory(first_round, dataset_ids=datasets, num_part=6))
+    _assert_same_tables(built, build_in_memory(first_round, dataset_ids=datasets, num_part=6, n_shards=N_SHARDS))
+    assert len(set(built["signatures"]["shard"].to_pylist())) > 1
     # Next snapshot: bakeoff/ratings added, dslabs/murders changed, nycflights13/airlines removed.
     second = {c: v for c, v in sets.items() if datasets[c] != "nycflights13/airlines"}
     murders = [c for c in second if datasets[c] == "dslabs/murders"]
     second[murders[0]] = second[murders[0]][:10]
     changed = {"bakeoff/ratings", "dslabs/murders", "nycflights13/airlines"}
-    previous = {name: spark.createDataFrame(table.to_pandas()) for name, table in built.items() if name != "partitions"}
-    previous["signatures"] = spark.createDataFrame(built["signatures"].to_pandas(), "column_id long, dataset_id string, size long, seed long, minhash binary")
+    rewritten = shards_of(changed, N_SHARDS)
+    previous = {name: _frame(spark, table) for name, table in in_shards(built, rewritten, GLOBAL_TABLES).items()}
     delta = {c: v for c, v in second.items() if datasets[c] in changed}
-    incremental = _collect(build_tables_for(spark, delta, datasets, previous=previous, changed=changed))
-    _assert_same_tables(incremental, build_in_memory(second, dataset_ids=datasets, num_part=6))
+    update = _collect(build_tables_for(spark, delta, datasets, previous=previous, changed=changed))
+    assert set(update["signatures"]["shard"].to_pylist()) <= set(rewritten)
+    _assert_same_tables(apply_update(built, update, rewritten, GLOBAL_TABLES), build_in_memory(second, dataset_ids=datasets, num_part=6, n_shards=N_SHARDS))
+    from lakejoin.spark.lshensemble import STALENESS_LIMIT, staleness
+
+    assert staleness({name: _frame(spark, update[name]) for name in GLOBAL_TABLES}) == 0.0 < STALENESS_LIMIT
+
+
+def _frame(spark, table: pa.Table):
+    return spark.createDataFrame(table)  # from Arrow: int32 and binary columns keep their types
 
 
 def build_tables_for(spark, sets, datasets, **kwargs):
     from lakejoin.spark.lshensemble import build_tables
 
-    return build_tables(spark, _cells(spark, sets, datasets), num_part=6, **kwargs)
+    return build_tables(spark, _cells(spark, sets, datasets), num_part=6, n_shards=N_SHARDS, **kwargs)

@@ -4,7 +4,8 @@ Modules follow the thesis: :mod:`.minhash` (§2.3.1, datasketch-compatible signa
 :mod:`.partition` (§2.4.3–2.4.6, optimal and equi-depth size partitioning), :mod:`.tuning`
 (§2.4.7, Eqs. 2.22–2.26: (b, r) per query and partition), :mod:`.lsh` (the dynamic LSH forest),
 :mod:`.search` (Alg. 1 over all partitions, estimates, verification, top-k) and :mod:`.tables`
-(the index tables; ``lakejoin.spark.lshensemble`` builds the same ones with Spark).
+(the index tables: signatures and sets sharded by dataset, the size histogram and the
+partitioning global; ``lakejoin.spark.lshensemble`` builds the same ones with Spark).
 
 Unlike ``datasketch.MinHashLSHEnsemble`` the threshold is a query parameter, results carry a
 containment estimate (and the exact containment when verified), a top-k mode exists, and new

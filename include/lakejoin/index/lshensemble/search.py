@@ -28,7 +28,7 @@ from numba import njit
 
 from lakejoin.index.lshensemble.lsh import MAX_DEPTH, PrefixForest
 from lakejoin.index.lshensemble.minhash import equal_slots, minhash_signatures
-from lakejoin.index.lshensemble.tables import partitions_table, signature_matrix
+from lakejoin.index.lshensemble.tables import partitions_table, signature_matrix, sizes_table
 from lakejoin.index.lshensemble.tuning import optimal_params, params_table
 from lakejoin.normalize import normalize_set
 
@@ -232,8 +232,11 @@ def load(
 ) -> LshEnsembleSearcher:
     """A searcher from the index tables read at the snapshot's pinned versions.
 
-    ``signatures`` is required; ``partitions`` is recomputed from the sizes (``num_part``,
-    ``partitioning``) when absent; ``sets`` is needed only for ``verify=True``.
+    ``signatures`` is required; ``partitions`` is recomputed from the loaded sizes (``num_part``,
+    ``partitioning``) when absent; ``sets`` is needed only for ``verify=True``. The sharded
+    tables may hold any subset of shards: with the (global) ``partitions`` of the whole lake the
+    searcher answers as one over those shards' columns tuned for the whole lake (thesis §2.4.6:
+    the partitioning is global). Other tables (``sizes``, the ``shards`` manifest) are not read.
     """
     if "signatures" not in tables:
         raise ValueError(f"the 'signatures' table is required, got tables {sorted(tables)}")
@@ -246,7 +249,7 @@ def load(
         raise ValueError(f"signatures mix seeds {seeds}; rebuild them with one seed")
     partitions = tables.get("partitions")
     if partitions is None:
-        partitions = partitions_table(sizes, num_part, partitioning)
+        partitions = partitions_table(sizes_table(sizes), num_part, partitioning)
     partitions = partitions.sort_by("upper")
     bounds = list(zip(partitions["lower"].to_pylist(), partitions["upper"].to_pylist()))
     return LshEnsembleSearcher(

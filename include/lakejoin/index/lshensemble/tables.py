@@ -1,12 +1,22 @@
 """The LSH Ensemble index tables (``index/lshensemble/<name>``) and their in-memory build.
 
+Sharded (an ``int32`` ``shard`` column, ``lakejoin.index.shards.shard_of(dataset_id)``; a
+searcher may load any subset of shards):
+
 - ``signatures``: one row per indexed column: ``column_id``, ``dataset_id``, ``size`` (distinct
-  normalized values), ``seed`` and ``minhash`` (``num_perm`` uint32 slots, little-endian bytes;
-  Delta has no unsigned integers). This is the per-dataset, incrementally replaced part.
-- ``partitions``: the size partitioning (§2.4.6) recomputed from all signatures at every
-  snapshot build: ``partition``, ``lower``, ``upper`` (inclusive), ``num_sets``, ``method``.
-- ``sets``: ``column_id``, ``dataset_id``, ``values`` (sorted distinct normalized values), read
-  only to verify candidates (exact containment).
+  normalized values), ``seed``, ``minhash`` (``num_perm`` uint32 slots, little-endian bytes;
+  Delta has no unsigned integers) and ``shard``.
+- ``sets``: ``column_id``, ``dataset_id``, ``values`` (sorted distinct normalized values),
+  ``shard``; read only to verify candidates (exact containment).
+
+Global (small, shared by every shard, :data:`GLOBAL_TABLES`):
+
+- ``sizes``: the set-size histogram of the whole lake, ``size`` ascending and ``count`` (one row
+  per distinct size). An incremental build updates it from the rewritten shards alone: plus the
+  changed datasets' new sizes, minus their old ones (their ``previous`` signatures).
+- ``partitions``: the size partitioning (thesis §2.4.6), recomputed from ``sizes`` at every
+  build, so it equals a full build's exactly: ``partition``, ``lower``, ``upper`` (inclusive),
+  ``num_sets``, ``method``.
 
 :func:`build_in_memory` produces exactly what ``lakejoin.spark.lshensemble.build_tables``
 produces, without Spark (benchmarks, small lakes, tests).
@@ -22,7 +32,9 @@ import pyarrow.compute as pc
 
 from lakejoin.index.lshensemble.minhash import minhash_signatures
 from lakejoin.index.lshensemble.partition import partition
+from lakejoin.index.shards import SHARD, shard_of
 
+GLOBAL_TABLES = frozenset({"sizes", "partitions"})
 SIGNATURES_SCHEMA = pa.schema(
     [
         ("column_id", pa.int64()),
@@ -30,8 +42,13 @@ SIGNATURES_SCHEMA = pa.schema(
         ("size", pa.int64()),
         ("seed", pa.int64()),
         ("minhash", pa.binary()),
+        (SHARD, pa.int32()),
     ]
 )
+SETS_SCHEMA = pa.schema(
+    [("column_id", pa.int64()), ("dataset_id", pa.string()), ("values", pa.list_(pa.string())), (SHARD, pa.int32())]
+)
+SIZES_SCHEMA = pa.schema([("size", pa.int64()), ("count", pa.int64())])
 PARTITIONS_SCHEMA = pa.schema(
     [
         ("partition", pa.int32()),
@@ -41,7 +58,6 @@ PARTITIONS_SCHEMA = pa.schema(
         ("method", pa.string()),
     ]
 )
-SETS_SCHEMA = pa.schema([("column_id", pa.int64()), ("dataset_id", pa.string()), ("values", pa.list_(pa.string()))])
 
 
 def signature_matrix(minhash: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -69,8 +85,22 @@ def minhash_column(signatures: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
 
 
+def shard_column(dataset_ids: list[str | None], n_shards: int) -> pa.Array:
+    """The ``shard`` of each row (``shard_of(dataset_id)``); one shard needs no dataset ids."""
+    if n_shards == 1:
+        return pa.array(np.zeros(len(dataset_ids), dtype=np.int32))
+    if None in dataset_ids:
+        raise ValueError(f"n_shards={n_shards} needs the dataset_id of every column")
+    return pa.array([shard_of(d, n_shards) for d in dataset_ids], pa.int32())
+
+
 def signatures_table(
-    column_ids: np.ndarray, dataset_ids: list[str | None], sizes: np.ndarray, signatures: np.ndarray, seed: int
+    column_ids: np.ndarray,
+    dataset_ids: list[str | None],
+    sizes: np.ndarray,
+    signatures: np.ndarray,
+    seed: int,
+    n_shards: int,
 ) -> pa.Table:
     """Rows of the ``signatures`` table."""
     return pa.table(
@@ -80,32 +110,68 @@ def signatures_table(
             "size": pa.array(sizes, pa.int64()),
             "seed": pa.array(np.full(len(sizes), seed), pa.int64()),
             "minhash": minhash_column(signatures),
+            SHARD: shard_column(dataset_ids, n_shards),
         },
         schema=SIGNATURES_SCHEMA,
     )
 
 
-def partitions_table(set_sizes: np.ndarray, num_part: int, method: str = "optimal") -> pa.Table:
-    """The ``partitions`` table for a collection with these set sizes (empty collection: no rows)."""
-    sizes, counts = np.unique(np.asarray(set_sizes, dtype=np.int64), return_counts=True)
-    return partitions_from_histogram(sizes, counts, num_part, method)
+def sizes_table(sizes: np.ndarray, counts: np.ndarray | None = None) -> pa.Table:
+    """The ``sizes`` histogram: each distinct size ascending with its summed count (one per set
+    when ``counts`` is None; negative counts retract sets), sizes left with no set dropped."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    counts = np.ones(len(sizes), dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
+    distinct, inverse = np.unique(sizes, return_inverse=True)
+    totals = np.zeros(len(distinct), dtype=np.int64)
+    np.add.at(totals, inverse, counts)
+    if np.any(totals < 0):
+        raise ValueError("the size histogram went negative: the previous sizes and signatures disagree")
+    keep = totals > 0
+    return pa.table({"size": distinct[keep], "count": totals[keep]}, schema=SIZES_SCHEMA)
 
 
-def partitions_from_histogram(sizes: np.ndarray, counts: np.ndarray, num_part: int, method: str = "optimal") -> pa.Table:
-    """The ``partitions`` table from the size distribution (distinct sizes ascending, counts)."""
-    bounds = partition(sizes, counts, num_part, method) if len(sizes) else []
+def partitions_table(sizes: pa.Table, num_part: int, method: str = "optimal") -> pa.Table:
+    """The ``partitions`` table from the ``sizes`` histogram (no sets: no rows)."""
+    distinct, counts = sizes["size"].to_numpy(), sizes["count"].to_numpy()
+    bounds = partition(distinct, counts, num_part, method) if len(distinct) else []
     uppers = np.array([u for _, u in bounds], dtype=np.int64)
-    num_sets = np.bincount(np.searchsorted(uppers, sizes), weights=counts, minlength=len(bounds)) if len(bounds) else []
     return pa.table(
         {
             "partition": pa.array(range(len(bounds)), pa.int32()),
             "lower": pa.array([lo for lo, _ in bounds], pa.int64()),
             "upper": pa.array(uppers, pa.int64()),
-            "num_sets": pa.array(np.asarray(num_sets, dtype=np.int64), pa.int64()),
+            "num_sets": pa.array(_sets_per_partition(distinct, counts, uppers), pa.int64()),
             "method": pa.array([method] * len(bounds), pa.string()),
         },
         schema=PARTITIONS_SCHEMA,
     )
+
+
+def _sets_per_partition(distinct: np.ndarray, counts: np.ndarray, uppers: np.ndarray) -> np.ndarray:
+    """How many sets of the histogram the searcher puts in each partition: a size goes to the
+    first upper bound at least as large, sizes above the last bound to the last partition."""
+    if len(uppers) == 0:
+        return np.zeros(0, dtype=np.int64)
+    part = np.minimum(np.searchsorted(uppers, distinct), len(uppers) - 1)
+    return np.bincount(part, weights=counts, minlength=len(uppers)).astype(np.int64)
+
+
+def staleness(sizes: pa.Table, partitions: pa.Table) -> float:
+    """The share of the indexed sets that the stored partitioning did not count where they are.
+
+    ``sum_i |n_i - num_sets_i| / N``: ``n_i`` sets of the ``sizes`` histogram fall in partition
+    ``i`` now, ``num_sets_i`` fell there when its bounds were chosen, ``N`` sets in all. Every
+    build recomputes ``partitions`` from ``sizes`` (see ``lakejoin.spark.lshensemble``), so this
+    is 0; it would grow with every set inserted, removed or resized under kept bounds.
+    """
+    counts = sizes["count"].to_numpy()
+    if counts.sum() == 0:
+        return 0.0
+    stored = partitions.sort_by("upper")
+    now = _sets_per_partition(sizes["size"].to_numpy(), counts, stored["upper"].to_numpy())
+    if len(now) == 0:
+        return 1.0
+    return float(np.abs(now - stored["num_sets"].to_numpy()).sum() / counts.sum())
 
 
 def build_in_memory(
@@ -116,15 +182,19 @@ def build_in_memory(
     seed: int = 1,
     partitioning: str = "optimal",
     dataset_ids: Mapping[int, str] | None = None,
+    n_shards: int = 1,
     previous: Mapping[str, pa.Table] | None = None,
-    removed: Collection[int] = (),
+    changed: Collection[str] = (),
 ) -> dict[str, pa.Table]:
     """The index tables of ``sets`` (column_id -> already normalized values, as in ``lake/cells``).
 
-    Empty sets are not indexed. With ``previous`` tables, only ``sets`` are hashed (the
-    incremental insert): previous rows of the same column_ids and of ``removed`` are replaced
-    or dropped, the rest kept as they are (new rows are appended, so the rows equal a full
-    build's up to order), and the partitioning is recomputed over all sizes.
+    Empty sets are not indexed; with ``n_shards > 1`` every column needs its ``dataset_ids``.
+    With ``previous`` (an incremental build: the sharded tables may be cut to the rewritten
+    shards, the global ones whole), ``sets`` are the columns of the ``changed`` datasets (added,
+    changed or removed; a pure insert of new columns may leave ``changed`` empty): their
+    ``previous`` rows are dropped, the other rows kept as they are and the new rows appended
+    (equal to a full build's up to order), and ``sizes`` is updated by the difference, so the
+    ``partitions`` equal a full build's.
     """
     distinct = {int(cid): sorted(set(values)) for cid, values in sets.items()}
     distinct = {cid: values for cid, values in distinct.items() if values}
@@ -132,35 +202,51 @@ def build_in_memory(
     values = [distinct[cid] for cid in column_ids]
     datasets = [dataset_ids.get(int(cid)) if dataset_ids else None for cid in column_ids]
     sizes = np.array([len(v) for v in values], dtype=np.int64)
-    signatures = signatures_table(column_ids, datasets, sizes, minhash_signatures(values, num_perm, seed), seed)
+    signatures = signatures_table(column_ids, datasets, sizes, minhash_signatures(values, num_perm, seed), seed, n_shards)
     sets_rows = pa.table(
-        {"column_id": pa.array(column_ids, pa.int64()), "dataset_id": pa.array(datasets, pa.string()), "values": values},
+        {
+            "column_id": pa.array(column_ids, pa.int64()),
+            "dataset_id": pa.array(datasets, pa.string()),
+            "values": values,
+            SHARD: shard_column(datasets, n_shards),
+        },
         schema=SETS_SCHEMA,
     )
+    histogram = sizes_table(sizes)
     if previous is not None:
-        replaced = pa.array(np.union1d(np.array(sorted(sets), dtype=np.int64), np.array(list(removed), dtype=np.int64)))
-        signatures = _merge(previous["signatures"], signatures, replaced, num_perm, seed)
-        sets_rows = _merge(previous["sets"], sets_rows, replaced)
+        check_hash_family(previous["signatures"], num_perm, seed)
+        stale = pc.is_in(previous["signatures"]["dataset_id"], value_set=pa.array(sorted(changed), pa.string()))
+        old_sizes = previous["signatures"].filter(stale)["size"].to_numpy()
+        histogram = sizes_table(
+            np.concatenate([previous["sizes"]["size"].to_numpy(), sizes, old_sizes]),
+            np.concatenate([previous["sizes"]["count"].to_numpy(), np.ones_like(sizes), -np.ones_like(old_sizes)]),
+        )
+        signatures = _carry_over(previous["signatures"], signatures, changed)
+        sets_rows = _carry_over(previous["sets"], sets_rows, changed)
     return {
         "signatures": signatures,
-        "partitions": partitions_table(signatures["size"].to_numpy(), num_part, partitioning),
         "sets": sets_rows,
+        "sizes": histogram,
+        "partitions": partitions_table(histogram, num_part, partitioning),
     }
 
 
-def _merge(
-    old: pa.Table, new: pa.Table, replaced: pa.Array, num_perm: int | None = None, seed: int | None = None
-) -> pa.Table:
-    """``old`` without the ``replaced`` column_ids, then ``new``.
+def check_hash_family(signatures: pa.Table, num_perm: int, seed: int) -> None:
+    """Refuse to mix signatures of another ``num_perm`` or ``seed`` with new ones."""
+    if signatures.num_rows and (
+        signature_matrix(signatures["minhash"].slice(0, 1)).shape[1] != num_perm or signatures["seed"][0].as_py() != seed
+    ):
+        raise ValueError("previous signatures were built with another num_perm or seed; rebuild them all")
+
+
+def _carry_over(old: pa.Table, new: pa.Table, changed: Collection[str]) -> pa.Table:
+    """``old`` without the rows of ``changed`` datasets, then ``new``.
 
     Row order carries no meaning (readers key rows by column_id), so nothing is sorted and,
     when no old row is replaced (a pure insert), the old rows are shared, not copied: the cost
     of an insert follows the new columns, not the collection.
     """
-    if num_perm is not None and old.num_rows:
-        if signature_matrix(old["minhash"].slice(0, 1)).shape[1] != num_perm or old["seed"][0].as_py() != seed:
-            raise ValueError("previous signatures were built with another num_perm or seed; rebuild them all")
-    stale = pc.is_in(old["column_id"], value_set=replaced)
+    stale = pc.is_in(old["dataset_id"], value_set=pa.array(sorted(changed), pa.string()))
     if pc.any(stale).as_py():
         old = old.filter(pc.invert(stale))
-    return pa.concat_tables([old.cast(new.schema), new])
+    return pa.concat_tables([old.select(new.schema.names).cast(new.schema), new])
