@@ -14,9 +14,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
-
-from lakejoin.index.josie import SCHEMAS, ReadCost, build_in_memory, load
+from lakejoin.index.josie import (
+    APPEND_TABLES,
+    GLOBAL_TABLES,
+    SCHEMAS,
+    ReadCost,
+    build_in_memory,
+    load,
+    update_in_memory,
+)
+from lakejoin.index.josie import tokens as josie_tokens
+from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
 from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import normalize_set, normalize_value
 from lakejoin.testing import overlap_topk, set_lake
@@ -134,21 +144,22 @@ def test_synthetic_lakes_match_oracle(shape):
             assert_matches_oracle(searcher, query, sets, k)
 
 
-def test_invalidated_duplicate_groups_stay_exact():
-    """After incremental updates some lists leave their duplicate group (group_id < 0)."""
-    sets = {i: set(values) for i, values in enumerate(set_lake("webtable", 1_500, seed=5))}
+def test_duplicate_groups_survive_hash_collisions(monkeypatch):
+    """Groups are found on load by (length, two sum-hashes) and then verified list by list: with
+    every hash forced to collide, lists of equal length must still only group when identical."""
+    sets = {i: set(values) for i, values in enumerate(set_lake("webtable", 800, seed=5))}
     tables = build_in_memory(sets, normalize=False)
-    tokens = tables["tokens"]
-    rng = np.random.default_rng(0)
-    token_id = tokens["token_id"].to_numpy()
-    group = tokens["group_id"].to_numpy().copy()
-    stale = rng.random(len(group)) < 0.3
-    group[stale] = -token_id[stale] - 1
-    tables["tokens"] = tokens.set_column(tokens.schema.get_field_index("group_id"), "group_id", pa.array(group))
-    searcher = load(tables, batch_size=5, fit_samples=200)
-    for i in rng.choice(len(sets), size=20, replace=False):
-        for k in KS:
-            assert_matches_oracle(searcher, sorted(sets[int(i)]), sets, k)
+    honest = load(tables, read_cost=ReadCost(1e-8, 1e-9, 1e-8, 1e-9))
+    monkeypatch.setattr(josie_tokens, "_list_sums", lambda indptr, set_ids: np.zeros((2, len(indptr) - 1), np.uint64))
+    colliding = load(tables, read_cost=ReadCost(1e-8, 1e-9, 1e-8, 1e-9))
+    assert np.array_equal(honest._group, colliding._group)
+    lists = {}
+    for token_id, set_id in zip(tables["postings"]["token_id"].to_pylist(), tables["postings"]["set_id"].to_pylist()):
+        lists.setdefault(token_id, []).append(set_id)
+    first = {}
+    expected = [first.setdefault(tuple(sorted(lists[t])), t) for t in range(len(lists))]
+    assert colliding._group.tolist() == expected  # the smallest TokenID with the same list
+    assert len(set(expected)) < len(expected)  # there are groups to find
 
 
 @pytest.mark.parametrize("batch_size", [1, 100])
@@ -158,9 +169,9 @@ def test_duplicate_groups_accumulate_skipped_lists(batch_size):
     (the partial-overlap bug fixed in ekzhu/josie c465103) would report 2 instead of 4."""
     sets = {10: {"x", "a", "b", "c"}, 11: {"a", "b", "c", "y"}, 12: {"a", "b", "c"}, 13: {"y", "z"}, 14: {"y", "z"}}
     tables = build_in_memory(sets)
-    groups = {row["token"]: row["group_id"] for row in tables["tokens"].to_pylist()}
-    assert groups["a"] == groups["b"] == groups["c"] != groups["x"]
     searcher = load(tables, batch_size=batch_size, read_cost=ReadCost(1e-8, 1e-9, 1e-8, 1e-9))
+    groups = {row["token"]: searcher._group[row["token_id"]] for row in tables["tokens"].to_pylist()}
+    assert groups["a"] == groups["b"] == groups["c"] != groups["x"]
     for algorithm in ALGORITHMS:
         results = getattr(searcher, algorithm)(["X", "A", "b ", "c", "q"], 2)
         assert [r["overlap"] for r in results] == [4, 3], algorithm
@@ -196,9 +207,9 @@ def test_tables_follow_the_global_order():
     tables = build_in_memory(sets, normalize=False)
     for name, table in tables.items():
         assert table.schema == SCHEMAS[name]
-    tokens = tables["tokens"].to_pandas()
-    assert (np.diff(tokens["frequency"]) >= 0).all()  # rarest first
     postings = tables["postings"].to_pandas()
+    assert tables["tokens"]["token_id"].to_pylist() == list(range(tables["tokens"].num_rows))
+    assert (np.diff(np.bincount(postings["token_id"])) >= 0).all()  # rarest first
     for set_id, tokens_of_set in zip(tables["sets"]["set_id"].to_pylist(), tables["sets"]["tokens"].to_pylist()):
         assert tokens_of_set == sorted(tokens_of_set)
         assert len(tokens_of_set) == len(sets[set_id])
@@ -232,18 +243,152 @@ def test_query_of_unknown_values_returns_nothing(real_searcher):
 
 
 # --------------------------------------------------------------------------------------------
+# Shards and incremental maintenance
+
+N_SHARDS = 4
+FAST_COST = ReadCost(1e-8, 1e-9, 1e-8, 1e-9)
+
+Lake = dict[str, dict[int, list[str]]]  # dataset id -> its columns' values by column id
+
+
+def _dataset(rng: np.random.Generator, number: int, version: int) -> dict[int, list[str]]:
+    """1-3 columns of Zipf-drawn values, a few of them new to this version (appended tokens),
+    some columns repeated so that identical posting lists (duplicate groups) abound."""
+    columns = {}
+    for ordinal in range(int(rng.integers(1, 4))):
+        values = [f"v{int(x) % 400}" for x in rng.zipf(1.4, size=int(rng.integers(4, 60)))]
+        values += [f"new {version}.{number}.{i}" for i in range(int(rng.integers(0, 4)))]
+        columns[number * 100 + ordinal] = values
+    if rng.random() < 0.3:
+        columns[number * 100 + 50] = list(columns[number * 100])
+    return columns
+
+
+def _random_lake(rng: np.random.Generator, n_datasets: int) -> Lake:
+    return {f"ds{n}": _dataset(rng, n, 0) for n in range(n_datasets)}
+
+
+def _change(rng: np.random.Generator, lake: Lake, version: int) -> tuple[Lake, set[str]]:
+    """One batch: remove one or two datasets, replace two, add one or two."""
+    ids = sorted(lake)
+    removed = set(rng.choice(ids, size=int(rng.integers(1, 3)), replace=False))
+    replaced = set(rng.choice(sorted(set(ids) - removed), size=2, replace=False))
+    first_new = 1 + max(int(d[2:]) for d in ids)
+    added = {f"ds{n}" for n in range(first_new, first_new + int(rng.integers(1, 3)))}
+    after = {d: cols for d, cols in lake.items() if d not in removed}
+    after.update({d: _dataset(rng, int(d[2:]), version) for d in replaced | added})
+    return after, removed | replaced | added
+
+
+def _sets(lake: Lake, datasets: set[str] | None = None) -> tuple[dict[int, list[str]], dict[int, str]]:
+    picked = [d for d in lake if datasets is None or d in datasets]
+    return {c: v for d in picked for c, v in lake[d].items()}, {c: d for d in picked for c in lake[d]}
+
+
+def _queries(rng: np.random.Generator, sets: dict[int, list[str]]) -> list[list[str]]:
+    columns = sorted(sets)
+    queries = [sets[int(c)] for c in rng.choice(columns, size=6, replace=False)]
+    vocabulary = sorted({v for values in sets.values() for v in values})
+    queries += [list(rng.choice(vocabulary, size=n, replace=False)) + ["never seen"] for n in (3, 30)]
+    return queries
+
+
+def _assert_answers_like_fresh_build(tables: dict[str, pa.Table], lake: Lake, rng: np.random.Generator, queries=None) -> None:
+    """The searcher over ``tables`` answers like the oracle and like a fresh full build of ``lake``."""
+    sets, datasets = _sets(lake)
+    searcher = load(tables, read_cost=FAST_COST)
+    fresh = load(build_in_memory(sets, dataset_ids=datasets, n_shards=N_SHARDS), read_cost=FAST_COST)
+    exact = {c: normalize_set(v) for c, v in sets.items()}
+    for query in queries or _queries(rng, sets):
+        for k in (1, 10):
+            assert_matches_oracle(searcher, query, exact, k)
+            assert [r["overlap"] for r in searcher.search(query, k)] == [r["overlap"] for r in fresh.search(query, k)]
+
+
+def _assert_holds_exactly(tables: dict[str, pa.Table], lake: Lake, datasets: set[str]) -> None:
+    """Every shard holds, for each of ``datasets``, exactly its current values: no row of an
+    old version (or of a removed dataset) survives, in ``sets`` or in ``postings``."""
+    text = dict(zip(tables["tokens"]["token_id"].to_pylist(), tables["tokens"]["token"].to_pylist()))
+    expected = {(d, c, v) for d in datasets if d in lake for c, values in lake[d].items() for v in normalize_set(values)}
+    postings = tables["postings"].filter(pc.is_in(tables["postings"]["dataset_id"], value_set=pa.array(sorted(datasets))))
+    found = [(d, c, text[t]) for d, c, t in zip(postings["dataset_id"].to_pylist(), postings["set_id"].to_pylist(), postings["token_id"].to_pylist())]
+    assert len(found) == len(expected) and set(found) == expected
+    sets = tables["sets"].filter(pc.is_in(tables["sets"]["dataset_id"], value_set=pa.array(sorted(datasets))))
+    rows = {(d, c): {text[t] for t in tokens} for d, c, tokens in zip(sets["dataset_id"].to_pylist(), sets["set_id"].to_pylist(), sets["tokens"].to_pylist())}
+    assert rows == {(d, c): normalize_set(v) for d in datasets if d in lake for c, v in lake[d].items()}
+    for table in (tables["sets"], tables["postings"]):
+        assert all(shard_of(d, N_SHARDS) == s for d, s in zip(table["dataset_id"].to_pylist(), table["shard"].to_pylist()))
+
+
+def _assert_ids_kept(before: pa.Table, after: pa.Table) -> None:
+    """Old tokens keep their TokenID; appended ones follow, consecutively."""
+    assert after.slice(0, before.num_rows).to_pylist() == before.to_pylist()
+    assert after["token_id"].to_pylist() == list(range(after.num_rows))
+
+
+def _update_in_memory(current: dict[str, pa.Table], lake: Lake, changed: set[str]) -> dict[str, pa.Table]:
+    previous = in_shards(current, shards_of(changed, N_SHARDS), GLOBAL_TABLES)
+    sets, datasets = _sets(lake, changed)
+    return update_in_memory(previous, sets, changed=changed, dataset_ids=datasets, n_shards=N_SHARDS)
+
+
+def test_incremental_updates_stay_exact():
+    """Eight random batches applied shard by shard (in memory): after each, the index answers
+    like a fresh build, holds no stale row, and keeps every TokenID it had; groups whose
+    members are no longer adjacent in TokenID order are found on load and stay exact."""
+    rng = np.random.default_rng(21)
+    lake = _random_lake(rng, 16)
+    sets, datasets = _sets(lake)
+    current = build_in_memory(sets, dataset_ids=datasets, n_shards=N_SHARDS)
+    apart = 0
+    for version in range(1, 9):
+        lake, changed = _change(rng, lake, version)
+        update = _update_in_memory(current, lake, changed)
+        assert set(update["tokens"]["token"].to_pylist()).isdisjoint(current["tokens"]["token"].to_pylist())
+        before = current["tokens"]
+        current = apply_update(current, update, shards_of(changed, N_SHARDS), GLOBAL_TABLES, APPEND_TABLES)
+        _assert_ids_kept(before, current["tokens"])
+        _assert_holds_exactly(current, lake, changed)
+        _assert_answers_like_fresh_build(current, lake, rng)
+        group = load(current, read_cost=FAST_COST)._group
+        joined = group[1:] != np.arange(1, len(group))  # a later member of a group
+        apart += int(np.any(joined & (group[1:] != group[:-1])))  # ... not right after the previous one
+    row = current["dictionary"].to_pylist()[0]
+    assert row["appended_tokens"] > 0 and row["full_build_tokens"] + row["appended_tokens"] == current["tokens"].num_rows
+    assert apart > 0
+
+
+def test_a_subset_of_shards_answers_like_its_own_build():
+    rng = np.random.default_rng(5)
+    lake = _random_lake(rng, 24)
+    sets, datasets = _sets(lake)
+    tables = build_in_memory(sets, dataset_ids=datasets, n_shards=N_SHARDS)
+    for shards in ([0], [1, 3], [0, 1, 2, 3]):
+        mine = {d for d in lake if shard_of(d, N_SHARDS) in shards}
+        subset = in_shards(tables, shards, GLOBAL_TABLES)
+        _assert_answers_like_fresh_build(subset, {d: lake[d] for d in mine}, rng, _queries(rng, sets))
+
+
+# --------------------------------------------------------------------------------------------
 # Spark build and incremental maintenance
 
 
 def _cells(spark, tables: dict[str, pd.DataFrame]):
     """Long-form cells (CELLS_SCHEMA) of ``tables``, with the column ids of ``column_sets``."""
+    return _cells_of_lake(spark, {
+        dataset: {column_id(dataset, ordinal): frame[column].tolist() for ordinal, column in enumerate(frame.columns)}
+        for dataset, frame in tables.items()
+    })
+
+
+def _cells_of_lake(spark, lake: Lake):
     rows = []
-    for dataset, frame in tables.items():
-        for ordinal, column in enumerate(frame.columns):
-            for row_id, raw in enumerate(frame[column].tolist()):
+    for dataset, columns in lake.items():
+        for column, values in columns.items():
+            for row_id, raw in enumerate(values):
                 value = normalize_value(raw)
                 if value is not None:
-                    rows.append((dataset, column_id(dataset, ordinal), row_id, value, None))
+                    rows.append((dataset, column, row_id, value, None))
     table = pa.Table.from_pylist([dict(zip(CELLS_SCHEMA.names, row)) for row in rows], schema=CELLS_SCHEMA)
     return spark.createDataFrame(table.to_pandas(), schema="dataset_id string, column_id long, row_id long, value string, raw string")
 
@@ -257,55 +402,52 @@ def _arrow(tables) -> dict[str, pa.Table]:
     return {name: df.toArrow().cast(SCHEMAS[name]) for name, df in tables.items()}
 
 
+def _spark(spark, tables: dict[str, pa.Table]):
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return {n: spark.createDataFrame(t.to_pandas(), schema=from_arrow_schema(SCHEMAS[n])) for n, t in tables.items()}
+
+
 def _assert_same_tables(a: dict[str, pa.Table], b: dict[str, pa.Table]) -> None:
-    keys = {"tokens": ["token_id"], "sets": ["set_id"], "postings": ["token_id", "set_id"]}
+    keys = {"tokens": ["token_id"], "dictionary": ["full_build_tokens"], "sets": ["set_id"], "postings": ["token_id", "set_id"]}
+    assert set(a) == set(b) == set(keys)
     for name, key in keys.items():
         order = [(k, "ascending") for k in key]
         assert a[name].sort_by(order).to_pylist() == b[name].sort_by(order).to_pylist(), name
 
 
-@pytest.fixture(scope="module")
-def spark_built(spark) -> dict[str, pa.Table]:
-    """The Spark build of the small real lake, read back as Arrow (as the query side sees it)."""
+@pytest.mark.spark
+def test_spark_build_equals_in_memory_build(spark):
     from lakejoin.spark.josie import build_tables
 
-    return _arrow(build_tables(spark, _cells(spark, _small_real_tables())))
-
-
-@pytest.mark.spark
-def test_spark_build_equals_in_memory_build(spark_built):
+    built = _arrow(build_tables(spark, _cells(spark, _small_real_tables()), n_shards=3))
     sets, datasets = column_sets(_small_real_tables())
-    _assert_same_tables(spark_built, build_in_memory(sets, dataset_ids=datasets))
+    _assert_same_tables(built, build_in_memory(sets, dataset_ids=datasets, n_shards=3))
+    assert len(set(built["sets"]["shard"].to_pylist())) > 1
 
 
 @pytest.mark.spark
-def test_spark_incremental_update_stays_exact(spark, spark_built):
-    from pyspark.sql.pandas.types import from_arrow_schema
+def test_spark_incremental_updates_equal_in_memory_and_stay_exact(spark):
+    """Five random batches through the Spark build, each given only the rewritten shards and
+    the changed datasets' cells: every update equals ``update_in_memory``'s, and the index it
+    leaves answers like a fresh build, with no stale row."""
+    from lakejoin.spark.josie import build_tables, staleness
 
-    from lakejoin.spark.josie import build_tables
-
-    previous = {n: spark.createDataFrame(t.to_pandas(), schema=from_arrow_schema(SCHEMAS[n])) for n, t in spark_built.items()}
-    before = _small_real_tables()
-    after = dict(before)
-    del after["dplyr/starwars"]  # removed dataset
-    after["bakeoff/bakers"] = before["bakeoff/bakers"].iloc[::2]  # changed: half of its rows
-    after["nycflights13/airports"] = before["nycflights13/airports"].assign(name=lambda f: f["name"] + " airfield")  # new tokens
-    changed = {"dplyr/starwars", "bakeoff/bakers", "nycflights13/airports"}
-    cells = _cells(spark, {name: after[name] for name in changed if name in after})
-    updated = _arrow(build_tables(spark, cells, previous=previous, changed=changed, rebuild_threshold=1.0))
-
-    old_ids = dict(zip(spark_built["tokens"]["token"].to_pylist(), spark_built["tokens"]["token_id"].to_pylist()))
-    new_ids = dict(zip(updated["tokens"]["token"].to_pylist(), updated["tokens"]["token_id"].to_pylist()))
-    assert all(new_ids[t] == old_ids[t] for t in new_ids if t in old_ids)  # the global order is kept
-    assert min(new_ids[t] for t in new_ids if t not in old_ids) > max(old_ids.values())  # appended
-    assert (updated["tokens"]["group_id"].to_numpy() < 0).any()  # some lists left their group
-
-    sets, datasets = column_sets(after)
-    searcher = load(updated, fit_samples=100)
-    rng = np.random.default_rng(2)
-    for c in rng.choice([c for c, v in sets.items() if len(v) >= 10], size=10, replace=False):
-        for k in KS:
-            assert_matches_oracle(searcher, sorted(sets[int(c)]), sets, k)
-
-    rebuilt = _arrow(build_tables(spark, cells, previous=previous, changed=changed, rebuild_threshold=0.0))
-    _assert_same_tables(rebuilt, build_in_memory(sets, dataset_ids=datasets))
+    rng = np.random.default_rng(8)
+    lake = _random_lake(rng, 12)
+    current = _arrow(build_tables(spark, _cells_of_lake(spark, lake), n_shards=N_SHARDS))
+    _assert_same_tables(current, build_in_memory(*_sets(lake)[:1], dataset_ids=_sets(lake)[1], n_shards=N_SHARDS))
+    assert staleness(_spark(spark, {"dictionary": current["dictionary"]})) == 0.0
+    for version in range(1, 6):
+        lake, changed = _change(rng, lake, version)
+        rewritten = shards_of(changed, N_SHARDS)
+        previous = _spark(spark, in_shards(current, rewritten, GLOBAL_TABLES))
+        cells = _cells_of_lake(spark, {d: lake[d] for d in changed if d in lake})
+        update = _arrow(build_tables(spark, cells, n_shards=N_SHARDS, previous=previous, changed=changed))
+        _assert_same_tables(update, _update_in_memory(current, lake, changed))
+        current = apply_update(current, update, rewritten, GLOBAL_TABLES, APPEND_TABLES)
+        _assert_holds_exactly(current, lake, changed)
+        _assert_answers_like_fresh_build(current, lake, rng)
+    row = current["dictionary"].to_pylist()[0]
+    share = staleness(_spark(spark, {"dictionary": current["dictionary"]}))
+    assert share == pytest.approx(row["appended_tokens"] / current["tokens"].num_rows) and share > 0

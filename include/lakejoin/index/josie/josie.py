@@ -94,7 +94,13 @@ from numba import njit
 
 from lakejoin.index.josie.baselines import mergelist, probeset
 from lakejoin.index.josie.cost import ReadCost, fit_read_cost
-from lakejoin.index.josie.reads import count_suffix, heap_push, is_group_end, kth_overlap
+from lakejoin.index.josie.reads import (
+    count_suffix,
+    heap_push,
+    is_group_end,
+    kth_overlap,
+)
+from lakejoin.index.josie.tokens import duplicate_groups
 from lakejoin.normalize import normalize_set
 
 DECISIONS_PER_QUERY = 24  # λ per query = ⌈distinct lists / 24⌉ (24 and ⌈⌉: bench_josie, both lakes)
@@ -516,8 +522,10 @@ class JosieSearcher:
             raise ValueError(f"JOSIE index is missing tables: {sorted(missing)}")
         self.batch_size = batch_size
         self._load_sets(tables["sets"])
-        self._load_tokens(tables["tokens"])
-        self._load_postings(tables["postings"])
+        tokens = tables["tokens"]
+        self._load_postings(tables["postings"], int(pc.max(tokens["token_id"]).as_py() or 0) + 1)
+        self._group = duplicate_groups(self._list_indptr, self._post_set)
+        self._load_tokens(tokens)
         n_sets = len(self.set_ids)
         self._hot = np.zeros((3, n_sets), np.int32)
         self._counts = np.zeros(n_sets, np.int32)  # MergeList counts, ProbeSet seen flags
@@ -549,23 +557,25 @@ class JosieSearcher:
         self._set_tokens = pc.list_flatten(tokens).to_numpy().astype(np.int32)
 
     def _load_tokens(self, tokens: pa.Table) -> None:
+        """The dictionary of the tokens with a non-empty loaded list: the others (in no loaded
+        shard) match nothing, so a query holds exactly the tokens a build of these shards has."""
         ids = tokens["token_id"].to_numpy()
-        n = int(ids.max(initial=-1)) + 1
-        self._group = np.arange(n, dtype=np.int64)  # ids absent from the table are never queried
-        self._group[ids] = tokens["group_id"].to_numpy()
-        self._token_ids = dict(zip(tokens["token"].to_pylist(), ids.tolist()))
-        self._mark = np.zeros(n, np.uint8)
+        held = np.diff(self._list_indptr)[ids] > 0
+        self._token_ids = dict(zip(tokens["token"].filter(pa.array(held)).to_pylist(), ids[held].tolist()))
+        self._mark = np.zeros(len(self._group), np.uint8)
 
-    def _load_postings(self, postings: pa.Table) -> None:
+    def _load_postings(self, postings: pa.Table, n_tokens: int) -> None:
         token_id = postings["token_id"].to_numpy()
         order = np.argsort(token_id, kind="stable")
         set_index = np.searchsorted(self.set_ids, postings["set_id"].to_numpy()[order])
-        if len(self.set_ids) == 0 or np.any(self.set_ids[np.minimum(set_index, len(self.set_ids) - 1)] != postings["set_id"].to_numpy()[order]):
+        if len(order) and (len(self.set_ids) == 0 or np.any(self.set_ids[np.minimum(set_index, len(self.set_ids) - 1)] != postings["set_id"].to_numpy()[order])):
             raise ValueError("JOSIE postings table names a set_id missing from the sets table")
+        if len(order) and token_id[order[-1]] >= n_tokens:
+            raise ValueError("JOSIE postings table names a token_id missing from the tokens table")
         self._post_set = set_index.astype(np.int32)
         self._post_pos = postings["position"].to_numpy()[order].astype(np.int32)
         self._post_size = postings["set_size"].to_numpy()[order].astype(np.int32)
-        counts = np.bincount(token_id, minlength=len(self._group))
+        counts = np.bincount(token_id, minlength=n_tokens)
         self._list_indptr = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
 
     @property
