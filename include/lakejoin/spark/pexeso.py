@@ -12,11 +12,17 @@ Input: one row per distinct value of each indexed column,
 
 The sample is picked by the same hash as ``build_in_memory``, so both produce equal tables.
 
-Incremental (``previous`` + ``changed``): pivots and grids are kept, as the paper does on
-updates; rows of the ``changed`` datasets are dropped and ``vectors`` (the current rows of
-those datasets) are mapped and inserted. A new column joins the partition whose pivots'
-mean is nearest to most of its vectors (placement affects speed only: search is exact
-whatever the partition, since every column lives in exactly one).
+Sharded (``lakejoin.index.shards``): ``mapped`` and ``cells`` carry ``shard`` =
+``shard_of(dataset_id)`` and are rewritten per shard; ``params`` and ``pivots`` are global.
+
+Incremental (``previous`` + ``changed``, ``update.py``): pivots and grids are kept, as the
+paper does on updates; ``previous`` holds ``mapped``/``cells`` of the rewritten shards only.
+Their rows of the ``changed`` datasets are dropped, the rest carried over, and ``vectors``
+(the current rows of those datasets) are mapped and inserted. A new column joins the
+partition whose pivots' mean is nearest to most of its vectors (placement affects speed only:
+search is exact whatever the partition, since every column lives in exactly one). ``params``
+sizes are updated from the dropped and inserted rows' counts, and the inserted vectors are
+counted towards :func:`staleness`.
 """
 
 from __future__ import annotations
@@ -49,6 +55,17 @@ from lakejoin.index.pexeso.build import (
     vector_list,
 )
 from lakejoin.index.pexeso.partition import nearest_region
+from lakejoin.index.pexeso.update import (
+    APPEND_TABLES,
+    GLOBAL_TABLES,
+    STALENESS_LIMIT,
+    staleness_of,
+    updated_sizes,
+)
+from lakejoin.index.shards import SHARD
+from lakejoin.spark.shards import shard_column
+
+__all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "STALENESS_LIMIT", "build_tables", "staleness"]
 
 INPUT_COLUMNS = ("dataset_id", "column_id", "vector_id", "value", "vector")
 _SIGN = np.uint64(1 << 63)
@@ -109,8 +126,8 @@ def _assign_partitions(spark: SparkSession, keyed: DataFrame, n_partitions: int,
     return keyed.join(F.broadcast(assignment), "column_id")
 
 
-def _map_rows(parts: DataFrame, plans: dict[int, PartitionPlan], metric: str) -> DataFrame:
-    """Pivot mapping and leaf cells, in the executors."""
+def _map_rows(parts: DataFrame, plans: dict[int, PartitionPlan], metric: str, n_shards: int) -> DataFrame:
+    """Pivot mapping, leaf cells and whether outside the grid bounds, in the executors."""
 
     def map_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -130,31 +147,34 @@ def _map_rows(parts: DataFrame, plans: dict[int, PartitionPlan], metric: str) ->
                         "vector": vector_list(vectors[rows], pa.float32()),
                         "mapped": vector_list(mapped, pa.float64()),
                         "cell": pa.array(cells, pa.int64()),
+                        "outside": pa.array(plans[p].outside(mapped)),
                     }
                 )
 
-    schema = from_arrow_schema(MAPPED_SCHEMA.append(pa.field("cell", pa.int64())))
-    return parts.select("partition", *INPUT_COLUMNS).mapInArrow(map_batches, schema)
+    unsharded = pa.schema([f for f in MAPPED_SCHEMA if f.name != SHARD] + [pa.field("cell", pa.int64()), pa.field("outside", pa.bool_())])
+    mapped = parts.select("partition", *INPUT_COLUMNS).mapInArrow(map_batches, from_arrow_schema(unsharded))
+    return mapped.withColumn(SHARD, shard_column(n_shards))
 
 
 def _cells(mapped: DataFrame) -> DataFrame:
-    """The inverted index: sorted vector ids per (partition, leaf cell, column)."""
-    return mapped.groupBy("partition", "cell", "column_id").agg(
+    """The inverted index: sorted vector ids per (partition, leaf cell, column) (a column has one shard)."""
+    return mapped.groupBy(SHARD, "partition", "cell", "column_id").agg(
         F.sort_array(F.collect_list("vector_id")).alias("vector_ids")
     )
 
 
-def _tables(
-    spark: SparkSession, mapped: DataFrame, cells: DataFrame, plans: dict[int, PartitionPlan], metric: str, model: str | None, dim: int
-) -> dict[str, DataFrame]:
-    sizes = {
-        r["partition"]: (r["n_vectors"], r["n_columns"])
-        for r in mapped.groupBy("partition").agg(F.count("*").alias("n_vectors"), F.countDistinct("column_id").alias("n_columns")).collect()
-    }
-    params = [params_row(plans[p], metric, model, dim, *sizes[p]) for p in sorted(sizes)]
-    pivots = [row for p in sorted(sizes) for row in pivot_rows(plans[p])]
+def _sizes(mapped: DataFrame) -> dict[int, tuple[int, int, int]]:
+    """Per partition of ``mapped`` rows (with ``outside``): (vectors, columns, outside the bounds)."""
+    counts = mapped.groupBy("partition").agg(
+        F.count("*").alias("n"), F.countDistinct("column_id").alias("columns"), F.sum(F.col("outside").cast("long")).alias("outside")
+    )
+    return {r["partition"]: (r["n"], r["columns"], r["outside"] or 0) for r in counts.collect()}
+
+
+def _tables(spark: SparkSession, mapped: DataFrame, cells: DataFrame, plans: dict[int, PartitionPlan], params: list[dict]) -> dict[str, DataFrame]:
+    pivots = [row for p in sorted(plans) for row in pivot_rows(plans[p])]
     return {
-        "params": spark.createDataFrame(params, from_arrow_schema(PARAMS_SCHEMA)),
+        "params": spark.createDataFrame(sorted(params, key=lambda r: r["partition"]), from_arrow_schema(PARAMS_SCHEMA)),
         "pivots": spark.createDataFrame(pivots, from_arrow_schema(PIVOTS_SCHEMA)),
         "mapped": mapped.select(*MAPPED_SCHEMA.names),
         "cells": cells.select(*CELLS_SCHEMA.names),
@@ -177,6 +197,7 @@ def build_tables(
     spark: SparkSession,
     vectors: DataFrame,
     *,
+    n_shards: int,
     previous: dict[str, DataFrame] | None = None,
     changed: Sequence[str] | None = None,
     metric: str = "l2-unit",
@@ -187,19 +208,20 @@ def build_tables(
     iterations: int = 10,
     sample_size: int = DEFAULT_SAMPLE_SIZE,
 ) -> dict[str, DataFrame]:
-    """Index tables ``params``, ``pivots``, ``mapped``, ``cells`` (written to ``index/pexeso/<name>``).
+    """Index tables ``params``, ``pivots`` (global), ``mapped``, ``cells`` (sharded by dataset).
 
     ``metric``: ``l2-unit`` for L2-normalized embeddings (``model`` names the embedding
     model), ``l2-absolute`` for vectors built from numbers. ``n_pivots``/``levels`` default
     to the cost model's choice; ``n_partitions`` > 1 clusters columns (§IV).
-    With ``previous`` (the previous tables) and ``changed`` (dataset ids replaced or
-    removed), only ``vectors`` of those datasets are mapped and inserted.
+    With ``previous`` (the previous tables, sharded ones cut to the shards holding a changed
+    dataset) and ``changed`` (dataset ids added, replaced or removed), only ``vectors`` of those
+    datasets are mapped; the rewritten shards and the global tables are returned.
     """
     check_metric(metric)
     if previous is not None:
         if changed is None:
             raise ValueError("an incremental PEXESO build needs `changed`: the dataset ids replaced or removed")
-        return _insert(spark, vectors, previous, list(changed))
+        return _insert(spark, vectors, previous, list(changed), n_shards)
     dim = _check_input(vectors)
     keyed = _assign_partitions(spark, _with_sample_key(vectors), n_partitions, iterations, dim, metric)
     rank = F.row_number().over(Window.partitionBy("partition").orderBy(*_sample_order()))
@@ -208,34 +230,47 @@ def build_tables(
     for p in sorted({r["partition"] for r in sample}):
         rows = sorted((r for r in sample if r["partition"] == p), key=lambda r: r["rank"])
         plans[p] = plan_partition(p, _collect_vectors(rows, dim), metric, n_pivots, levels)
-    mapped = _map_rows(keyed, plans, metric).persist()
-    return _tables(spark, mapped, _cells(mapped), plans, metric, model, dim)
+    mapped = _map_rows(keyed, plans, metric, n_shards).persist()
+    params = [params_row(plans[p], metric, model, dim, n, columns) for p, (n, columns, _) in _sizes(mapped).items()]
+    return _tables(spark, mapped, _cells(mapped), plans, params)
 
 
-def _insert(spark: SparkSession, vectors: DataFrame, previous: dict[str, DataFrame], changed: list[str]) -> dict[str, DataFrame]:
-    """Keep pivots and grids (the paper never re-selects pivots on update); replace ``changed`` rows."""
-    settings = previous["params"].orderBy("partition").collect()
+def staleness(tables: dict[str, DataFrame]) -> float:
+    """The share of vectors inserted since the last full build (``update.py``), from ``params``."""
+    return staleness_of(r.asDict() for r in tables["params"].select("n_vectors", "inserted").collect())
+
+
+def _insert(spark: SparkSession, vectors: DataFrame, previous: dict[str, DataFrame], changed: list[str], n_shards: int) -> dict[str, DataFrame]:
+    """Keep pivots and grids (the paper never re-selects pivots on update); in the rewritten
+    shards, replace the ``changed`` datasets' rows."""
+    settings = {r["partition"]: r.asDict() for r in previous["params"].collect()}
     if not settings:
         raise ValueError("the previous PEXESO params table is empty")
-    metric, model, dim = settings[0]["metric"], settings[0]["model"], int(settings[0]["dim"])
+    some = next(iter(settings.values()))
+    metric, dim = some["metric"], int(some["dim"])
     pivot_rows_ = previous["pivots"].orderBy("partition", "pivot").collect()
     plans = {}
-    for s in settings:
-        pivots = _collect_vectors([r for r in pivot_rows_ if r["partition"] == s["partition"]], dim)
-        plans[s["partition"]] = PartitionPlan(
-            s["partition"], pivots, np.asarray(s["lo"]), np.asarray(s["hi"]), s["levels"], s["chosen_by"], s["sample_size"]
-        )
-    mapped = previous["mapped"].where(~F.col("dataset_id").isin(changed))
-    removed_columns = previous["mapped"].where(F.col("dataset_id").isin(changed)).select("column_id").distinct()
-    cells = previous["cells"].join(removed_columns, "column_id", "left_anti")
+    for p, s in settings.items():
+        pivots = _collect_vectors([r for r in pivot_rows_ if r["partition"] == p], dim)
+        plans[p] = PartitionPlan(p, pivots, np.asarray(s["lo"]), np.asarray(s["hi"]), s["levels"], s["chosen_by"], s["sample_size"])
+    is_changed = F.col("dataset_id").isin(changed)
+    old_rows = previous["mapped"].where(is_changed)
+    removed = _sizes(old_rows.withColumn("outside", F.lit(False)))
+    mapped = previous["mapped"].where(~is_changed)
+    cells = previous["cells"].join(old_rows.select("column_id").distinct(), "column_id", "left_anti")
+    added: dict[int, tuple[int, int, int]] = {}
     new_rows = vectors.select(*INPUT_COLUMNS)
     if new_rows.limit(1).count():
         if _check_input(new_rows) != dim:
             raise ValueError(f"new vectors do not have the index's dimension {dim}")
-        mapped_new = _map_rows(_nearest_partition(new_rows, plans, metric), plans, metric).persist()
+        mapped_new = _map_rows(_nearest_partition(new_rows, plans, metric), plans, metric, n_shards).persist()
+        added = _sizes(mapped_new)
         mapped = mapped.unionByName(mapped_new.select(*MAPPED_SCHEMA.names))
         cells = cells.unionByName(_cells(mapped_new).select(*CELLS_SCHEMA.names))
-    return _tables(spark, mapped.persist(), cells, plans, metric, model, dim)
+    params = [
+        {**s, **updated_sizes(s, removed.get(p, (0, 0, 0))[:2], added.get(p, (0, 0, 0)))} for p, s in settings.items()
+    ]
+    return _tables(spark, mapped, cells, plans, params)
 
 
 def _nearest_partition(rows: DataFrame, plans: dict[int, PartitionPlan], metric: str) -> DataFrame:
