@@ -13,7 +13,8 @@ Read ``shared/notes/pexeso.md`` beside the code; modules follow the paper:
 - ``projection``: principal-axis heads, Verify's lower bound before an exact distance;
 - ``search``: PEXESO (Algorithm 3), the searcher and ``load``;
 - ``cost``: choosing ``|P|`` and ``m`` (§III-F); ``partition``: column clustering (§IV);
-- ``build``: index construction shared by the Spark build and ``build_in_memory``.
+- ``build``: index construction shared by the Spark build and ``build_in_memory``;
+- ``update``: updates with kept pivots, the global tables of the sharded layout, staleness.
 
 Metrics: ``l2-unit`` (L2-normalized text embeddings; τ is a fraction of the maximum
 distance 2) and ``l2-absolute`` (vectors built from numbers such as (latitude, longitude);
