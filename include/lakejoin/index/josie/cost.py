@@ -83,6 +83,8 @@ def _fit(timer, items: np.ndarray, lengths: np.ndarray, batch: int) -> tuple[flo
         best = min(_timed(timer, chunk, repeats) for _ in range(3))
         rows.append((len(chunk), tokens))
         times.append(best / repeats)
+    if not rows:  # nothing to read (a subset of shards without sets): no cost can matter
+        return _MIN_COST, _MIN_COST
     # Relative least squares (rows scaled by 1/time): timing noise grows with the time, so
     # plain least squares lets the long batches' noise swamp the short ones that fix c0.
     t = np.array(times)
