@@ -7,6 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+
 from lakejoin.index.pexeso import build_in_memory, load
 from lakejoin.index.pexeso.update import APPEND_TABLES, GLOBAL_TABLES
 from lakejoin.index.shards import apply_update, in_shards, shards_of

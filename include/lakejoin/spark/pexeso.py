@@ -55,13 +55,7 @@ from lakejoin.index.pexeso.build import (
     vector_list,
 )
 from lakejoin.index.pexeso.partition import nearest_region
-from lakejoin.index.pexeso.update import (
-    APPEND_TABLES,
-    GLOBAL_TABLES,
-    STALENESS_LIMIT,
-    staleness_of,
-    updated_sizes,
-)
+from lakejoin.index.pexeso.update import APPEND_TABLES, GLOBAL_TABLES, STALENESS_LIMIT, staleness_of, updated_sizes
 from lakejoin.index.shards import SHARD
 from lakejoin.spark.shards import shard_column
 
