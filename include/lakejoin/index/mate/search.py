@@ -125,12 +125,19 @@ def load_index(tables: dict[str, pa.Table]) -> MateIndex:
     The string columns are never turned into Python objects (dataset ids are matched in Arrow,
     values stay in Arrow's buffers, super keys are read from the binary column's data buffer),
     so the load's peak is the index tables plus a few int32 arrays per posting.
+
+    The sharded tables may hold any subset of shards (a table lives in one shard, so each
+    loaded table is whole); the hash size comes from the global ``params`` table when present,
+    so a subset without keys still hashes queries as the index does. The ``widths`` table and
+    the ``shards`` manifest are not read.
     """
     for name in ("postings", "superkeys"):
         if name not in tables:
             raise ValueError(f"MATE index needs a {name!r} table, got {sorted(tables)}")
     postings, superkeys = tables["postings"], tables["superkeys"]
     bit_sizes = pc.unique(superkeys["bits"]).to_pylist()
+    if "params" in tables:
+        bit_sizes = sorted({*bit_sizes, tables["params"]["bits"][0].as_py()})
     if len(bit_sizes) > 1:
         raise ValueError(f"super keys mix hash sizes {bit_sizes}; rebuild the index with one size")
     bits = bit_sizes[0] if bit_sizes else 128
