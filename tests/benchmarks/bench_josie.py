@@ -197,7 +197,7 @@ def bench_shape(shape: str, n_sets: int, n_queries: int, k: int, seed: int, stal
 
 
 STALE_SHARDS = 8
-STALE_BATCHES = 6  # batches of CHURN each, applied one after the other
+STALE_BATCHES = 12  # batches of CHURN each, applied one after the other
 CHURN = 0.1  # share of the datasets replaced by new content per batch
 
 

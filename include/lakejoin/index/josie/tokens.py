@@ -11,7 +11,8 @@ The steps, in the thesis's words, and the tables they produce (the Spark build i
    chained over the array), reproduced by :func:`list_hash` so both builds agree.
 3. Duplicate groups (§3.4.1) are not stored: they are a property of the posting lists a
    searcher holds, which depend on the shards it loads, so :func:`duplicate_groups` finds
-   them when the index is loaded.
+   them when the index is loaded (on bench_josie's 100,000-set open-data lake, 2.5 M tokens
+   and 14.4 M entries, 0.44 s of a 2.7 s load; 0.01 s on its web-table lake).
 4. Integer sets: each set as its TokenIDs ascending.
 5. Posting entries ``(TokenID, SetID, position, set_size)``, 0-based positions.
 
