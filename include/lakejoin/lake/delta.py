@@ -206,7 +206,7 @@ def _remove_actions(table: DeltaTable, paths: set[str], now_ms: int) -> list[Rem
     removes = []
     for i, p in enumerate(actions["path"]):
         if p in paths:
-            partition_values = {k.removeprefix("partition."): actions[k][i] for k in partition_keys}
+            partition_values = {k.removeprefix("partition."): _partition_text(actions[k][i]) for k in partition_keys}
             removes.append(RemoveAction(p, data_change=True, deletion_timestamp=now_ms, size=actions["size_bytes"][i], partition_values=partition_values))
     missing = paths - set(actions["path"])
     if missing:
@@ -216,3 +216,8 @@ def _remove_actions(table: DeltaTable, paths: set[str], now_ms: int) -> list[Rem
 
 def _commit_properties(operation: str | None) -> CommitProperties | None:
     return CommitProperties(custom_metadata={"lakejoin.operation": operation}) if operation else None
+
+
+def _partition_text(value: object) -> str | None:
+    """A partition value as the Delta log stores it (text), whatever type delta-rs read it as."""
+    return None if value is None else str(value)

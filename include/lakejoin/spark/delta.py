@@ -94,8 +94,9 @@ def _files_to_replace(table_path: Path, partition_by: Sequence[str], replace: st
         return list(live)
     if replace != "partitions" or not partition_by:
         raise ValueError(f"replace={replace!r} needs one of all|partitions|none (partitions needs partition_by)")
-    targets = set(replace_values) | {f.partition_values[partition_by[0]] for f in added}
-    return [p for p, value in live.items() if value in targets]
+    # The log may type partition values (an int shard); compare their text, as Delta stores them.
+    targets = {str(v) for v in replace_values} | {str(f.partition_values[partition_by[0]]) for f in added}
+    return [p for p, value in live.items() if str(value) in targets]
 
 
 def _partition_writer(table_root: str, schema: pa.Schema, partition_by: list[str]):

