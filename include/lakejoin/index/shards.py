@@ -26,6 +26,7 @@ import hashlib
 import math
 from collections.abc import Iterable, Mapping
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -57,6 +58,22 @@ def choose_shard_count(n_cells: int) -> int:
 def shards_of(dataset_ids: set[str] | list[str], n_shards: int) -> list[int]:
     """The sorted shards that hold any of ``dataset_ids``."""
     return sorted({shard_of(d, n_shards) for d in dataset_ids})
+
+
+def histogram_update(values: np.ndarray, counts: np.ndarray | None = None, what: str = "histogram") -> tuple[np.ndarray, np.ndarray]:
+    """A global histogram kept across incremental builds: each distinct value ascending with its
+    summed count (one each when ``counts`` is None; negative counts retract what a rewritten shard
+    held before), values left with no count dropped. LSH Ensemble's set sizes and MATE's row
+    widths are kept this way, so their global tuning needs no read of the sharded tables."""
+    values = np.asarray(values, dtype=np.int64)
+    counts = np.ones(len(values), dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
+    distinct, inverse = np.unique(values, return_inverse=True)
+    totals = np.zeros(len(distinct), dtype=np.int64)
+    np.add.at(totals, inverse, counts)
+    if np.any(totals < 0):
+        raise ValueError(f"the {what} went negative: the previous global table and the shards disagree")
+    keep = totals > 0
+    return distinct[keep], totals[keep]
 
 
 def in_shards(tables: Mapping[str, pa.Table], shards: Iterable[int], global_tables: Iterable[str]) -> dict[str, pa.Table]:

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from lakejoin.index.lshensemble.minhash import minhash_signatures
 from lakejoin.index.lshensemble.partition import partition
-from lakejoin.index.shards import SHARD, shard_of
+from lakejoin.index.shards import SHARD, histogram_update, shard_of
 
 GLOBAL_TABLES = frozenset({"sizes", "partitions"})
 SIGNATURES_SCHEMA = pa.schema(
@@ -119,15 +119,8 @@ def signatures_table(
 def sizes_table(sizes: np.ndarray, counts: np.ndarray | None = None) -> pa.Table:
     """The ``sizes`` histogram: each distinct size ascending with its summed count (one per set
     when ``counts`` is None; negative counts retract sets), sizes left with no set dropped."""
-    sizes = np.asarray(sizes, dtype=np.int64)
-    counts = np.ones(len(sizes), dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
-    distinct, inverse = np.unique(sizes, return_inverse=True)
-    totals = np.zeros(len(distinct), dtype=np.int64)
-    np.add.at(totals, inverse, counts)
-    if np.any(totals < 0):
-        raise ValueError("the size histogram went negative: the previous sizes and signatures disagree")
-    keep = totals > 0
-    return pa.table({"size": distinct[keep], "count": totals[keep]}, schema=SIZES_SCHEMA)
+    distinct, totals = histogram_update(sizes, counts, "size histogram")
+    return pa.table({"size": distinct, "count": totals}, schema=SIZES_SCHEMA)
 
 
 def partitions_table(sizes: pa.Table, num_part: int, method: str = "optimal") -> pa.Table:

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakejoin.index.mate.xash import xash_words
-from lakejoin.index.shards import SHARD, shard_of
+from lakejoin.index.shards import SHARD, histogram_update, shard_of
 from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import normalize_value
 
@@ -117,15 +117,8 @@ def row_widths(cells: pa.Table) -> np.ndarray:
 def widths_table(widths: np.ndarray, rows: np.ndarray | None = None) -> pa.Table:
     """The ``widths`` histogram: each distinct width ascending with its summed row count (one
     row each when ``rows`` is None; negative counts retract rows), widths left empty dropped."""
-    widths = np.asarray(widths, dtype=np.int64)
-    rows = np.ones(len(widths), dtype=np.int64) if rows is None else np.asarray(rows, dtype=np.int64)
-    distinct, inverse = np.unique(widths, return_inverse=True)
-    totals = np.zeros(len(distinct), dtype=np.int64)
-    np.add.at(totals, inverse, rows)
-    if np.any(totals < 0):
-        raise ValueError("the row-width histogram went negative: the previous widths and postings disagree")
-    keep = totals > 0
-    return pa.table({"width": distinct[keep], "rows": totals[keep]}, schema=WIDTHS_SCHEMA)
+    distinct, totals = histogram_update(widths, rows, "row-width histogram")
+    return pa.table({"width": distinct, "rows": totals}, schema=WIDTHS_SCHEMA)
 
 
 def width_quantile(widths: pa.Table, q: float = ROW_WIDTH_QUANTILE) -> float:
