@@ -33,6 +33,7 @@ LAKE_PARAMS = {
     "tables": Param(500, type="integer", minimum=1, description="bundled lake size (when no source is configured)"),
     "spark_master": Param("", type="string", description="Spark master URL; empty = local[*]"),
     "allow_private_hosts": Param(False, type="boolean", description="let portal sources reach private addresses"),
+    "shards": Param(0, type="integer", minimum=0, description="shard count of a family's first build (0 = from the lake's size; later builds keep theirs)"),
 }
 
 
@@ -61,7 +62,8 @@ def build_index(family: str) -> dict:
     from lakejoin.progress import Progress
     from lakejoin.spark.pipeline import build_indexes
 
-    builds = build_indexes(_config(), Progress(), families=(family,))
+    shards = get_current_context()["params"].get("shards") or None
+    builds = build_indexes(_config(), Progress(), families=(family,), shards=shards)
     return builds[family].to_json() if family in builds else {"family": family, "build": "none", "shards_rewritten": []}
 
 

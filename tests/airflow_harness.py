@@ -21,9 +21,11 @@ import json, runpy, sys
 namespace = runpy.run_path(sys.argv[1])
 dag = next(v for v in namespace.values() if type(v).__name__ == "DAG" and v.dag_id == sys.argv[2])
 run = dag.test(run_conf=json.loads(sys.argv[3]))
-states = {ti.task_id + ("" if ti.map_index < 0 else f"[{ti.map_index}]"): str(ti.state) for ti in run.get_task_instances()}
+name = lambda ti: ti.task_id + ("" if ti.map_index < 0 else f"[{ti.map_index}]")
+states = {name(ti): str(ti.state) for ti in run.get_task_instances()}
+returned = {name(ti): ti.xcom_pull(task_ids=ti.task_id, map_indexes=ti.map_index) for ti in run.get_task_instances()}
 upstream = {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}
-print("DAGRUN_RESULT " + json.dumps({"state": str(run.state), "tasks": states, "upstream": upstream}))
+print("DAGRUN_RESULT " + json.dumps({"state": str(run.state), "tasks": states, "returned": returned, "upstream": upstream}, default=str))
 """
 
 

