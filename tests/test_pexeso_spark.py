@@ -181,6 +181,10 @@ def test_spark_random_change_batches_equal_fresh_builds(spark):
         mapped = current["mapped"]
         assert sorted(zip(*(mapped[k].to_pylist() for k in ("dataset_id", "column_id", "vector_id", "value")))) == expected
         assert any(version[c] != before.get(c) for c in columns)
+        # staleness counts the current vectors mapped since the full build, not every insertion ever
+        inserted_now = sum(len(v) for c, v in columns.items() if version[c] > 0)
+        assert sum(current["params"]["inserted"].to_pylist()) == inserted_now == sum(mapped["inserted"].to_pylist())
+        assert sum(current["params"]["n_vectors"].to_pylist()) == mapped.num_rows
         posted = pc.list_flatten(current["cells"]["vector_ids"])
         assert len(posted) == mapped.num_rows and sorted(current["cells"]["column_id"].unique().to_pylist()) == sorted(columns)
         fresh = load(in_memory(columns, owner.get, version, n_shards=n, **options))

@@ -61,6 +61,7 @@ def insert(tables: dict[str, pa.Table], columns: dict[int, np.ndarray]) -> tuple
             "value": pa.nulls(len(vectors), pa.string()),
             "vector": vector_list(vectors, pa.float32()),
             "mapped": vector_list(mapped, pa.float64()),
+            "inserted": np.ones(len(vectors), dtype=bool),
         },
         schema=MAPPED_SCHEMA,
     )

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -137,10 +138,15 @@ def build_family(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, buil
     write_manifest(config.home, family, _manifest(plan, previous_manifest, PENDING, build_id, {}, 0.0), operation=f"index:{family}:pending")
     previous = None if plan.full else family_tables(config, spark, family, builder.GLOBAL_TABLES, rewritten)
     inputs, params = family_inputs(config, spark, family, None if plan.full else plan.changed)
+    if not plan.full:  # the changed datasets' rows only: small, and every build reads them several times
+        inputs = inputs.persist(StorageLevel.MEMORY_AND_DISK)
     incremental = {} if plan.full else {"previous": previous, "changed": plan.changed}
-    tables = builder.build_tables(spark, inputs, n_shards=plan.n_shards, **incremental, **params)
-    for name, frame in tables.items():
-        _write(config, family, name, frame, plan, builder)
+    try:
+        tables = builder.build_tables(spark, inputs, n_shards=plan.n_shards, **incremental, **params)
+        for name, frame in tables.items():
+            _write(config, family, name, frame, plan, builder)
+    finally:
+        inputs.unpersist()
     global_tables = {n: spark_delta.read_table(spark, config.table_path(f"index/{family}/{n}")) for n in builder.GLOBAL_TABLES}
     staleness = 0.0 if not global_tables else float(builder.staleness(global_tables))
     shard_rows = _shard_rows(config, family, tables, builder.GLOBAL_TABLES)

@@ -120,8 +120,9 @@ def _assign_partitions(spark: SparkSession, keyed: DataFrame, n_partitions: int,
     return keyed.join(F.broadcast(assignment), "column_id")
 
 
-def _map_rows(parts: DataFrame, plans: dict[int, PartitionPlan], metric: str, n_shards: int) -> DataFrame:
-    """Pivot mapping, leaf cells and whether outside the grid bounds, in the executors."""
+def _map_rows(parts: DataFrame, plans: dict[int, PartitionPlan], metric: str, n_shards: int, inserted: bool = False) -> DataFrame:
+    """Pivot mapping, leaf cells and whether outside the grid bounds, in the executors;
+    ``inserted`` marks rows mapped by an incremental build (with pivots kept from the full one)."""
 
     def map_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
@@ -140,6 +141,7 @@ def _map_rows(parts: DataFrame, plans: dict[int, PartitionPlan], metric: str, n_
                         "value": taken.column("value").cast(pa.string()),
                         "vector": vector_list(vectors[rows], pa.float32()),
                         "mapped": vector_list(mapped, pa.float64()),
+                        "inserted": pa.array(np.full(len(rows), inserted)),
                         "cell": pa.array(cells, pa.int64()),
                         "outside": pa.array(plans[p].outside(mapped)),
                     }
@@ -157,12 +159,14 @@ def _cells(mapped: DataFrame) -> DataFrame:
     )
 
 
-def _sizes(mapped: DataFrame) -> dict[int, tuple[int, int, int]]:
-    """Per partition of ``mapped`` rows (with ``outside``): (vectors, columns, outside the bounds)."""
+def _sizes(mapped: DataFrame) -> dict[int, tuple[int, int, int, int]]:
+    """Per partition of ``mapped`` rows (with ``outside``): (vectors, columns, outside the bounds,
+    inserted since the last full build)."""
     counts = mapped.groupBy("partition").agg(
-        F.count("*").alias("n"), F.countDistinct("column_id").alias("columns"), F.sum(F.col("outside").cast("long")).alias("outside")
+        F.count("*").alias("n"), F.countDistinct("column_id").alias("columns"),
+        F.sum(F.col("outside").cast("long")).alias("outside"), F.sum(F.col("inserted").cast("long")).alias("inserted"),
     )
-    return {r["partition"]: (r["n"], r["columns"], r["outside"] or 0) for r in counts.collect()}
+    return {r["partition"]: (r["n"], r["columns"], r["outside"] or 0, r["inserted"] or 0) for r in counts.collect()}
 
 
 def _tables(spark: SparkSession, mapped: DataFrame, cells: DataFrame, plans: dict[int, PartitionPlan], params: list[dict]) -> dict[str, DataFrame]:
@@ -225,7 +229,7 @@ def build_tables(
         rows = sorted((r for r in sample if r["partition"] == p), key=lambda r: r["rank"])
         plans[p] = plan_partition(p, _collect_vectors(rows, dim), metric, n_pivots, levels)
     mapped = _map_rows(keyed, plans, metric, n_shards).persist()
-    params = [params_row(plans[p], metric, model, dim, n, columns) for p, (n, columns, _) in _sizes(mapped).items()]
+    params = [params_row(plans[p], metric, model, dim, n, columns) for p, (n, columns, *_) in _sizes(mapped).items()]
     return _tables(spark, mapped, _cells(mapped), plans, params)
 
 
@@ -252,17 +256,17 @@ def _insert(spark: SparkSession, vectors: DataFrame, previous: dict[str, DataFra
     removed = _sizes(old_rows.withColumn("outside", F.lit(False)))
     mapped = previous["mapped"].where(~is_changed)
     cells = previous["cells"].join(old_rows.select("column_id").distinct(), "column_id", "left_anti")
-    added: dict[int, tuple[int, int, int]] = {}
+    added: dict[int, tuple[int, int, int, int]] = {}
     new_rows = vectors.select(*INPUT_COLUMNS)
     if new_rows.limit(1).count():
         if _check_input(new_rows) != dim:
             raise ValueError(f"new vectors do not have the index's dimension {dim}")
-        mapped_new = _map_rows(_nearest_partition(new_rows, plans, metric), plans, metric, n_shards).persist()
+        mapped_new = _map_rows(_nearest_partition(new_rows, plans, metric), plans, metric, n_shards, inserted=True).persist()
         added = _sizes(mapped_new)
         mapped = mapped.unionByName(mapped_new.select(*MAPPED_SCHEMA.names))
         cells = cells.unionByName(_cells(mapped_new).select(*CELLS_SCHEMA.names))
     params = [
-        {**s, **updated_sizes(s, removed.get(p, (0, 0, 0))[:2], added.get(p, (0, 0, 0)))} for p, s in settings.items()
+        {**s, **updated_sizes(s, removed.get(p, (0, 0, 0, 0)), added.get(p, (0, 0, 0, 0)))} for p, s in settings.items()
     ]
     return _tables(spark, mapped, cells, plans, params)
 

@@ -74,6 +74,7 @@ MAPPED_SCHEMA = pa.schema(
         ("value", pa.string()),
         ("vector", pa.list_(pa.float32())),
         ("mapped", pa.list_(pa.float64())),
+        ("inserted", pa.bool_()),  # mapped after the last full build, with its kept pivots (update.py)
     ]
 )
 CELLS_SCHEMA = pa.schema(
@@ -305,6 +306,7 @@ def build_in_memory(
             "value": pa.array([texts[r] for r in rows.tolist()], pa.string()),
             "vector": vector_list(vectors if in_order else vectors[rows], pa.float32()),
             "mapped": pa.concat_arrays([vector_list(m, pa.float64()) for _, m in mapped_parts]),
+            "inserted": pa.array(np.zeros(len(rows), dtype=bool)),
         },
         schema=MAPPED_SCHEMA,
     )

@@ -10,11 +10,13 @@ Staleness. What the kept pivots cost is filtering power: they were selected, and
 ``[lo, hi]`` fixed, on a sample of the data at the last full build; vectors inserted since come
 from columns the sample never saw, may map outside the bounds (they are clamped into border
 cells) and crowd cells the pivots do not separate. ``params`` counts, per partition, the
-vectors inserted since the last full build (``inserted``; a full build resets it to 0) and how
-many of them mapped outside the bounds (``outside``). :func:`staleness` is the share of the
-current vectors that were inserted since the last full build, ``Σ inserted / Σ n_vectors``
-(a re-inserted changed column counts again; an inserted column removed later still counts, so
-the share errs towards an early rebuild).
+current vectors inserted since the last full build (``inserted``; a full build resets it to 0;
+each ``mapped`` row records whether it was, so a replaced or removed column's vectors leave the
+count) and how many insertions mapped outside the bounds (``outside``, a running count kept for
+inspection). :func:`staleness` is the share of the current vectors that were inserted since the
+last full build, ``Σ inserted / Σ n_vectors``. (Counting every insertion instead made a table
+changed again and again look like a stale index: on the 100-table bundled lake, re-editing one
+table forced a full rebuild within two runs.)
 
 Measurement (2-core machine, 2026-11-25; ``tests/benchmarks/bench_pexeso_staleness.py``,
 5 s): a synthetic lake of unit vectors (dim 24) whose first 150 columns (10.3k vectors) come
@@ -63,13 +65,14 @@ def staleness_of(params: Iterable[Mapping[str, Any]]) -> float:
 
 
 def updated_sizes(
-    before: Mapping[str, Any], removed: tuple[int, int], added: tuple[int, int, int]
+    before: Mapping[str, Any], removed: tuple[int, int, int, int], added: tuple[int, int, int, int]
 ) -> dict[str, int]:
-    """A partition's sizes after an update: ``removed`` (vectors, columns) of the changed
-    datasets' old rows, ``added`` (vectors, columns, outside the bounds) of their new rows."""
+    """A partition's sizes after an update, from the (vectors, columns, outside the bounds,
+    inserted since the full build) of the changed datasets' old rows (``removed``) and new rows
+    (``added``; all of them inserted)."""
     return {
         "n_vectors": int(before["n_vectors"]) - removed[0] + added[0],
         "n_columns": int(before["n_columns"]) - removed[1] + added[1],
-        "inserted": int(before["inserted"]) + added[0],
+        "inserted": int(before["inserted"]) - removed[3] + added[0],
         "outside": int(before["outside"]) + added[2],
     }
