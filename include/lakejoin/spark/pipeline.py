@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from dataclasses import dataclass, field, replace
+from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
@@ -30,7 +32,7 @@ from lakejoin.sources.bundled import DEFAULT_TABLES, bundled_portal
 from lakejoin.sources.parse import DEFAULT_MAX_BYTES
 from lakejoin.spark import delta as spark_delta
 from lakejoin.spark.cells import ParseTask, cells_tasks, melt_staged, stage_files
-from lakejoin.spark.indexing import FamilyBuild, build_family, family_module, plan_family
+from lakejoin.spark.indexing import FamilyBuild, FamilyPlan, build_family, family_module, plan_family
 from lakejoin.spark.session import get_spark
 
 
@@ -95,23 +97,35 @@ def build_indexes(
 ) -> dict[str, FamilyBuild]:
     """Bring each family's index up to date with the catalog, shard by shard
     (``lakejoin.spark.indexing``): only the shards holding a dataset changed since the family's
-    last build are rebuilt. ``shards`` sets the shard count of a family's first build."""
-    builds: dict[str, FamilyBuild] = {}
+    last build are rebuilt. ``shards`` sets the shard count of a family's first build.
+
+    Full builds run one family at a time (each can fill the machine); incremental builds are
+    small, their time mostly Spark's per-job latency, so they run side by side on one session
+    (the families share no table)."""
     if not delta.exists(config.table_path(COLUMNS)):
         progress.say("  nothing ingested yet: no index to build")
-        return builds
+        return {}
     build_id = build_id or new_build_id()
+    plans = []
     for family in families:
         builder = family_module(family)
-        if builder is None:
-            continue
-        plan = plan_family(config, family, builder, shards)
-        if plan.idle:
-            continue
-        spark = spark or get_spark(config.spark_master)
-        with progress.stage(f"index:{family}"):
-            builds[family] = build_family(config, spark, plan, builder, build_id, progress)
-    return builds
+        plan = plan_family(config, family, builder, shards) if builder is not None else None
+        if plan is not None and not plan.idle:
+            plans.append((plan, builder))
+    if not plans:
+        return {}
+    spark = spark or get_spark(config.spark_master)
+
+    def build(plan: FamilyPlan, builder: ModuleType) -> FamilyBuild:
+        with progress.stage(f"index:{plan.family}"):
+            return build_family(config, spark, plan, builder, build_id, progress)
+
+    builds = {plan.family: build(plan, builder) for plan, builder in plans if plan.full}
+    small = [(plan, builder) for plan, builder in plans if not plan.full]
+    with ThreadPoolExecutor(max_workers=max(len(small), 1), thread_name_prefix="lakejoin-index") as pool:
+        futures = {plan.family: pool.submit(build, plan, builder) for plan, builder in small}
+    builds.update({family: future.result() for family, future in futures.items()})
+    return {family: builds[family] for family in families if family in builds}
 
 
 def new_build_id() -> str:
