@@ -82,13 +82,14 @@ def main() -> None:
     args = parser.parse_args()
     sizes = ["30", "60"] if args.quick else args.tables.split(",")
     get_spark(LakeConfig.from_args(None).spark_master)  # every run pays for a warm session only
-    results = [measure(None if s == "all" else int(s)) for s in sizes]
-
     print(f"bench_freshness — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, default main job")
-    print(f"{'tables':>7}{'cells':>12}{'shards rewritten':>22}{'full s':>9}{'incr. s':>9}{'incr./full':>11}")
-    for r in results:
-        print(f"{r['tables']:>7}{r['full']['cells']:>12}{_shards(r['incremental']):>22}{r['full_seconds']:>9.1f}{r['incremental_seconds']:>9.1f}{r['incremental_seconds'] / r['full_seconds']:>11.3f}")
-    print("\nper stage, seconds (full -> incremental):")
+    print(f"{'tables':>7}{'cells':>12}{'shards rewritten':>22}{'full s':>9}{'incr. s':>9}{'incr./full':>11}", flush=True)
+    results = []
+    for size in sizes:  # each row as soon as it is measured: the whole lake takes a while
+        r = measure(None if size == "all" else int(size))
+        results.append(r)
+        print(f"{r['tables']:>7}{r['full']['cells']:>12}{_shards(r['incremental']):>22}{r['full_seconds']:>9.1f}{r['incremental_seconds']:>9.1f}{r['incremental_seconds'] / r['full_seconds']:>11.3f}", flush=True)
+    print("\nper stage, seconds (full -> incremental; an incremental run builds the families side by side, so their times overlap):")
     print(f"{'stage':<20}" + "".join(f"{r['tables']:>18}" for r in results))
     for stage in STAGES:
         cells = [f"{r['full']['stage_seconds'].get(stage, 0):.1f} -> {r['incremental']['stage_seconds'].get(stage, 0):.1f}" for r in results]
