@@ -51,6 +51,7 @@ class FamilyPlan:
     n_shards: int
     changed: set[str] = field(default_factory=set)  # dataset ids (incremental builds)
     catalog_version: int | None = None
+    manifest: Manifest | None = None  # the family's manifest when planned (None: never built sharded)
 
     @property
     def rewritten(self) -> list[int]:
@@ -108,12 +109,12 @@ def plan_family(config: LakeConfig, family: str, builder: ModuleType, shards: in
         n_shards = shards or choose_shard_count(_lake_cells(config))
         return FamilyPlan(family, True, "first build" if first else "unsharded layout", n_shards, catalog_version=catalog_version)
     if not manifest.complete:
-        return FamilyPlan(family, True, "last build interrupted", manifest.n_shards, catalog_version=catalog_version)
+        return FamilyPlan(family, True, "last build interrupted", manifest.n_shards, catalog_version=catalog_version, manifest=manifest)
     if manifest.staleness > builder.STALENESS_LIMIT:
         reason = f"stale ({manifest.staleness:.3f} > {builder.STALENESS_LIMIT})"
-        return FamilyPlan(family, True, reason, manifest.n_shards, catalog_version=catalog_version)
+        return FamilyPlan(family, True, reason, manifest.n_shards, catalog_version=catalog_version, manifest=manifest)
     changed = changed_datasets(config, manifest.catalog_version)
-    return FamilyPlan(family, False, "incremental", manifest.n_shards, changed, catalog_version)
+    return FamilyPlan(family, False, "incremental", manifest.n_shards, changed, catalog_version, manifest)
 
 
 def changed_datasets(config: LakeConfig, since_version: int | None) -> set[str]:
@@ -131,8 +132,7 @@ def _states(datasets: dict[str, dict[str, Any]]) -> dict[str, tuple[int, str]]:
 def build_family(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, builder: ModuleType, build_id: str, progress: Progress) -> FamilyBuild:
     """Run ``plan``: build the family's tables and write them shard by shard."""
     started = time.perf_counter()
-    family, rewritten = plan.family, plan.rewritten
-    previous_manifest = read_manifest(config.home, family)
+    family, rewritten, previous_manifest = plan.family, plan.rewritten, plan.manifest
     progress.say(
         f"  {family}: {'full build (' + plan.reason + ')' if plan.full else 'incremental'}, "
         f"{len(plan.changed)} changed dataset(s), {len(rewritten)} of {plan.n_shards} shard(s) to write"
@@ -153,7 +153,10 @@ def build_family(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, buil
     staleness = 0.0 if not global_tables else float(builder.staleness(global_tables))
     shard_rows = _shard_rows(config, family, tables, builder.GLOBAL_TABLES)
     write_manifest(config.home, family, _manifest(plan, previous_manifest, COMPLETE, build_id, shard_rows, staleness), operation=f"index:{family}")
-    rows = {n: delta.open_table(config.table_path(f"index/{family}/{n}")).count() for n in tables}
+    rows = {
+        n: delta.open_table(config.table_path(f"index/{family}/{n}")).count() if n in builder.GLOBAL_TABLES else sum(r.get(n, 0) for r in shard_rows.values())
+        for n in tables
+    }
     return FamilyBuild(family, plan.full, plan.reason, plan.n_shards, rewritten, len(plan.changed), rows, staleness, time.perf_counter() - started)
 
 
