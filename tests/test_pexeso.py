@@ -99,15 +99,21 @@ def planted():
 
 
 def check_threshold(searcher, columns, query, tau, T, **options):
+    """The oracle's joinable columns, each with its brute-force ``jn``, ranked by it (ties by
+    column id); with ``lower_bound=True``, a bound between ``T_cnt`` and the truth instead."""
     results = searcher.search(query, tau, T, **options)
     counts = oracle_counts(query, columns, tau * searcher.tau_scale)
     assert {r["column_id"] for r in results} == oracle_threshold(counts, len(query), T)
     for r in results:
         truth = counts[r["column_id"]]
-        assert r["matched"] <= truth
-        if r["joinability_exact"]:
-            assert r["matched"] == truth
-        assert r["joinability"] == pytest.approx(r["matched"] / len(query))
+        if options.get("lower_bound"):
+            assert math.ceil(round(T * len(query), 9)) <= r["matched"] <= truth
+            assert r["matched"] == truth or not r["joinability_exact"]
+            assert r["joinability"] == r["matched"] / len(query)
+        else:
+            assert r["joinability_exact"] and r["matched"] == truth and r["joinability"] == truth / len(query)
+    ranking = [(-r["matched"], r["column_id"]) for r in results]
+    assert ranking == sorted(ranking)
     return results, counts
 
 
@@ -145,6 +151,33 @@ def test_exact_mode_counts_every_record(planted, tau):
             assert len(r["sample_pairs"]) == len(query_rows)  # one pair per matched distinct value
 
 
+@pytest.mark.parametrize("seed", (11, 12, 13))
+def test_scores_equal_brute_force_on_random_lakes(seed):
+    """Fresh random lakes, queries and shapes: each returned column's jn is the brute-force jn
+    (``check_threshold``), and the lower-bound mode returns the same columns with bounds."""
+    columns, queries = planted_lake(seed, dim=16, n_columns=40)
+    searcher = load(build_in_memory(columns, n_pivots=2 + seed % 3, levels=3 + seed % 2))
+    rng = np.random.default_rng(seed)
+    own = columns[1000 + int(rng.integers(40))]
+    for query in [*queries, unit(own + rng.normal(scale=0.005, size=own.shape))]:
+        for tau, T in ((0.04, 0.3), (0.08, 0.6)):
+            exact, _ = check_threshold(searcher, columns, query, tau, T)
+            bounds, _ = check_threshold(searcher, columns, query, tau, T, lower_bound=True)
+            assert {r["column_id"] for r in bounds} == {r["column_id"] for r in exact}
+
+
+def test_a_column_searched_against_itself_scores_one(planted):
+    """Exact scores give a column against itself jn = 1.0, ranked first; the lower-bound mode
+    stops counting at T (the paper's Algorithm 2) and says so."""
+    columns, _, searcher = planted
+    for column_id in list(columns)[:8]:
+        query = columns[column_id]
+        best = searcher.search(query, 0.02, 0.6)[0]
+        assert (best["column_id"], best["joinability"], best["joinability_exact"]) == (column_id, 1.0, True)
+        bound = next(r for r in searcher.search(query, 0.02, 0.6, lower_bound=True) if r["column_id"] == column_id)
+        assert 0.6 <= bound["joinability"] < 1.0 and not bound["joinability_exact"]
+
+
 @pytest.mark.parametrize("tau", TAUS)
 def test_topk_equals_oracle(planted, tau):
     columns, queries, searcher = planted
@@ -168,7 +201,7 @@ def test_topk_waves_equal_oracle(planted, monkeypatch):
             assert [r["column_id"] for r in searcher.search(query, 0.06, mode="topk", k=k)] == oracle_topk(counts, k)
 
 
-@pytest.mark.parametrize("options", ({}, {"exact": True}, {"mode": "topk", "k": 3}, {"use_lemmas": False}))
+@pytest.mark.parametrize("options", ({}, {"exact": True}, {"lower_bound": True}, {"mode": "topk", "k": 3}, {"use_lemmas": False}))
 def test_parallel_verify_equals_single_thread(planted, monkeypatch, options):
     """Verify's column workers change nothing: results, record mappings and work counted."""
     from lakejoin.index.pexeso import verify
@@ -223,6 +256,7 @@ def test_pexeso_h_baseline_equals_oracle(planted):
     columns, queries, searcher = planted
     for query in queries:
         check_threshold(searcher, columns, query, 0.06, 0.6, use_lemmas=False)
+        check_threshold(searcher, columns, query, 0.06, 0.6, use_lemmas=False, lower_bound=True)
 
 
 # --- boundaries -------------------------------------------------------------------------
@@ -318,6 +352,7 @@ def test_real_text_columns_equal_oracle(text_lake, tau, T):
     vectors, queries, searcher = text_lake
     for _, query in queries:
         check_threshold(searcher, vectors, query, tau, T)
+        check_threshold(searcher, vectors, query, tau, T, lower_bound=True)
 
 
 def test_search_text_embeds_normalized_values(text_lake):
@@ -446,6 +481,8 @@ def test_tables_record_parameters(planted):
         (lambda s, q: s.search(q, mode="best"), "mode"),
         (lambda s, q: s.search(q, mode="topk", k=0), "k must"),
         (lambda s, q: s.search(q, query_values=["a"]), "query_values"),
+        (lambda s, q: s.search(q, mode="topk", lower_bound=True), "lower_bound"),
+        (lambda s, q: s.search(q, exact=True, lower_bound=True), "lower_bound"),
         (lambda s, q: s.search_text(["x"], "glove-50"), "numeric vectors"),
     ],
 )

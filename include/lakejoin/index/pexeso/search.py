@@ -10,6 +10,11 @@ vector per record; a record matches ``S`` when some vector of ``S`` lies within 
 distance ``τ`` (Def. 1, inclusive); ``jn(Q, S) = |Q_M| / |Q|``; joinable iff
 ``|Q_M| ≥ ⌈T·|Q|⌉``. Identical query vectors are searched once with their multiplicity.
 Top-k ([v1] Def. 3) returns the k columns with the most matched records.
+
+Scores are exact: a column that reaches ``T_cnt`` is verified to the end, so its ``jn`` is the
+true share, and results rank by it (ties by column id). Only columns that are not returned
+stop early (Lemma 7). ``lower_bound=True`` is the paper's Algorithm 2 as written: a column stops
+at ``T_cnt``, faster, and its ``jn`` is then a lower bound near ``T`` (notes §5.1 item 9).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from lakejoin.index.pexeso.inverted import InvertedIndex
 from lakejoin.index.pexeso.lemmas import required_matches, tolerance
 from lakejoin.index.pexeso.pivots import map_to_pivot_space
 from lakejoin.index.pexeso.projection import head_bound, heads, largest_norm, principal_axes
-from lakejoin.index.pexeso.verify import JOINABLE, PRUNED, Repository, Verified, verify
+from lakejoin.index.pexeso.verify import PRUNED, Repository, Verified, verify
 from lakejoin.normalize import normalize_value
 
 MODES = ("threshold", "topk")
@@ -85,7 +90,7 @@ class PartitionIndex:
         tau: float,
         required: int,
         top_k: int,
-        exact: bool,
+        stop_when_joinable: bool,
         use_lemmas: bool,
         stats: SearchStats,
     ) -> tuple[Verified, np.ndarray]:
@@ -110,7 +115,7 @@ class PartitionIndex:
             len(self.column_ids),
             required=required,
             top_k=top_k,
-            stop_when_joinable=not exact and top_k == 0,
+            stop_when_joinable=stop_when_joinable,
             use_lemmas=use_lemmas,
             tau=tau,
             head_bound=head_bound(tau, self.axes, magnitude),
@@ -155,6 +160,7 @@ class PexesoSearcher:
         mode: str = "threshold",
         k: int = 10,
         exact: bool = False,
+        lower_bound: bool = False,
         query_values: Sequence[Any] | None = None,
         use_lemmas: bool = True,
     ) -> list[dict[str, Any]]:
@@ -162,18 +168,22 @@ class PexesoSearcher:
 
         ``query_vectors`` has one row per query record (duplicates count). ``tau`` is a
         fraction of the maximum distance 2 under ``l2-unit`` (0.06 means 0.12) and absolute
-        under ``l2-absolute``; ``T`` a fraction of ``|Q|`` (ignored by top-k). Results are
-        sorted by matched records (then column id); ``joinability_exact`` is False where
-        early termination left ``joinability`` a lower bound. ``exact=True`` counts every
-        result exactly and returns the full record mapping (one pair per matched distinct
-        query value) in ``sample_pairs``. ``use_lemmas=False`` is the paper's PEXESO-H
-        baseline (grid blocking, naive verification).
+        under ``l2-absolute``; ``T`` a fraction of ``|Q|`` (ignored by top-k). Each result's
+        ``joinability`` is its exact ``jn(Q, S)`` (``matched`` records of ``|Q|``); results are
+        ranked by it, ties by column id. ``lower_bound=True`` (threshold mode only) stops
+        verifying a column once it reaches ``T``: faster, but ``joinability`` is then a lower
+        bound, ``joinability_exact`` False, and the ranking is by those bounds. ``exact=True``
+        returns the full record mapping (one pair per matched distinct query value) in
+        ``sample_pairs`` instead of the first ``SAMPLE_PAIRS``. ``use_lemmas=False`` is the
+        paper's PEXESO-H baseline (grid blocking, naive verification).
         """
         queries = np.asarray(query_vectors)
         if queries.ndim == 2 and queries.shape[1] != self.dim:
             raise ValueError(f"query vectors have dimension {queries.shape[1]}, the index {self.dim}")
         queries = check_vectors(queries, self.metric, "query vectors")
         n_records = self._check_query(queries, tau, T, mode, k, query_values)
+        if lower_bound and (mode != "threshold" or exact):
+            raise ValueError("lower_bound applies to threshold mode without exact (it stops counting at T)")
         unique, first, counts = distinct_rows(queries)
         required = required_matches(T, n_records) if mode == "threshold" else 0
         top_k = k if mode == "topk" else 0
@@ -181,12 +191,12 @@ class PexesoSearcher:
         results: list[dict[str, Any]] = []
         for part in self.partitions:
             verified, order = part.search(
-                unique, counts.astype(np.int64), tau * self.tau_scale, required, top_k, exact, use_lemmas, self.last_stats
+                unique, counts.astype(np.int64), tau * self.tau_scale, required, top_k, lower_bound, use_lemmas, self.last_stats
             )
             found = (verified.status != PRUNED) & (verified.matched >= max(required, 1))
             for col in np.flatnonzero(found).tolist():
                 results.append(self._result(part, col, verified, first[order], n_records, query_values, exact))
-        results.sort(key=lambda r: (-r["matched"], r["column_id"]))
+        results.sort(key=lambda r: (-r["matched"], r["column_id"]))  # by jn: one |Q| for all
         return results[:k] if mode == "topk" else results
 
     def search_text(self, values: Sequence[Any], model: str, tau: float = 0.06, T: float = 0.6, **options: Any) -> list[dict[str, Any]]:
@@ -239,7 +249,7 @@ class PexesoSearcher:
             "column_id": int(part.column_ids[col]),
             "dataset_id": part.dataset_ids[col],
             "joinability": matched / n_records,
-            "joinability_exact": bool(verified.undecided[col] == 0 and (verified.status[col] != JOINABLE or exact)),
+            "joinability_exact": bool(verified.undecided[col] == 0),  # every record reaching S decided
             "matched": matched,
             "sample_pairs": pairs,
         }

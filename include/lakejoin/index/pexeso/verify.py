@@ -10,7 +10,9 @@ multiplicity ``w(q)`` (duplicates in Q count, notes §1.1).
 Per column S: ``matched[S]`` counts matched query records, ``undecided[S]`` the records whose
 leaves reach S and are not decided yet (initially ``reach[S]``). Early termination:
 
-1. ``matched[S] ≥ T_cnt`` → S is joinable and skipped from then on (its count a lower bound);
+1. with ``stop_when_joinable`` (the searcher's lower-bound mode): ``matched[S] ≥ T_cnt`` → S
+   is joinable and skipped from then on (its count a lower bound); without it, S is verified to
+   the end and its count is exact;
 2. Lemma 7: ``matched[S] + undecided[S] < T_cnt`` → S is pruned. A column no query vector's
    leaves reach is never joinable (notes §2.6, "strengthening").
 
