@@ -50,12 +50,18 @@ DATASETS_SCHEMA = pa.schema(
     ]
 )
 
+# Where a column's name came from (``catalog/columns.name_source``; ``lakejoin.sources.headers``).
+GIVEN, GENERATED, DEDUPLICATED, ROW_NAMES, NO_HEADER = "header", "generated", "deduplicated", "row_names", "no_header"
+NAME_SOURCES = (GIVEN, GENERATED, DEDUPLICATED, ROW_NAMES, NO_HEADER)
+
 COLUMNS_SCHEMA = pa.schema(
     [
         ("column_id", pa.int64()),
         ("dataset_id", pa.string()),
         ("ordinal", pa.int32()),
         ("name", pa.string()),
+        ("header", pa.string()),  # the header cell as written (None: no header row; lakes before it)
+        ("name_source", pa.string()),  # header, generated, deduplicated, row_names, no_header (sources.headers)
         ("type", pa.string()),
         ("count", pa.int64()),  # non-null cells
         ("distinct", pa.int64()),  # distinct normalized values

@@ -81,6 +81,8 @@ def finish_profile(agg: ColumnAggregates, rules: SelectionRules = DEFAULT_RULES)
         "dataset_id": agg["dataset_id"],
         "ordinal": agg["ordinal"],
         "name": agg["name"],
+        "header": agg.get("header"),
+        "name_source": agg.get("name_source"),
         "type": column_type,
         "count": count,
         "distinct": distinct,

@@ -1,7 +1,9 @@
 """Which index families index a column (the ``indexed_by`` field of ``catalog/columns``).
 
 A rule set maps each family to the column types it takes; a column with fewer than
-``min_distinct`` distinct values goes to no family. Defaults (``DEFAULT_RULES``):
+``min_distinct`` distinct values goes to no family, and neither does a ``row_names`` column
+(R's or pandas' row numbers, ``lakejoin.sources.headers``): 1..n overlaps every other row
+numbering and joins nothing. Defaults (``DEFAULT_RULES``):
 
 - ``josie``, ``lshensemble``: every type except ``integer`` and ``decimal``. Purely numeric
   columns are left out, as the JOSIE/LSH Ensemble evaluation on open data does: small
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 
 from lakejoin.index import FAMILIES
 from lakejoin.profile.types import NUMERIC_TYPES, TYPES
+from lakejoin.lake.schemas import ROW_NAMES
 
 _ALL = frozenset(TYPES)
 
@@ -53,6 +56,6 @@ def indexed_by(profile: Mapping, rules: SelectionRules = DEFAULT_RULES) -> list[
     missing = {"type", "distinct"} - set(profile)
     if missing:
         raise ValueError(f"profile lacks {sorted(missing)} needed to select index families")
-    if profile["distinct"] < rules.min_distinct:
+    if profile["distinct"] < rules.min_distinct or profile.get("name_source") == ROW_NAMES:
         return []
     return [family for family in FAMILIES if profile["type"] in getattr(rules, family)]

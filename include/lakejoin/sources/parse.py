@@ -12,7 +12,11 @@ same way for every format). Rules, in order:
    fields may hold delimiters and newlines.
 5. Ragged rows are never shifted silently: short rows are padded with nulls, long rows get
    extra columns ``column_<n>``; both are counted in ``ParsedTable.ragged_rows``.
-6. Empty files and header-only files are refused.
+6. Headers never refuse a table (``lakejoin.sources.headers``): empty, pandas ``Unnamed: N``
+   and duplicate names get generated or suffixed names, a leading column of row numbers is
+   ``row_names``, a first line that is data stays data; the original header text rides along
+   in the table's field metadata.
+7. Empty files and header-only files are refused.
 """
 
 from __future__ import annotations
@@ -27,6 +31,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from lakejoin.sources.headers import SAMPLE_ROWS, first_line_is_data, is_blank, is_row_numbers, name_columns, with_names
+
 DEFAULT_MAX_BYTES = 1 << 30
 TEXT_FORMATS = ("csv", "tsv", "txt")
 SNIFF_BYTES = 64 * 1024
@@ -38,7 +44,7 @@ class UnparseableFile(Exception):
 
 @dataclass
 class ParsedTable:
-    table: pa.Table  # every column pa.string(), names cleaned and unique
+    table: pa.Table  # every column pa.string(), names unique, headers in field metadata (headers.with_names)
     format: str
     encoding: str | None = None
     delimiter: str | None = None
@@ -95,17 +101,7 @@ def decode_text(data: bytes) -> tuple[str, str]:
 
 def clean_header(names: list[str]) -> list[str]:
     """Trimmed names; blanks become ``column_<i>``; duplicates get ``_2``, ``_3``...."""
-    cleaned: list[str] = []
-    seen: set[str] = set()
-    for i, name in enumerate(names):
-        base = " ".join(str(name or "").split()) or f"column_{i + 1}"
-        candidate, n = base, 1
-        while candidate.lower() in seen:
-            n += 1
-            candidate = f"{base}_{n}"
-        seen.add(candidate.lower())
-        cleaned.append(candidate)
-    return cleaned
+    return [n.name for n in name_columns(names, len(names))]
 
 
 def _reject_non_text(data: bytes) -> None:
@@ -133,13 +129,35 @@ def _sniff_delimiter(sample: str, fmt: str) -> str:
 
 def _parse_delimited(text: str, fmt: str) -> ParsedTable:
     delimiter = _sniff_delimiter(text[:SNIFF_BYTES], fmt)
-    fast = _parse_with_arrow(text, delimiter)
+    head = _head_rows(text, delimiter)
+    if not head or not head[0]:
+        raise UnparseableFile("no header row")
+    has_header = not first_line_is_data(head[0], head[1:])
+    fast = _parse_with_arrow(text, delimiter, head[0], has_header)
     if fast is not None:
-        return ParsedTable(fast, fmt, delimiter=delimiter)
-    return _parse_with_csv_module(text, fmt, delimiter)
+        return ParsedTable(_named(fast, head[0], has_header), fmt, delimiter=delimiter)
+    return _parse_with_csv_module(text, fmt, delimiter, has_header)
 
 
-def _parse_with_arrow(text: str, delimiter: str) -> pa.Table | None:
+def _head_rows(text: str, delimiter: str) -> list[list[str]]:
+    """The first line and up to ``SAMPLE_ROWS`` rows below it (from the first MiB; a row cut
+    there is left out)."""
+    head = text[: 1 << 20]
+    reader = csv.reader(io.StringIO(head, newline=""), delimiter=delimiter)
+    try:
+        rows = [row for _, row in zip(range(SAMPLE_ROWS + 1), reader)]
+    except csv.Error:
+        return [next(csv.reader(io.StringIO(head.split("\n", 1)[0]), delimiter=delimiter), [])]
+    return rows[:-1] if len(head) < len(text) and len(rows) > 1 else rows
+
+
+def _named(table: pa.Table, header: list[str], has_header: bool) -> pa.Table:
+    """``table`` (read with provisional names) with its final names and recorded headers."""
+    row_names = has_header and table.num_columns > 1 and is_blank(header[0]) and is_row_numbers(table.column(0))
+    return with_names(table, name_columns(header, table.num_columns, has_header=has_header, row_names=row_names))
+
+
+def _parse_with_arrow(text: str, delimiter: str, header: list[str], has_header: bool) -> pa.Table | None:
     """The fast path; None when any row is ragged (the slow path pads and reports them)."""
     ragged = []
 
@@ -148,13 +166,10 @@ def _parse_with_arrow(text: str, delimiter: str) -> pa.Table | None:
         return "skip"
 
     try:
-        header = next(csv.reader(io.StringIO(text[: 1 << 20]), delimiter=delimiter), None)
-        if not header:
-            raise UnparseableFile("no header row")
-        names = clean_header(header)
+        names = [n.name for n in name_columns(header, len(header), has_header=has_header)]
         table = pacsv.read_csv(
             io.BytesIO(text.encode("utf-8")),
-            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1, block_size=1 << 24),
+            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1 if has_header else 0, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True, invalid_row_handler=on_invalid),
             convert_options=pacsv.ConvertOptions(
                 column_types={n: pa.string() for n in names}, strings_can_be_null=True, quoted_strings_can_be_null=False
@@ -165,7 +180,7 @@ def _parse_with_arrow(text: str, delimiter: str) -> pa.Table | None:
     return None if ragged else table
 
 
-def _parse_with_csv_module(text: str, fmt: str, delimiter: str) -> ParsedTable:
+def _parse_with_csv_module(text: str, fmt: str, delimiter: str, has_header: bool) -> ParsedTable:
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
     try:
         rows = list(reader)
@@ -173,12 +188,11 @@ def _parse_with_csv_module(text: str, fmt: str, delimiter: str) -> ParsedTable:
         raise UnparseableFile(f"malformed {fmt}: {error}") from error
     if not rows:
         raise UnparseableFile("empty file")
-    header, body = rows[0], rows[1:]
+    header, body = rows[0], (rows[1:] if has_header else rows)
     width = max([len(header), *map(len, body)])
     ragged = sum(1 for r in body if len(r) != len(header))
-    names = clean_header(header + [f"column_{i + 1}" for i in range(len(header), width)])
-    columns = [[(r[i] if i < len(r) and r[i] != "" else None) for r in body] for i in range(width)]
-    table = pa.table({n: pa.array(c, pa.string()) for n, c in zip(names, columns)})
+    columns = [pa.array([(r[i] if i < len(r) and r[i] != "" else None) for r in body], pa.string()) for i in range(width)]
+    table = _named(pa.table(columns, names=[f"c{i}" for i in range(width)]), header, has_header)
     warnings = [f"{ragged} ragged rows (short rows padded with nulls, long rows' extra cells in extra columns)"] if ragged else []
     return ParsedTable(table, fmt, delimiter=delimiter, ragged_rows=ragged, warnings=warnings)
 
@@ -211,9 +225,8 @@ def _records_table(records: list[dict]) -> ParsedTable:
     names: list[str] = []
     for record in records:
         names.extend(k for k in record if k not in names)
-    columns = {n: [_json_cell(r.get(n)) for r in records] for n in names}
-    cleaned = clean_header(names)
-    return ParsedTable(pa.table({c: pa.array(columns[n], pa.string()) for c, n in zip(cleaned, names)}), "jsonl")
+    columns = [pa.array([_json_cell(r.get(n)) for r in records], pa.string()) for n in names]
+    return ParsedTable(with_names(pa.table(columns, names=[f"c{i}" for i in range(len(names))]), name_columns(names, len(names))), "jsonl")
 
 
 def _json_cell(value: object) -> str | None:
@@ -231,9 +244,9 @@ def _parse_parquet(path: Path) -> ParsedTable:
         table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as error:
         raise UnparseableFile(f"unreadable Parquet: {error}") from error
-    names = clean_header(table.column_names)
     columns = [_column_as_text(table.column(i)) for i in range(table.num_columns)]
-    return ParsedTable(pa.table(dict(zip(names, columns))), "parquet")
+    text = pa.table(columns, names=[f"c{i}" for i in range(len(columns))])
+    return ParsedTable(_named(text, table.column_names, True), "parquet")
 
 
 def _column_as_text(column: pa.ChunkedArray) -> pa.ChunkedArray | pa.Array:

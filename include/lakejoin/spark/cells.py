@@ -6,7 +6,7 @@ Both run inside executors; the driver only sees one small status row per file.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import normalize_value
 from lakejoin.quality.drift import validate_version
 from lakejoin.quality.gate import validate_table
+from lakejoin.sources.headers import recorded_headers
 from lakejoin.sources.parse import UnparseableFile, parse_file
 
 
@@ -44,6 +45,7 @@ class ParseOutcome:
     columns: list[str]
     warnings: list[str]
     validation: dict | None = None  # a quality/validations row (gate failure or drift check)
+    headers: list[dict] = field(default_factory=list)  # per column: original header and name source (sources.headers)
 
 
 def stage_file(task: ParseTask) -> ParseOutcome:
@@ -62,7 +64,7 @@ def stage_file(task: ParseTask) -> ParseOutcome:
         Path(task.staged_path).unlink(missing_ok=True)
         return _rejected(task, f"quality gate: {gate.reason}", gate.result_json)
     validation = validate_version(task.dataset_id, task.version, table, task.baseline_suite)
-    return ParseOutcome(task.dataset_id, True, None, table.num_rows, table.column_names, warnings, _serializable(validation))
+    return ParseOutcome(task.dataset_id, True, None, table.num_rows, table.column_names, warnings, _serializable(validation), recorded_headers(table.schema))
 
 
 def _parsed_or_staged(task: ParseTask) -> tuple[pa.Table, list[str]]:

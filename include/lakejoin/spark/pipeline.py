@@ -199,7 +199,7 @@ def _parse(config: LakeConfig, spark: SparkSession, plan: catalog.Plan, options:
     for outcome in outcomes:
         staged = str(config.raw_dir / f"{plan.content_sha[outcome.dataset_id]}.parquet")
         if catalog.apply_parse_outcome(plan, outcome.dataset_id, outcome.ok, outcome.reason, outcome.rows, len(outcome.columns), staged):
-            rewritten.append({"dataset_id": outcome.dataset_id, "content_sha256": plan.content_sha[outcome.dataset_id], "staged_path": staged, "names": outcome.columns, "rows": outcome.rows})
+            rewritten.append({"dataset_id": outcome.dataset_id, "content_sha256": plan.content_sha[outcome.dataset_id], "staged_path": staged, "names": outcome.columns, "headers": outcome.headers, "rows": outcome.rows})
     return rewritten
 
 
@@ -232,22 +232,33 @@ def _write_columns(config: LakeConfig, spark: SparkSession, plan: catalog.Plan, 
     path = config.table_path(COLUMNS)
     kept = delta.read_arrow(path) if delta.exists(path) else None
     base_rows = [
-        {"column_id": column_id(r["dataset_id"], r["content_sha256"], i), "dataset_id": r["dataset_id"], "ordinal": i, "name": name, "rows": r["rows"]}
+        {"column_id": column_id(r["dataset_id"], r["content_sha256"], i), "dataset_id": r["dataset_id"], "ordinal": i, "name": name, "rows": r["rows"], **header}
         for r in rewritten
-        for i, name in enumerate(r["names"])
+        for i, (name, header) in enumerate(zip(r["names"], r["headers"] or [{"header": None, "name_source": None}] * len(r["names"])))
     ]
     profiled = None
     if base_rows:
-        base = spark.createDataFrame(base_rows, "column_id long, dataset_id string, ordinal int, name string, rows long")
+        base = spark.createDataFrame(base_rows, "column_id long, dataset_id string, ordinal int, name string, rows long, header string, name_source string")
         cells = spark_delta.read_table(spark, config.table_path(CELLS)).where(F.col("dataset_id").isin([r["dataset_id"] for r in rewritten]))
         profiled = profile_columns(spark, cells, base).toArrow()
     tables = []
     if kept is not None:
-        tables.append(kept.filter(pa.compute.invert(pa.compute.is_in(kept["dataset_id"], pa.array(sorted(changed), pa.string())))))
+        kept = kept.filter(pa.compute.invert(pa.compute.is_in(kept["dataset_id"], pa.array(sorted(changed), pa.string()))))
+        tables.append(_with_fields_of(kept, profiled.schema) if profiled is not None else kept)
     if profiled is not None:
-        tables.append(profiled.select(kept.schema.names if kept is not None else profiled.schema.names).cast(kept.schema if kept is not None else profiled.schema))
+        tables.append(profiled.select(tables[0].schema.names).cast(tables[0].schema) if tables else profiled)
     combined = pa.concat_tables(tables) if tables else COLUMNS_SCHEMA.empty_table()
     delta.write_arrow(path, combined, operation="columns")
+
+
+def _with_fields_of(kept: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``kept`` (rows written by an earlier run) plus the fields of ``schema`` it lacks, as nulls:
+    a lake written before a field existed (e.g. ``header``) keeps working, and the columns table,
+    rewritten whole, gains the field."""
+    for f in schema:
+        if f.name not in kept.schema.names:
+            kept = kept.append_column(f, pa.nulls(kept.num_rows, f.type))
+    return kept
 
 
 def _summary(config: LakeConfig, result: IngestResult, builds: dict[str, FamilyBuild]) -> dict[str, Any]:

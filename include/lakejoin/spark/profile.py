@@ -25,6 +25,7 @@ from lakejoin.profile import MATCH_KEYS, ORIGINAL_PATTERNS, PROFILE_SCHEMA, TOP_
 from lakejoin.profile.selection import DEFAULT_RULES, SelectionRules
 
 COLUMN_FIELDS = ("column_id", "dataset_id", "ordinal", "name", "rows")
+HEADER_FIELDS = ("header", "name_source")
 MATCH_PREFIX = "m_"
 
 
@@ -106,7 +107,8 @@ def profile_columns(spark: SparkSession, cells: DataFrame, columns: DataFrame, r
 
     ``cells`` has ``lakejoin.lake.schemas.CELLS_SCHEMA``; ``columns`` has at least
     column_id, dataset_id, ordinal, name and ``rows`` (the dataset's row count), so that
-    ``nulls = rows - count``. Columns without any cell get count 0 and type ``string``.
+    ``nulls = rows - count``, and optionally ``HEADER_FIELDS`` (carried to the profile).
+    Columns without any cell get count 0 and type ``string``.
     """
     _require(cells, ("column_id", "value", "raw"), "cells")
     _require(columns, COLUMN_FIELDS, "columns")
@@ -116,6 +118,7 @@ def profile_columns(spark: SparkSession, cells: DataFrame, columns: DataFrame, r
         F.col("ordinal").cast("int"),
         F.col("name").cast("string"),
         F.col("rows").cast("long"),
+        *[(F.col(f) if f in columns.columns else F.lit(None)).cast("string").alias(f) for f in HEADER_FIELDS],
     )
     aggregates = described.join(_per_column(_per_value(cells)), "column_id", "left")
     return aggregates.mapInArrow(_finish(rules), from_arrow_schema(PROFILE_SCHEMA))
