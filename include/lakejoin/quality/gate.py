@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from lakejoin.normalize import normalize_text
+from lakejoin.quality.drift import as_text_table
+from lakejoin.quality.expectations import validate
 
 # pandas names a blank header cell "Unnamed: <i>": that is an empty header, not a name
 _PANDAS_BLANK_HEADER = re.compile(r"^unnamed: \d+(_level_\d+)?$")
-_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -54,26 +55,20 @@ def normalized_header(name: object) -> str | None:
     return None if not text or _PANDAS_BLANK_HEADER.match(text) else text
 
 
-def structure_frame(df: pd.DataFrame, malformed_rows: int) -> pd.DataFrame:
+def structure_table(table: pa.Table, malformed_rows: int) -> pa.Table:
     """One row per header (normalized), with the malformed-row share in the first row."""
-    total = len(df) + malformed_rows
-    headers = [normalized_header(c) for c in df.columns] or [None]
+    total = table.num_rows + malformed_rows
+    headers = [normalized_header(c) for c in table.column_names]
     share = [malformed_rows / total if total else 0.0] + [None] * (len(headers) - 1)
-    frame = pd.DataFrame({"header": pd.Series(headers, dtype="object"), "malformed_share": pd.Series(share, dtype="float64")})
-    return frame if len(df.columns) else frame.iloc[0:0]
+    return pa.table({"header": pa.array(headers, pa.string()), "malformed_share": pa.array(share[: len(headers)], pa.float64())})
 
 
 @lru_cache(maxsize=8)
-def _gx_checks(limits: GateLimits) -> dict[str, tuple[Any, Any]]:
-    """An ephemeral GX context with a pandas datasource, and for each frame its batch definition
-    and expectation suite. Built once per process and limits (building costs more than checking)."""
+def _suites(limits: GateLimits) -> dict[str, list[Any]]:
+    """For each validated table, the expectations it must meet (built once per limits)."""
     import great_expectations as gx
-    from great_expectations.data_context.types.base import ProgressBarsConfig
 
-    context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = ProgressBarsConfig(globally=False, metric_calculations=False)
-    datasource = context.data_sources.add_pandas("lakejoin_ingest")
-    expectations = {
+    return {
         "table": [
             gx.expectations.ExpectTableColumnCountToBeBetween(min_value=1, max_value=limits.max_columns),
             gx.expectations.ExpectTableRowCountToBeBetween(min_value=max(1, limits.min_rows)),
@@ -84,12 +79,6 @@ def _gx_checks(limits: GateLimits) -> dict[str, tuple[Any, Any]]:
             gx.expectations.ExpectColumnValuesToBeBetween(column="malformed_share", min_value=0, max_value=limits.max_malformed_share),
         ],
     }
-    checks = {}
-    for name, suite_expectations in expectations.items():
-        batch_definition = datasource.add_dataframe_asset(name).add_batch_definition_whole_dataframe("whole")
-        suite = context.suites.add(gx.ExpectationSuite(name=f"lakejoin_{name}", expectations=suite_expectations))
-        checks[name] = (batch_definition, suite)
-    return checks
 
 
 def _failure_reason(kind: str, result: dict[str, Any], limits: GateLimits) -> str:
@@ -108,21 +97,21 @@ def _failure_reason(kind: str, result: dict[str, Any], limits: GateLimits) -> st
     return kind
 
 
-def validate_table(df: pd.DataFrame | None, dataset_id: str, limits: GateLimits = GateLimits(), *, malformed_rows: int = 0) -> GateResult:
+def validate_table(table: pa.Table | pd.DataFrame | None, dataset_id: str, limits: GateLimits = GateLimits(), *, malformed_rows: int = 0) -> GateResult:
     """Run the gate on a parsed table. ``malformed_rows`` is how many rows the parser had to
-    drop or repair; None for ``df`` means the file did not parse at all."""
+    drop or repair; None for ``table`` means the file did not parse at all."""
     if malformed_rows < 0:
         raise ValueError("malformed_rows must not be negative")
-    if df is None:
+    if table is None:
         reason = "table could not be parsed"
         return GateResult(False, reason, json.dumps({"dataset_id": dataset_id, "success": False, "reason": reason}))
-    frames = {"table": df, "structure": structure_frame(df, malformed_rows)}
+    arrow = as_text_table(table)
+    tables = {"table": arrow, "structure": structure_table(arrow, malformed_rows)}
     validations, reasons = {}, []
-    with _LOCK:  # GX contexts are not documented as thread-safe
-        for name, (batch_definition, suite) in _gx_checks(limits).items():
-            outcome = batch_definition.get_batch(batch_parameters={"dataframe": frames[name]}).validate(suite).to_json_dict()
-            validations[name] = outcome
-            reasons += [_failure_reason(r["expectation_config"]["type"], r, limits) for r in outcome["results"] if not r["success"]]
+    for name, expectations in _suites(limits).items():
+        outcome = validate(expectations, tables[name], f"lakejoin_{name}").to_json_dict()
+        validations[name] = outcome
+        reasons += [_failure_reason(r["expectation_config"]["type"], r, limits) for r in outcome["results"] if not r["success"]]
     success = not reasons
     document = {"dataset_id": dataset_id, "success": success, "limits": asdict(limits), "validations": validations}
     return GateResult(success, None if success else "; ".join(reasons), json.dumps(document, default=str))
