@@ -59,6 +59,11 @@ VALUE_PATTERNS: dict[str, str] = {**types.VALUE_PATTERNS, **semantic.VALUE_PATTE
 ORIGINAL_PATTERNS: dict[str, str] = types.ORIGINAL_PATTERNS
 VALUE_SETS: dict[str, frozenset[str]] = semantic.VALUE_SETS
 MATCH_KEYS: tuple[str, ...] = (*VALUE_PATTERNS, *ORIGINAL_PATTERNS, *VALUE_SETS)
+# compiled once: ``re.search(pattern, ...)`` pays a cache lookup per call, a third of the time
+# of profiling a column in Python
+_VALUE_REGEXES = {key: re.compile(pattern) for key, pattern in VALUE_PATTERNS.items()}
+_ORIGINAL_REGEXES = {key: re.compile(pattern) for key, pattern in ORIGINAL_PATTERNS.items()}
+_DECIMAL = re.compile(types.VALUE_PATTERNS["decimal"])
 
 ColumnAggregates = Mapping[str, Any]
 """Keys: column_id, dataset_id, ordinal, name, rows, count, distinct, matches (name -> count
@@ -119,14 +124,14 @@ def column_aggregates(originals: Sequence[str | None], *, name: str, rows: int |
         frequencies[value] += n
     matches = {key: 0 for key in MATCH_KEYS}
     for value, n in frequencies.items():
-        for key, pattern in VALUE_PATTERNS.items():
-            matches[key] += n if re.search(pattern, value) else 0
+        for key, regex in _VALUE_REGEXES.items():
+            matches[key] += n if regex.search(value) else 0
         for key, members in VALUE_SETS.items():
             matches[key] += n if value in members else 0
     for _, original, n in cells:
-        for key, pattern in ORIGINAL_PATTERNS.items():
-            matches[key] += n if re.search(pattern, original) else 0
-    numbers = [(float(value), n) for value, n in frequencies.items() if re.search(types.VALUE_PATTERNS["decimal"], value)]
+        for key, regex in _ORIGINAL_REGEXES.items():
+            matches[key] += n if regex.search(original) else 0
+    numbers = [(float(value), n) for value, n in frequencies.items() if _DECIMAL.search(value)]
     numeric_count = sum(n for _, n in numbers)
     mean = math.fsum(_repeated(numbers)) / numeric_count if numbers else None
     lengths = [(len(original), n) for _, original, n in cells]
