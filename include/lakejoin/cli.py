@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 from collections.abc import Sequence
 from datetime import date, datetime
 from typing import Any
+
+from lakejoin.config import SPARK_CONSOLE_LOG_ENV, resolve_home
 
 # One module per command under lakejoin.commands (see its docstring for the convention).
 COMMAND_MODULES = ("run", "snapshots", "datasets", "columns", "vacuum")
@@ -36,6 +39,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser, modules = build_parser()
     args = parser.parse_args(argv)
     module = modules[args.command]
+    if args.json or args.quiet:
+        os.environ.setdefault(SPARK_CONSOLE_LOG_ENV, str(resolve_home(args.home) / "logs" / "spark-console.log"))
     try:
         result = module.run(args)
     except (ValueError, LookupError, FileNotFoundError) as error:

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_HOME = ".lakejoin"
+# A file for the Spark JVM's console output (and its Python workers'), set by ``--json`` and
+# ``--quiet``: startup banners and warnings must not reach the terminal or a caller's stderr.
+SPARK_CONSOLE_LOG_ENV = "LAKEJOIN_SPARK_CONSOLE_LOG"
 
 
 def resolve_home(home: str | os.PathLike[str] | None = None) -> Path:

@@ -1,18 +1,23 @@
 """Feedback while long commands work: one line per stage on stderr, a bar on a terminal.
 
-Machine output (``--json``) goes to stdout, so progress never corrupts it; ``--quiet`` silences
-everything here.
+On a terminal a stage with a known amount of work draws one line it keeps rewriting: a bar,
+the count done, the rate and an ETA (``  parse [######.......] 120/400 (35/s, ETA 8s)``). Loops
+report through ``iterate``; Spark stages through ``update``, fed by a status poller
+(``lakejoin.spark.progress``). Machine output (``--json``) goes to stdout, so progress never
+corrupts it; ``--json`` and ``--quiet`` silence everything here.
 """
 
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
 T = TypeVar("T")
+BAR_WIDTH = 30
 
 
 class Progress:
@@ -20,6 +25,8 @@ class Progress:
         self.quiet = quiet
         self.stream = stream or sys.stderr
         self.timings: dict[str, float] = {}
+        self._lock = threading.Lock()  # Spark pollers draw from their own threads
+        self._drawn = False  # a bar line is on screen, not yet ended
 
     @property
     def interactive(self) -> bool:
@@ -27,7 +34,9 @@ class Progress:
 
     def say(self, message: str) -> None:
         if not self.quiet:
-            print(message, file=self.stream, flush=True)
+            with self._lock:
+                self._end_bar()
+                print(message, file=self.stream, flush=True)
 
     @contextmanager
     def stage(self, name: str, detail: str = "") -> Iterator[None]:
@@ -40,23 +49,50 @@ class Progress:
         self.say(f"[{name}] done in {elapsed:.1f} s")
 
     def iterate(self, items: Iterable[T], label: str, total: int | None = None) -> Iterator[T]:
-        """Yield ``items``, drawing a bar with a rate on a terminal."""
+        """Yield ``items``, drawing a bar with a rate (and an ETA when ``total`` is known) on a terminal."""
         started = time.perf_counter()
         count = 0
         for item in items:
             count += 1
-            if self.interactive and (count % 10 == 0 or count == total):
-                self._draw(label, count, total, started)
+            if count % 10 == 0 or count == total:
+                self.update(label, count, total, started)
             yield item
-        if self.interactive:
-            self.stream.write("\n")
+        self.done()
 
-    def _draw(self, label: str, count: int, total: int | None, started: float) -> None:
-        rate = count / max(time.perf_counter() - started, 1e-9)
+    def update(self, label: str, count: int, total: int | None, started: float) -> None:
+        """Redraw the bar line: ``count`` of ``total`` done since ``started`` (``time.perf_counter``)."""
+        if not self.interactive:
+            return
+        elapsed = max(time.perf_counter() - started, 1e-9)
+        rate = count / elapsed
         if total:
-            filled = int(30 * count / total)
-            bar = "#" * filled + "." * (30 - filled)
-            self.stream.write(f"\r  {label} [{bar}] {count}/{total} ({rate:.0f}/s)")
+            filled = int(BAR_WIDTH * min(count, total) / total)
+            eta = f", ETA {format_seconds((total - count) / rate)}" if 0 < count < total else ""
+            line = f"  {label} [{'#' * filled}{'.' * (BAR_WIDTH - filled)}] {count}/{total} ({rate:.1f}/s{eta})"
         else:
-            self.stream.write(f"\r  {label} {count} ({rate:.0f}/s)")
-        self.stream.flush()
+            line = f"  {label} {count} ({rate:.1f}/s)"
+        with self._lock:
+            self.stream.write(f"\r{line}\033[K")
+            self.stream.flush()
+            self._drawn = True
+
+    def done(self) -> None:
+        """End the bar line, if one is drawn (the next output starts on a fresh line)."""
+        with self._lock:
+            self._end_bar()
+
+    def _end_bar(self) -> None:
+        if self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()
+            self._drawn = False
+
+
+def format_seconds(seconds: float) -> str:
+    """``42s``, ``3m05s``, ``1h02m``: short enough for a bar line."""
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"

@@ -33,6 +33,7 @@ from lakejoin.sources.parse import DEFAULT_MAX_BYTES
 from lakejoin.spark import delta as spark_delta
 from lakejoin.spark.cells import ParseTask, cells_tasks, melt_staged, stage_files
 from lakejoin.spark.indexing import FamilyBuild, FamilyPlan, build_family, family_module, plan_family
+from lakejoin.spark.progress import spark_tasks
 from lakejoin.spark.session import get_spark
 
 
@@ -73,15 +74,16 @@ def ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_fa
     rewritten: list[dict[str, Any]] = []
     if plan.to_parse:
         spark = (spark_factory or get_spark)(config.spark_master)
-        with progress.stage("parse", f"{len(plan.to_parse)} files on {spark.sparkContext.defaultParallelism} cores"):
+        with progress.stage("parse", f"{len(plan.to_parse)} files on {spark.sparkContext.defaultParallelism} cores"), spark_tasks(spark, progress, "parse"):
             rewritten = _parse(config, spark, plan, options)
     changed = {r["dataset_id"] for r in rewritten} | plan.removed
     if changed:
         spark = (spark_factory or get_spark)(config.spark_master)
         with progress.stage("cells", f"{len(rewritten)} datasets"):
-            version = _write_cells(config, spark, rewritten, changed)
+            with spark_tasks(spark, progress, "cells"):
+                version = _write_cells(config, spark, rewritten, changed)
             progress.say(f"  lake/cells at version {version}")
-        with progress.stage("columns"):
+        with progress.stage("columns"), spark_tasks(spark, progress, "columns"):
             _write_columns(config, spark, plan, rewritten, changed)
     with progress.stage("catalog"):
         delta.write_arrow(config.table_path(DATASETS), catalog.to_arrow(plan.rows), operation="ingest")
@@ -117,7 +119,7 @@ def build_indexes(
     spark = spark or get_spark(config.spark_master)
 
     def build(plan: FamilyPlan, builder: ModuleType) -> FamilyBuild:
-        with progress.stage(f"index:{plan.family}"):
+        with progress.stage(f"index:{plan.family}"), spark_tasks(spark, progress, plan.family):
             return build_family(config, spark, plan, builder, build_id, progress)
 
     builds = {plan.family: build(plan, builder) for plan, builder in plans if plan.full}

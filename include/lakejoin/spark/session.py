@@ -11,8 +11,11 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from pathlib import Path
 
 from pyspark.sql import SparkSession
+
+from lakejoin.config import SPARK_CONSOLE_LOG_ENV
 
 _lock = threading.Lock()
 
@@ -46,6 +49,24 @@ def get_spark(master: str | None = None, app_name: str = "lakejoin", shuffle_par
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.python.worker.reuse", "true")
         )
-        spark = builder.getOrCreate()
+        spark = _start(builder)
         spark.sparkContext.setLogLevel("ERROR")
         return spark
+
+
+def _start(builder: SparkSession.Builder) -> SparkSession:
+    """Start the session; with ``$LAKEJOIN_SPARK_CONSOLE_LOG`` set, the JVM starts with that file
+    as its stderr (its Python workers inherit it), while this process keeps its own."""
+    log = os.environ.get(SPARK_CONSOLE_LOG_ENV)
+    if not log:
+        return builder.getOrCreate()
+    Path(log).parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(log, "ab") as target:
+            os.dup2(target.fileno(), 2)
+            return builder.getOrCreate()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)

@@ -1,0 +1,69 @@
+"""Progress of Spark stages on a terminal: counts, rate and ETA of the tasks a stage runs.
+
+Spark's own console bar is off (it interleaves with everything else), so a stage runs its jobs
+in a job group of its own and a daemon thread polls the status tracker for that group's tasks,
+feeding ``lakejoin.progress.Progress.update``. The total grows as a stage plans further jobs;
+the ETA is for the tasks planned so far. Job groups belong to the thread that sets them
+(PySpark pins Python threads to JVM threads), so stages running side by side count apart.
+Off a terminal (``--json``, ``--quiet``, Airflow) nothing polls.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from pyspark import StatusTracker
+from pyspark.sql import SparkSession
+
+from lakejoin.progress import Progress
+
+POLL_SECONDS = 0.5
+_GROUP = "spark.jobGroup.id"
+
+
+@contextmanager
+def spark_tasks(spark: SparkSession, progress: Progress, label: str, poll_seconds: float = POLL_SECONDS) -> Iterator[None]:
+    """Show the tasks of the Spark jobs this thread starts inside the block."""
+    if not progress.interactive:
+        yield
+        return
+    context = spark.sparkContext
+    previous = context.getLocalProperty(_GROUP)
+    group = f"lakejoin-{label}-{uuid.uuid4().hex[:8]}"
+    context.setJobGroup(group, label)
+    stop = threading.Event()
+    started = time.perf_counter()
+
+    def poll() -> None:
+        tracker = context.statusTracker()
+        while not stop.wait(poll_seconds):
+            done, total = task_counts(tracker, group)
+            if total:
+                progress.update(f"{label} tasks", done, total, started)
+
+    poller = threading.Thread(target=poll, name=f"lakejoin-progress-{label}", daemon=True)
+    poller.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        poller.join()
+        context.setLocalProperty(_GROUP, previous)
+        progress.done()
+
+
+def task_counts(tracker: StatusTracker, group: str) -> tuple[int, int]:
+    """(completed, planned) tasks over the stages of the group's jobs that Spark has submitted."""
+    done = total = 0
+    for job_id in tracker.getJobIdsForGroup(group):
+        job = tracker.getJobInfo(job_id)
+        for stage_id in job.stageIds if job else ():
+            stage = tracker.getStageInfo(stage_id)
+            if stage is not None:
+                done += stage.numCompletedTasks
+                total += stage.numTasks
+    return done, total
