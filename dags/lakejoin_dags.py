@@ -1,14 +1,16 @@
 """Lakejoin's DAGs — thin adapters over ``lakejoin.spark.pipeline``; every task calls one stage.
 
 - ``lakejoin_pipeline`` (manual, or from the UI's Trigger form): ingest -> one build task per
-  index family -> publish -> compact. The whole main job in one run.
+  index family -> publish -> compact and quality_docs (Great Expectations Data Docs of the
+  latest validations). The whole main job in one run.
 - ``lakejoin_crawl`` (daily): one mapped ingest task per configured source (Airflow Variable
   ``lakejoin_sources``, a JSON list of specs; empty = the bundled lake through the local
   portal). The ``lakejoin_spark`` pool (1 slot) serializes their catalog commits. Emits
   ``lakejoin-crawl`` when done.
 - ``lakejoin_index`` (scheduled by ``lakejoin-crawl``): rebuilds, per family, only the shards
   holding a dataset the crawls changed since that family's last build (each task's result names
-  the shards it rewrote), publishes (emits ``lakejoin-snapshot``), then compacts small files.
+  the shards it rewrote), publishes (emits ``lakejoin-snapshot``), then compacts small files and
+  builds the quality Data Docs.
 
 Tasks are idempotent (Delta commits; the snapshot row is written last) and retried with
 exponential backoff.
@@ -85,6 +87,16 @@ def compact(snapshot_id: int) -> dict:
     return {"after_snapshot": snapshot_id, "compacted": compact_stage(_config(), Progress())}
 
 
+@task
+def quality_docs(snapshot_id: int) -> dict:
+    """Great Expectations Data Docs of the snapshot's latest validations (a failure to build
+    them is a warning in the result, never a failed run)."""
+    from lakejoin.progress import Progress
+    from lakejoin.spark.pipeline import quality_docs as quality_docs_stage
+
+    return {"after_snapshot": snapshot_id, **quality_docs_stage(_config(), Progress())}
+
+
 @dag(dag_id="lakejoin_pipeline", schedule=None, start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"],
      params={**LAKE_PARAMS, "sources": Param([], type="array", description="source specs (folder:PATH, ckan:URL, socrata:URL); empty = bundled lake")})
 def lakejoin_pipeline():
@@ -94,7 +106,9 @@ def lakejoin_pipeline():
 
     built = build_index.expand(family=list(FAMILIES))
     ingest() >> built  # the builds read the cells ingest commits; `>> publish(...)` would order only publish
-    compact(publish(built))
+    published = publish(built)
+    compact(published)
+    quality_docs(published)
 
 
 @dag(dag_id="lakejoin_crawl", schedule="@daily", start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"], params=LAKE_PARAMS)
@@ -117,7 +131,9 @@ def lakejoin_crawl():
 
 @dag(dag_id="lakejoin_index", schedule=[CRAWL_ASSET], start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"], params=LAKE_PARAMS)
 def lakejoin_index():
-    compact(publish(build_index.expand(family=list(FAMILIES))))
+    published = publish(build_index.expand(family=list(FAMILIES)))
+    compact(published)
+    quality_docs(published)
 
 
 pipeline_dag = lakejoin_pipeline()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -49,9 +50,12 @@ def test_pipeline_dag_ingests_builds_every_family_and_publishes(airflow, inputs,
     assert sum(1 for t in result["tasks"] if t.startswith("build_index[")) == 4
     assert result["upstream"]["build_index"] == ["ingest"]  # builds never race the ingest they read
     assert result["upstream"]["publish"] == ["build_index"]
+    assert result["upstream"]["quality_docs"] == ["publish"] and result["tasks"]["quality_docs"] == "success"
     config = LakeConfig.from_args(str(home))
     snapshot = snapshots.resolve(config)
     assert snapshot.snapshot_id == 1
+    quality = result["returned"]["quality_docs"]
+    assert quality["after_snapshot"] == 1 and quality["datasets"] == 2 and Path(quality["index"]).is_file()
     assert statuses(config) == {"airlines.csv": "active", "airports.csv": "active"}
     assert any(t.startswith("index/") for t in snapshot.table_versions)
 

@@ -20,8 +20,8 @@ CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000")
 
 
-@pytest.fixture(scope="module")
-def browser(api_server: ApiServer):  # noqa: F811
+def signed_in_chromium(server: ApiServer):
+    """Headless Chromium holding ``server``'s token as the Airflow UI does (skips when missing)."""
     webdriver = pytest.importorskip("selenium.webdriver")
     if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
         pytest.skip("apt-get install -y chromium chromium-driver")
@@ -32,8 +32,14 @@ def browser(api_server: ApiServer):  # noqa: F811
     driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=shutil.which("chromedriver") or CHROMEDRIVER))
     driver.set_page_load_timeout(120)
     # The Airflow UI keeps its JWT in the `_token` cookie; the page's fetches send it.
-    driver.get(f"{api_server.url}/lakejoin/docs")
-    driver.add_cookie({"name": "_token", "value": api_server.token, "path": "/"})
+    driver.get(f"{server.url}/lakejoin/docs")
+    driver.add_cookie({"name": "_token", "value": server.token, "path": "/"})
+    return driver
+
+
+@pytest.fixture(scope="module")
+def browser(api_server: ApiServer):  # noqa: F811
+    driver = signed_in_chromium(api_server)
     yield driver
     driver.quit()
 
@@ -97,6 +103,8 @@ def test_upload_a_table_and_search_its_composite_key(browser, api_server: ApiSer
     expected = engine.search("mate", ["series", "episode"], table=_read(upload), k=10)["results"]
     assert rows == [[str(r["rank"]), r["table"], ", ".join(r["column"])] for r in expected]
     assert "mapping: series→" in browser.find_element(By.CSS_SELECTOR, "#results tr.result").text
+    scores = [row.find_elements(By.TAG_NAME, "td")[3].text for row in browser.find_elements(By.CSS_SELECTOR, "#results tr.result")]
+    assert scores == [f"{r['joinability']:,} keys (share {r['share']:.3f})" for r in expected]  # an integer count, never 2e+04
 
 
 def _read(path: Path):

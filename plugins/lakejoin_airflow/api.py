@@ -11,6 +11,10 @@ Routes (all answer in the CLI's JSON shapes, see ``lakejoin.query.engine``):
   download; the provenance is in Parquet's metadata and in the ``X-Lakejoin-Provenance`` header);
 - ``POST /lakejoin/api/columns``: the columns of an uploaded table (for the search page);
 - ``GET /lakejoin/api/datasets``, ``GET /lakejoin/api/snapshots``;
+- ``GET /lakejoin/api/datasets/{dataset_id}/quality``: the dataset's latest Great Expectations
+  validation (version, success, drift, the GE results in brief) and links to its Data Docs pages;
+- ``GET /lakejoin/quality-docs/...``: the Data Docs site (``<home>/quality/docs``), and
+  ``GET /lakejoin/quality/{dataset_id}``: a redirect to the dataset's latest validation page;
 - ``GET /lakejoin/search``: the search page (plain HTML + JS, calls the routes above).
 
 Authentication is Airflow's own: every route depends on :func:`authenticated_user`, which
@@ -33,16 +37,18 @@ import os
 import tempfile
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import quote
 
 import pyarrow.parquet as pq
 from airflow.api_fastapi.core_api.security import bearer_scheme
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from lakejoin.config import LakeConfig
+from lakejoin.quality import docs as quality_docs
 from lakejoin.query import METHODS, QueryEngine, QueryTable, engine_for, read_table_file
 from lakejoin.query.engine import QueryTooLarge
 from lakejoin.query.join import HOWS, POLICIES, provenance_of
@@ -201,6 +207,37 @@ async def datasets(snapshot_id: int | None = None) -> dict[str, Any]:
 @app.get("/api/snapshots", summary="Every snapshot with its status and table versions")
 async def snapshots() -> list[dict[str, Any]]:
     return await run_in_threadpool(engine().snapshots)
+
+
+@app.get("/api/datasets/{dataset_id:path}/quality", summary="A dataset's latest Great Expectations validation and its Data Docs pages")
+async def dataset_quality(request: Request, dataset_id: str, snapshot_id: int | None = None) -> dict[str, Any]:
+    """Ids may hold slashes: the path converter takes everything up to ``/quality``."""
+    answer = await run_in_threadpool(quality_docs.dataset_quality, engine().config, dataset_id, snapshot_id)
+    pages = [_docs_url(request, page) for page in answer.pop("pages")]
+    return {**answer, "docs": {"index": _docs_url(request, "index.html"), "pages": pages}}
+
+
+@app.get("/quality/{dataset_id:path}", include_in_schema=False)
+async def quality_page(request: Request, dataset_id: str) -> RedirectResponse:
+    """The dataset's latest validation for people: its first Data Docs page, else the JSON."""
+    answer = await run_in_threadpool(quality_docs.dataset_quality, engine().config, dataset_id)
+    pages = answer["pages"]
+    root = request.scope.get("root_path", "")
+    return RedirectResponse(_docs_url(request, pages[0]) if pages else f"{root}/api/datasets/{quote(dataset_id)}/quality", status_code=307)
+
+
+@app.get("/quality-docs/{path:path}", include_in_schema=False)
+async def quality_docs_file(path: str) -> FileResponse:
+    """The Data Docs site; its pages link each other relatively, so they work from here."""
+    root = quality_docs.site_dir(engine().config).resolve()
+    target = (root / (path or "index.html")).resolve()
+    if not target.is_relative_to(root) or not target.is_file():
+        raise HTTPException(404, f"no Data Docs page {path!r}: the site is built after each run's publish")
+    return FileResponse(target)
+
+
+def _docs_url(request: Request, page: str) -> str:
+    return f"{request.scope.get('root_path', '')}/quality-docs/{quote(page)}"
 
 
 @app.get("/search", response_class=HTMLResponse, summary="The search page", include_in_schema=False)

@@ -26,6 +26,7 @@ from lakejoin.index import FAMILIES
 from lakejoin.lake import catalog, compaction, delta, snapshots
 from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, COLUMNS_SCHEMA, DATASETS, VALIDATIONS
 from lakejoin.progress import Progress
+from lakejoin.quality.docs import build_docs
 from lakejoin.quality.drift import validations_table
 from lakejoin.sources import SourceUnavailable, open_source
 from lakejoin.sources.bundled import DEFAULT_TABLES, bundled_portal
@@ -149,6 +150,18 @@ def compact(config: LakeConfig, progress: Progress) -> dict[str, Any]:
         return compaction.compact(config)
 
 
+def quality_docs(config: LakeConfig, progress: Progress) -> dict[str, Any]:
+    """Great Expectations Data Docs of the published snapshot's latest validations
+    (``lakejoin.quality.docs``). Reports are a view of the lake: failing to build them is
+    reported, never fails the run."""
+    with progress.stage("quality_docs"):
+        try:
+            return build_docs(config).to_json()
+        except Exception as error:  # noqa: BLE001 - any failure here must leave the run's result standing
+            progress.say(f"  warning: quality docs not built: {type(error).__name__}: {error}")
+            return {"error": f"{type(error).__name__}: {error}"}
+
+
 def run(config: LakeConfig, options: RunOptions, progress: Progress | None = None) -> dict[str, Any]:
     """The whole main job; returns the summary the CLI prints."""
     progress = progress or Progress(config.quiet)
@@ -160,6 +173,7 @@ def run(config: LakeConfig, options: RunOptions, progress: Progress | None = Non
         snapshot = publish(config, summary, progress)
         summary["snapshot_id"] = snapshot.snapshot_id
         summary["compacted"] = compact(config, progress)
+        summary["quality_docs"] = quality_docs(config, progress)
     summary["seconds"] = round(time.perf_counter() - started, 2)
     summary["stage_seconds"] = {k: round(v, 2) for k, v in progress.timings.items()}
     return summary

@@ -39,9 +39,25 @@ function showColumns(names) {
   }
 }
 
+// The dataset's latest Great Expectations validation: its Data Docs page (the API redirects).
+function qualityHref(datasetId) {
+  return `quality/${encodeURIComponent(datasetId)}`;
+}
+
+function qualityLink(datasetId) {
+  const link = document.createElement("a");
+  link.href = qualityHref(datasetId);
+  link.target = "_blank";
+  link.className = "quality";
+  link.textContent = "latest validation";
+  return link;
+}
+
 function datasetColumns() {
   const found = lake.datasets.find((d) => d.dataset_id === $("dataset").value);
   showColumns(found ? found.columns.map((c) => c.name) : []);
+  $("dataset-quality").hidden = !found;
+  if (found) $("dataset-quality").href = qualityHref(found.dataset_id);
 }
 
 async function loadLake() {
@@ -119,6 +135,7 @@ async function search() {
         actions.appendChild(button);
       }
       cell(row, actions);
+      cell(row, qualityLink(result.dataset_id));
     }
     $("results").hidden = false;
     const picked = data.auto ? ` (auto: ${data.auto.reason})` : "";

@@ -1,0 +1,310 @@
+"""Great Expectations Data Docs of every dataset's latest validation (GE 1.x's own site builder).
+
+``build_docs`` takes the latest ``quality/validations`` row of each dataset in a published
+snapshot and hands its GE results to a file-backed GE project (``<home>/quality/gx``: the
+validation results and expectation suites stores), whose ``SiteBuilder`` renders the site into
+``<home>/quality/docs``: ``index.html``, one page per GE result and one per expectation suite.
+A row holds one GE result (a drift validation) or, for a rejected file, the gate's two (``table``
+and ``structure``); a file that did not parse at all has none, so no page.
+
+Rebuilds are incremental: ``pages.json`` beside the site records which row each dataset's pages
+show; only datasets whose latest row changed are rendered again (GE's ``resource_identifiers``),
+their superseded results leave the store, and GE's index builder drops the pages they had.
+
+GE's index lists results in a table its CDN-loaded scripts draw (jQuery, bootstrap-table): with
+no internet (air-gapped lakes, the tests) the index would be empty. ``StaticIndexPageView`` also
+renders the rows as plain HTML, shown when those scripts did not load.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pyarrow.compute as pc
+
+from lakejoin.config import LakeConfig
+from lakejoin.lake import delta, snapshots
+from lakejoin.lake.schemas import DATASETS, VALIDATIONS
+
+SITE_NAME = "lakejoin"
+SITE_DIR = "quality/docs"
+GX_PROJECT_DIR = "quality"  # GE puts its project in <this>/gx
+PAGES_FILE = "pages.json"
+DRIFT_RESULT = "drift"  # the name of a drift row's single GE result (gate rows: table, structure)
+
+# The rows as plain HTML before GE's own table; a script removes whichever is not needed.
+_STATIC_TABLE = """
+<div class="lakejoin-static-table">
+<table class="table table-sm">
+<thead><tr>{% for column in content_block["table_columns"] %}<th>{{ column["title"] }}</th>{% endfor %}</tr></thead>
+<tbody>
+{% for row in content_block["table_data"] | render_bootstrap_table_data %}
+<tr class="lakejoin-row" data-href="{{ row["_table_row_link_path"] }}">
+{% for column in content_block["table_columns"] %}
+<td>{% if loop.first and row["_table_row_link_path"] %}<a href="{{ row["_table_row_link_path"] }}">{{ row[column["field"]] | safe }} {{ row["_validation_success_text"] }}</a>{% else %}{{ row[column["field"]] | safe }}{% endif %}</td>
+{% endfor %}
+</tr>
+{% endfor %}
+</tbody>
+</table>
+</div>
+{% include "gx/bootstrap_table.j2" %}
+<script>
+  (function () {
+    var scripted = window.jQuery && window.jQuery.fn && window.jQuery.fn.bootstrapTable;
+    var own = document.currentScript.previousElementSibling;
+    while (own && !own.classList.contains("lakejoin-static-table")) own = own.previousElementSibling;
+    if (scripted && own) own.remove();
+    if (!scripted) {
+      document.getElementById("{{ content_block_id ~ '-body-table' }}").hidden = true;
+      document.getElementById("{{ content_block_id ~ '-body-table-toolbar' }}").hidden = true;
+    }
+  })();
+</script>
+"""
+
+
+@dataclass
+class DocsBuild:
+    """What ``build_docs`` did: the site's index, each dataset's pages (relative to the site)."""
+
+    index: Path | None
+    pages: dict[str, list[str]] = field(default_factory=dict)
+    rendered: int = 0  # GE results rendered by this build
+    seconds: float = 0.0
+    snapshot_id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": str(self.index) if self.index else None, "datasets": len(self.pages), "rendered": self.rendered, "seconds": round(self.seconds, 2), "snapshot_id": self.snapshot_id}
+
+
+def site_dir(config: LakeConfig) -> Path:
+    return config.home / SITE_DIR
+
+
+def ge_results(result_json: str | None) -> dict[str, dict[str, Any]]:
+    """The GE ``ExpectationSuiteValidationResult`` dicts of a ``quality/validations`` row, by name:
+    ``{"drift": ...}``, the gate's ``{"table": ..., "structure": ...}``, or ``{}`` (unparsed file)."""
+    if not result_json:
+        return {}
+    document = json.loads(result_json)
+    if "results" in document:
+        return {DRIFT_RESULT: document}
+    return dict(document.get("validations") or {})
+
+
+def result_summary(result: Mapping[str, Any]) -> dict[str, Any]:
+    """A GE result in brief: suite, success, statistics and the expectations that failed."""
+    failed = [
+        {"expectation": r["expectation_config"]["type"], "column": r["expectation_config"]["kwargs"].get("column")}
+        for r in result.get("results", [])
+        if not r.get("success")
+    ]
+    return {"suite": result.get("suite_name"), "success": result.get("success"), "statistics": result.get("statistics", {}), "failed": failed}
+
+
+def latest_validations(config: LakeConfig, version: int, dataset_ids: set[str] | None = None, columns: list[str] | None = None) -> dict[str, dict[str, Any]]:
+    """The latest ``quality/validations`` row (highest version, then newest) of every dataset, or
+    of ``dataset_ids``, in the table's ``version`` (only ``columns`` when given)."""
+    wanted = None if dataset_ids is None else pc.field("dataset_id").isin(sorted(dataset_ids))
+    latest: dict[str, dict[str, Any]] = {}
+    for row in delta.read_arrow(config.table_path(VALIDATIONS), version, columns=columns, filter=wanted).to_pylist():
+        current = latest.get(row["dataset_id"])
+        if current is None or (row["version"], row["validated_at"]) > (current["version"], current["validated_at"]):
+            latest[row["dataset_id"]] = row
+    return latest
+
+
+def _mark(row: Mapping[str, Any]) -> list[Any]:
+    """Which validation row a dataset's pages show, as ``pages.json`` records it."""
+    return [row["version"], row["validated_at"].isoformat()]
+
+
+def read_pages(config: LakeConfig) -> dict[str, dict[str, Any]]:
+    """``pages.json``: per dataset, the row its pages show (version, validated_at) and the pages."""
+    path = site_dir(config) / PAGES_FILE
+    return json.loads(path.read_text())["datasets"] if path.exists() else {}
+
+
+def build_docs(config: LakeConfig, snapshot_id: int | None = None) -> DocsBuild:
+    """Render the latest validation of every dataset of the snapshot (default: the latest
+    published) into ``<home>/quality/docs``; only rows not rendered before are rendered."""
+    started = time.perf_counter()
+    snapshot = snapshots.resolve(config, snapshot_id)
+    version = snapshot.version_of(VALIDATIONS)
+    if version is None:
+        return DocsBuild(None, snapshot_id=snapshot.snapshot_id)
+    site = site_dir(config)
+    recorded = read_pages(config) if (site / "index.html").exists() else {}
+    newest = latest_validations(config, version, columns=["dataset_id", "version", "validated_at"])
+    changed = {d for d, row in newest.items() if (recorded.get(d) or {}).get("row") != _mark(row)}
+    pages = {d: entry for d, entry in recorded.items() if d in newest}
+    rendered = 0
+    if changed:
+        rows = latest_validations(config, version, changed)
+        writer = _SiteWriter(config)
+        for dataset_id in sorted(changed):
+            writer.forget(recorded.get(dataset_id, {}).get("keys", []))
+            pages[dataset_id] = writer.add(rows[dataset_id])
+        rendered = writer.build()
+        _write_pages(site, snapshot.snapshot_id, pages)
+    return DocsBuild(site / "index.html", {d: e["pages"] for d, e in pages.items()}, rendered, time.perf_counter() - started, snapshot.snapshot_id)
+
+
+def _write_pages(site: Path, snapshot_id: int, pages: dict[str, dict[str, Any]]) -> None:
+    temporary = site / f".{PAGES_FILE}.tmp"
+    temporary.write_text(json.dumps({"snapshot_id": snapshot_id, "datasets": pages}, sort_keys=True))
+    temporary.replace(site / PAGES_FILE)
+
+
+class _SiteWriter:
+    """The GE project of the lake: stores results and suites, then builds the site from them."""
+
+    def __init__(self, config: LakeConfig) -> None:
+        import great_expectations as gx
+
+        self.context = gx.get_context(mode="file", project_root_dir=str(config.home / GX_PROJECT_DIR))
+        sites = self.context.variables.data_docs_sites or {}
+        for name in [n for n in sites if n != SITE_NAME]:  # the project template's local_site
+            self.context.delete_data_docs_site(name)
+        configure = self.context.update_data_docs_site if SITE_NAME in sites else self.context.add_data_docs_site
+        configure(SITE_NAME, _site_config(site_dir(config)))
+        self.new_keys: list[Any] = []
+        self.results = 0
+
+    def forget(self, key_tuples: list[list[str]]) -> None:
+        """Drop a dataset's superseded results; the index build then removes their pages."""
+        from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
+
+        store = self.context.validation_results_store
+        for key in (ValidationResultIdentifier.from_tuple(tuple(k)) for k in key_tuples):
+            if store.has_key(key):
+                store.remove_key(key)
+
+    def add(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """Store the row's GE results and their suites; its ``pages.json`` entry.
+
+        The stores get the JSON as GE wrote it (the lake keeps ``to_json_dict()`` output), which
+        their schemas read back when rendering: serializing it again through GE's objects cost
+        more than rendering the pages."""
+        from great_expectations.core.run_identifier import RunIdentifier
+        from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier, ValidationResultIdentifier
+
+        dataset_id, validated_at = row["dataset_id"], row["validated_at"]
+        run_id = RunIdentifier(run_name=f"{dataset_id}-v{row['version']}", run_time=validated_at)
+        keys, pages = [], []
+        for name, result in ge_results(row["result_json"]).items():
+            suite_name = result["suite_name"]
+            meta = result.get("meta") or {}
+            # the page names the dataset version and run (the lake's row keeps GE's own meta)
+            meta = {**meta, "run_id": run_id.to_json_dict(), "batch_spec": {**meta.get("batch_spec", {}), "data_asset_name": dataset_id}}
+            key = ValidationResultIdentifier(ExpectationSuiteIdentifier(suite_name), run_id, name)
+            document = {**result, "meta": meta, "results": [_renderable(r) for r in result["results"]]}
+            self.context.validation_results_store.store_backend.set(key.to_tuple(), json.dumps(document))
+            suite = {"name": suite_name, "expectations": [r["expectation_config"] for r in result["results"]], "meta": {"great_expectations_version": meta.get("great_expectations_version")}}
+            self.context.expectations_store.store_backend.set(ExpectationSuiteIdentifier(suite_name).to_tuple(), json.dumps(suite))
+            self.new_keys += [key, ExpectationSuiteIdentifier(suite_name)]
+            self.results += 1
+            keys.append(list(key.to_tuple()))
+            pages.append("/".join(["validations", *suite_name.split("."), *run_id.to_tuple(), name]) + ".html")
+        return {"row": _mark(row), "success": row["success"], "keys": keys, "pages": pages}
+
+    def build(self) -> int:
+        """Render the results and suites added, then the index; how many results were rendered."""
+        # GE reads no identifiers as "render everything": when only unparsed files changed (no
+        # result to add), one that matches no key leaves GE rebuilding the index alone
+        self.context.build_data_docs(site_names=[SITE_NAME], resource_identifiers=self.new_keys or [_NoResource()])
+        return self.results
+
+
+def _renderable(outcome: dict[str, Any]) -> dict[str, Any]:
+    """An expectation's result as GE's renderer can show it: its page fails on an exception whose
+    traceback was not recorded (None), e.g. a drift check of a column the new version lacks."""
+    info = outcome.get("exception_info")
+    if not info:
+        return outcome
+    if "raised_exception" in info:
+        return {**outcome, "exception_info": _with_traceback(info)}
+    return {**outcome, "exception_info": {metric: _with_traceback(e) for metric, e in info.items()}}  # one per metric
+
+
+def _with_traceback(info: Any) -> Any:
+    return {**info, "exception_traceback": info.get("exception_traceback") or ""} if isinstance(info, dict) else info
+
+
+class _NoResource:
+    """A resource identifier matching no stored key: the section builders render nothing."""
+
+
+def _site_config(base_directory: Path) -> dict[str, Any]:
+    view = {"module_name": __name__, "class_name": "StaticIndexPageView"}
+    # GE's default validations filter hides run names containing "profiling"; a dataset may be so named
+    every_run = {"matches_regex": "."}
+    return {
+        "class_name": "SiteBuilder",
+        "show_how_to_buttons": False,
+        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(base_directory)},
+        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder", "view": view},
+        "site_section_builders": {
+            "expectations": {"source_store_name": "expectations_store"},
+            "validations": {"source_store_name": "validation_results_store", "run_name_filter": every_run},
+            "profiling": "None",
+        },
+    }
+
+
+@cache
+def _static_index_view() -> type:
+    from great_expectations.render.view import DefaultJinjaIndexPageView
+    from jinja2 import ChoiceLoader, DictLoader, PackageLoader, PrefixLoader
+
+    class StaticIndexPageView(DefaultJinjaIndexPageView):
+        """GE's index page, its result tables also rendered server-side (see the module doc)."""
+
+        def __init__(self, custom_styles_directory=None, custom_views_directory=None) -> None:
+            super().__init__(custom_styles_directory, custom_views_directory)
+            original = PrefixLoader({"gx": PackageLoader("great_expectations", "render/view/templates")})
+            self.env.loader = ChoiceLoader([DictLoader({"bootstrap_table.j2": _STATIC_TABLE}), original, self.env.loader])
+
+    return StaticIndexPageView
+
+
+def __getattr__(name: str):
+    # GE instantiates the view from the site config by module and class name; defined lazily
+    # because importing GE takes seconds and most users of this module only read pages.json
+    if name == "StaticIndexPageView":
+        return _static_index_view()
+    raise AttributeError(name)
+
+
+def dataset_quality(config: LakeConfig, dataset_id: str, snapshot_id: int | None = None) -> dict[str, Any]:
+    """A dataset's latest validation in a snapshot (default: the latest published), with the GE
+    results in brief and its Data Docs pages (relative to the site; empty when not built)."""
+    snapshot = snapshots.resolve(config, snapshot_id)
+    datasets_version = snapshot.version_of(DATASETS)
+    catalog = delta.read_arrow(config.table_path(DATASETS), datasets_version, filter=pc.field("dataset_id") == dataset_id).to_pylist() if datasets_version is not None else []
+    if not catalog:
+        raise LookupError(f"dataset {dataset_id!r} is not in snapshot {snapshot.snapshot_id}")
+    version = snapshot.version_of(VALIDATIONS)
+    row = latest_validations(config, version, {dataset_id}).get(dataset_id) if version is not None else None
+    dataset = {"dataset_id": dataset_id, "title": catalog[0].get("title"), "status": catalog[0].get("status"), "reason": catalog[0].get("reason")}
+    if row is None:
+        return {"snapshot_id": snapshot.snapshot_id, **dataset, "validation": None, "pages": []}
+    entry = read_pages(config).get(dataset_id) or {}
+    current = entry.get("row") == _mark(row)
+    document = json.loads(row["result_json"]) if row["result_json"] else {}
+    validation = {
+        "version": row["version"],
+        "success": row["success"],
+        "drift": row["drift"],
+        "validated_at": row["validated_at"].isoformat(),
+        "results": {name: result_summary(result) for name, result in ge_results(row["result_json"]).items()},
+        **({"reason": document["reason"]} if "reason" in document else {}),
+    }
+    return {"snapshot_id": snapshot.snapshot_id, **dataset, "validation": validation, "pages": entry.get("pages", []) if current else []}
