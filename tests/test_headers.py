@@ -66,6 +66,8 @@ def test_row_numbers_are_exactly_one_to_n_or_zero_to_n_minus_one(values, expecte
         (["rownames", "1970", "1972", "1973"], [["Peru", "0", "2", "3000"], ["Chad", "2000", "0", "1"]], False),  # with gaps
         (["year", "2019"], [["2018", "x"], ["2017", "y"]], False),  # a number over text is a name
         (["500", "7"], [["1", "2"], ["3", "4"]], False),  # out of range: no evidence
+        (["", "1", "2", "3"], [["1", "50", "19", "26"], ["2", "16", "40", "34"]], False),  # R's cross table: an empty corner
+        (["7", "", "2"], [["1", "", "3"], ["5", "x", "2"]], True),  # an empty cell over a column with gaps: no evidence
         (["1", "2"], [], False),  # one line: nothing to compare with
     ],
 )

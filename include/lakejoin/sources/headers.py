@@ -48,7 +48,7 @@ _META_HEADER, _META_SOURCE = b"lakejoin.header", b"lakejoin.name_source"
 class ColumnName:
     name: str  # unique within the table
     header: str | None  # the header cell as written; None: no header row, or no cell
-    source: str  # one of NAME_SOURCES
+    source: str  # one of lakejoin.lake.schemas.NAME_SOURCES
 
 
 def is_blank(header: str | None) -> bool:
@@ -94,7 +94,7 @@ def is_row_numbers(column: pa.ChunkedArray | pa.Array) -> bool:
     if n == 0 or column.null_count:
         return False
     first = column[0].as_py()
-    if first not in ("0", "1"):
+    if first not in ("0", "1") or column[n - 1].as_py() != str(int(first) + n - 1):
         return False
     expected = pa.array([str(i) for i in range(int(first), int(first) + n)], pa.string())
     return bool(pc.all(pc.equal(column, expected)).as_py())
@@ -111,6 +111,10 @@ def _kind(text: str | None) -> str | None:
 
 def _vote(cell: str, body: list[str]) -> int:
     """+1: the cell looks like one more value of its column; -1: like a name over it; 0: no telling."""
+    if not cell.strip():
+        # An unnamed column (the empty corner over R's row names, a pandas index) over a full
+        # column is a header's shape; a data row rarely misses the one value all others have.
+        return -1 if body and all(v.strip() for v in body) else 0
     kind = _kind(cell)
     kinds = [k for k in map(_kind, body) if k is not None]
     if kind is None or not kinds:
@@ -135,11 +139,12 @@ def first_line_is_data(first: Sequence[str], body: Sequence[Sequence[str]]) -> b
 
     Each column votes by type agreement between its first-line cell and the body below
     (``SAMPLE_ROWS`` rows): a number inside the column's numeric range, a date over dates, or
-    a text equal to a value of its column looks like data; a word over numbers or dates, or a
-    number over text, looks like a name. Any name vote keeps the header, and so do increasing
-    years across the first line (a wide table: "country,1990,1991,2000,..."). csv.Sniffer's
-    has_header is not used: it calls a header any first line whose lengths or types differ
-    from the body's, which most real headers and many data rows do."""
+    a text equal to a value of its column looks like data; a word over numbers or dates, a
+    number over text, or an empty cell over a column with no empty value looks like a name.
+    Any name vote keeps the header, and so do increasing years across the first line (a wide
+    table: "country,1990,1991,2000,..."). csv.Sniffer's has_header is not used: it calls a
+    header any first line whose lengths or types differ from the body's, which most real
+    headers and many data rows do."""
     if not body or not first:
         return False
     if _increasing_years([normalize_value(c) for c in first if _kind(c) == "number"]):
