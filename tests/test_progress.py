@@ -92,6 +92,8 @@ def test_spark_stage_tasks_are_counted_on_a_terminal(spark, terminal):
         spark.sparkContext.parallelize(range(8), 8).map(lambda x: time.sleep(0.3) or x).collect()
     screen = terminal.read()
     assert "sleepy tasks [" in screen and "/8 (" in screen, screen
+    last = [line for line in screen.split("\r") if "sleepy tasks" in line][-1]
+    assert "] 8/8 (" in last  # the line left on screen is the final count
     assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None  # the group is restored
 
 

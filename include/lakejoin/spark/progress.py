@@ -38,12 +38,14 @@ def spark_tasks(spark: SparkSession, progress: Progress, label: str, poll_second
     stop = threading.Event()
     started = time.perf_counter()
 
+    def draw() -> None:
+        done, total = task_counts(context.statusTracker(), group)
+        if total:
+            progress.update(f"{label} tasks", done, total, started)
+
     def poll() -> None:
-        tracker = context.statusTracker()
         while not stop.wait(poll_seconds):
-            done, total = task_counts(tracker, group)
-            if total:
-                progress.update(f"{label} tasks", done, total, started)
+            draw()
 
     poller = threading.Thread(target=poll, name=f"lakejoin-progress-{label}", daemon=True)
     poller.start()
@@ -52,18 +54,21 @@ def spark_tasks(spark: SparkSession, progress: Progress, label: str, poll_second
     finally:
         stop.set()
         poller.join()
+        draw()  # the final count, so the line left on screen is the truth
         context.setLocalProperty(_GROUP, previous)
         progress.done()
 
 
 def task_counts(tracker: StatusTracker, group: str) -> tuple[int, int]:
-    """(completed, planned) tasks over the stages of the group's jobs that Spark has submitted."""
+    """(completed, planned) tasks over the stages of the group's jobs. A finished job's stages
+    that ran no task were skipped (their shuffle output was reused): they are not counted."""
     done = total = 0
     for job_id in tracker.getJobIdsForGroup(group):
         job = tracker.getJobInfo(job_id)
         for stage_id in job.stageIds if job else ():
             stage = tracker.getStageInfo(stage_id)
-            if stage is not None:
-                done += stage.numCompletedTasks
-                total += stage.numTasks
+            if stage is None or (job.status == "SUCCEEDED" and stage.numCompletedTasks == 0):
+                continue
+            done += stage.numCompletedTasks
+            total += stage.numTasks
     return done, total
