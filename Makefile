@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install system-deps demo test bench airflow-setup clean
+.PHONY: install system-deps demo test test-install bench airflow-setup clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -26,6 +26,10 @@ demo: install
 
 test: install
 	$(VENV)/bin/pytest -q
+
+# Only the check that `pip install .` (pyproject's dependencies, not the lock) gives a working main job.
+test-install: install
+	$(VENV)/bin/pytest -q -m pip_install
 
 bench: install
 	for b in tests/benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b --quick || exit 1; done
