@@ -129,6 +129,7 @@ CASES = [
     ("lshensemble", "bakeoff_challenges.csv", ["baker"], {"threshold": 0.4, "verify": True}),
     ("mate", "bakeoff_challenges.csv", ["series", "episode"], {}),
     ("pexeso", "bakeoff_challenges.csv", ["baker"], {"tau": 0.05}),
+    ("pexeso", "bakeoff_challenges.csv", ["baker"], {"tau": 0.05, "lower_bound": True}),
     ("auto", "weather.csv", ["origin"], {}),
 ]
 
@@ -136,7 +137,7 @@ CASES = [
 def cli_flags(params: dict) -> list[str]:
     flags = []
     for key, value in params.items():
-        flag = {"T": "--T", "initial_column": "--initial-column"}.get(key, f"--{key}")
+        flag = {"T": "--T", "initial_column": "--initial-column", "lower_bound": "--lower-bound"}.get(key, f"--{key}")
         flags += [flag] if value is True else [flag, str(value)]
     return flags
 

@@ -107,11 +107,17 @@ def test_mate_joinability_equals_the_brute_force_join(engine: QueryEngine, lake:
     assert {"bakeoff_ratings.csv", "bakeoff_episodes.csv"} & titles
 
 
-def test_pexeso_threshold_mode_returns_lower_bounds_at_least_T(engine: QueryEngine, lake: dict) -> None:
+def test_pexeso_threshold_mode_ranks_by_exact_joinability(engine: QueryEngine, lake: dict) -> None:
     dataset_id = lake["ids"]["bakeoff_challenges.csv"]
     results = engine.search("pexeso", ["baker"], dataset_id=dataset_id, k=3, params={"T": 0.6})["results"]
-    assert results and all(r["joinability"] >= 0.6 for r in results)
+    assert results and all(r["joinability"] >= 0.6 and r["joinability_exact"] for r in results)
+    assert [r["joinability"] for r in results] == sorted((r["joinability"] for r in results), reverse=True)
     assert ("bakeoff_bakers.csv", "baker") in {(r["table"], r["column"]) for r in results}
+    bounds = engine.search("pexeso", ["baker"], dataset_id=dataset_id, k=3, params={"T": 0.6, "lower_bound": True})["results"]
+    assert {r["column_id"] for r in bounds} == {r["column_id"] for r in results}
+    exact = {r["column_id"]: r["joinability"] for r in results}
+    assert all(0.6 <= r["joinability"] <= exact[r["column_id"]] for r in bounds)
+    assert not all(r["joinability_exact"] for r in bounds)  # the bakers' 1.0 stops at T
 
 
 def test_pexeso_finds_the_equal_column_first(engine: QueryEngine, lake: dict) -> None:
@@ -291,6 +297,49 @@ def run_cli(*argv: str) -> dict:
 
 def without_timing(response: dict) -> dict:
     return {k: v for k, v in response.items() if k != "seconds"}
+
+
+def cli_text(*argv: str) -> str:
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(list(argv)) == 0
+    return out.getvalue()
+
+
+def result_rows(text: str) -> list[str]:
+    """The table rows of ``lakejoin search``'s text output (after the summary, header and rule lines)."""
+    return [line for line in text.splitlines()[3:] if line[:6].strip().isdigit()]
+
+
+def test_the_cli_shows_a_column_searched_against_itself_at_1(engine: QueryEngine, lake: dict, tmp_path: Path) -> None:
+    """A lake table given as a file: PEXESO finds its own column with jn 1.000, exact (no "≥");
+    ``--lower-bound`` stops that column at T and marks it."""
+    home, dataset_id = str(engine.config.home), lake["ids"]["bakeoff_bakers.csv"]
+    path = tmp_path / "bakers.csv"
+    engine.snapshot().staged_table(dataset_id).to_pandas().to_csv(path, index=False)
+    query = ("search", "pexeso", "--home", home, "--table", str(path), "--column", "baker", "-k", "3")
+    own = lambda text: next(row.split() for row in result_rows(text) if row.split()[1:3] == [dataset_id, "baker"])  # noqa: E731
+    text = cli_text(*query)
+    assert own(text)[3] == "1.000" and "≥" not in text  # challenges.baker holds every baker too: a tie at 1.0
+    found = {(r["dataset_id"], r["column"]): r for r in run_cli(*query, "--json")["results"]}
+    assert (found[dataset_id, "baker"]["joinability"], found[dataset_id, "baker"]["joinability_exact"]) == (1.0, True)
+    bounded = own(cli_text(*query, "--lower-bound"))
+    assert bounded[3] == "≥" and 0.6 <= float(bounded[4]) < 1.0
+
+
+def test_the_cli_text_is_an_aligned_table_with_integer_counts(engine: QueryEngine, lake: dict) -> None:
+    """Every method's rows line up under the header; counts print as integers, never 2e+04."""
+    home, dataset_id = str(engine.config.home), lake["ids"]["bakeoff_challenges.csv"]
+    searches = [("josie", "--column", "baker"), ("lshensemble", "--column", "baker", "--threshold", "0.3"), ("mate", "--columns", "series,episode"), ("pexeso", "--column", "baker")]
+    for method, *flags in searches:
+        argv = ("search", method, "--home", home, "--dataset", dataset_id, *flags, "-k", "4")
+        text, results = cli_text(*argv), run_cli(*argv, "--json")["results"]
+        header, rows = text.splitlines()[1], result_rows(text)
+        assert len(rows) == len(results) > 0, text
+        for row, result in zip(rows, results):
+            assert row.index(result["dataset_id"]) == header.index("dataset") and "e+" not in row
+            if method == "mate":
+                assert f"{result['joinability']:,} ({result['share']:.3f})" in row
 
 
 def test_the_cli_goes_through_the_engine(engine: QueryEngine, lake: dict, tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from lakejoin.commands.search import add_query_arguments, query_arguments
+from lakejoin.commands.search import add_query_arguments, query_arguments, score_text
 from lakejoin.config import LakeConfig
 from lakejoin.query import engine_for
 from lakejoin.query.engine import LOCAL_LIMITS
@@ -43,6 +43,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def summarize(result: dict[str, Any]) -> str:
     r = result["result"]
     return (
-        f"joined {r['table']} ({r['dataset_id']}, rank {r['rank']}, {result['method']}, snapshot {result['snapshot_id']}): "
+        f"joined {r['table']} ({r['dataset_id']}, rank {r['rank']}, {result['method']}: {score_text(result['method'], r)}, snapshot {result['snapshot_id']}): "
         f"{result['rows']} rows x {len(result['columns'])} columns -> {', '.join(result['files'])}"
     )

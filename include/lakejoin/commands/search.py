@@ -2,13 +2,20 @@
 
     lakejoin search {josie,lshensemble,mate,pexeso,auto} (--table FILE | --dataset ID) \
         (--column NAME | --columns A,B) [-k 10] [--snapshot N] \
-        [--threshold T --verify] [--tau X --T Y --model M --exact] [--semantic] --json
+        [--threshold T --verify] [--tau X --T Y --model M --exact | --lower-bound] [--semantic] --json
+
+Text output is one aligned row per result: rank, dataset, column(s), the method's score and
+evidence (a few matched values or value pairs). Scores are exact counts and shares; PEXESO's
+are lower bounds, marked "≥", only with ``--lower-bound``.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from typing import Any
+
+from tabulate import tabulate
 
 from lakejoin.config import LakeConfig
 from lakejoin.query import METHODS, engine_for, read_table_file
@@ -24,7 +31,8 @@ FAMILY_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
     "--T": ("T", {"type": float, "help": "PEXESO: joinability threshold in (0, 1], a share of the query's records (default 0.6)"}),
     "--mode": ("mode", {"choices": ["threshold", "topk"], "help": "PEXESO: every column with jn >= T (threshold, default) or the k columns with most matches (topk)"}),
     "--model": ("model", {"help": "PEXESO: embedding model (must be the index's)"}),
-    "--exact": ("exact", {"action": "store_true", "default": None, "help": "PEXESO: exact joinability and full record mapping"}),
+    "--exact": ("exact", {"action": "store_true", "default": None, "help": "PEXESO: the full record mapping (every matched query value) in sample_pairs"}),
+    "--lower-bound": ("lower_bound", {"action": "store_true", "default": None, "help": "PEXESO threshold mode: stop counting a column once it reaches T (faster; scores are lower bounds, shown as >=)"}),
     "--initial-column": ("initial_column", {"help": "MATE: the query column whose posting lists are fetched first"}),
     "--semantic": ("semantic", {"action": "store_true", "default": None, "help": "auto: search semantically (PEXESO)"}),
 }
@@ -68,11 +76,63 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return engine_for(LakeConfig.from_args(args.home), LOCAL_LIMITS).search(**query_arguments(args))
 
 
+EVIDENCE_WIDTH = 60  # characters of evidence per row; the JSON output has all of it
+EVIDENCE_ITEMS = 3
+
+
+def _lsh_containment(r: dict[str, Any]) -> str:
+    return f"{r['containment']:.3f}" if r.get("containment") is not None else f"≈ {r['containment_estimate']:.3f}"
+
+
+def _pexeso_jn(r: dict[str, Any]) -> str:
+    return f"{'' if r['joinability_exact'] else '≥ '}{r['joinability']:.3f} ({r['matched']:,})"
+
+
+# method -> (score header, one result's score): counts as integers, shares with three decimals
+SCORES: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
+    "josie": ("overlap (containment)", lambda r: f"{r['overlap']:,} ({r['containment']:.3f})"),
+    "lshensemble": ("containment", _lsh_containment),
+    "mate": ("keys (share)", lambda r: f"{r['joinability']:,} ({r['share']:.3f})"),
+    "pexeso": ("jn (records)", _pexeso_jn),
+}
+
+
+def score_text(method: str, result: dict[str, Any]) -> str:
+    """``result``'s score with its name, e.g. ``jn (records) 1.000 (40)`` (``SCORES``)."""
+    name, score = SCORES[method]
+    return f"{name} {score(result)}"
+
+
+def _value(value: Any) -> str:
+    return f"({', '.join(map(str, value))})" if isinstance(value, list) else str(value)
+
+
+def _evidence(r: dict[str, Any]) -> str:
+    parts = []
+    if "overlap" in r and r.get("containment_estimate") is not None:  # auto: JOSIE with LSH Ensemble's estimate
+        parts.append(f"LSH ≈ {r['containment_estimate']:.3f}")
+    if r.get("matched_sample"):
+        parts.append("; ".join(_value(v) for v in r["matched_sample"][:EVIDENCE_ITEMS]))
+    if r.get("sample_pairs"):
+        parts.append("; ".join(f"{_value(q)} ~ {_value(x)}" for q, x in r["sample_pairs"][:EVIDENCE_ITEMS]))
+    text = " | ".join(parts)
+    return text if len(text) <= EVIDENCE_WIDTH else text[: EVIDENCE_WIDTH - 1] + "…"
+
+
 def summarize(result: dict[str, Any]) -> str:
     picked = f" (auto: {result['auto']['reason']})" if "auto" in result else ""
     lines = [f"snapshot {result['snapshot_id']}, {result['method']}{picked}, {len(result['results'])} result(s)"]
+    if not result["results"]:
+        return lines[0]
+    header, score = SCORES[result["method"]]
+    rows = []
     for r in result["results"]:
-        column = ",".join(r["column"]) if isinstance(r["column"], list) else r["column"]
-        score = next((f"{key}={r[key]:.3g}" for key in ("overlap", "containment", "containment_estimate", "joinability") if r.get(key) is not None), "")
-        lines.append(f"{r['rank']:>3}  {score:<22} {r['table']}  [{column}]  {r['dataset_id']}")
+        column = ", ".join(map(str, r["column"])) if isinstance(r["column"], list) else r["column"]
+        rows.append([r["rank"], r["dataset_id"], column, score(r), _evidence(r)])
+    headers = ["rank", "dataset", "columns" if result["method"] == "mate" else "column", header, "evidence"]
+    lines.append(tabulate(rows, headers, disable_numparse=True, colalign=("right", "left", "left", "right", "left")))
+    if not all(r.get("joinability_exact", True) for r in result["results"]):
+        lines.append("≥: a lower bound (--lower-bound stops counting a column once it reaches T)")
+    if result["method"] == "lshensemble" and any(r.get("containment") is None for r in result["results"]):
+        lines.append("≈: LSH Ensemble's MinHash estimate (--verify computes the exact containment)")
     return "\n".join(lines)

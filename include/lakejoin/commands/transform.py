@@ -10,6 +10,7 @@ import argparse
 from pathlib import Path
 
 import pandas as pd
+from tabulate import tabulate
 
 from lakejoin.transform import METHODS, learn_and_join
 from lakejoin.transform.join import DIRECTIONS
@@ -49,9 +50,14 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def summarize(result: dict) -> str:
-    lines = [f"{result['method']} ({result['direction']}), {len(result['pairs'])} joined pairs, "
-             f"{result['seconds']:.2f} s"]
-    for entry in result["transformations"]:
-        mark = "*" if entry["used"] else " "
-        lines.append(f" {mark} {entry['coverage']:6.1%}  {entry['program']}")
-    return "\n".join(lines)
+    """One aligned row per learned transformation: used for the join (*), the share of the
+    example pairs it covers (and how many), the rows it joined, the program."""
+    head = f"{result['method']} ({result['direction']}), {len(result['pairs'])} joined pairs, {result['seconds']:.2f} s"
+    if not result["transformations"]:
+        return head
+    rows = [
+        ["*" if t["used"] else "", f"{t['coverage']:.3f} ({t['covered_pairs']:,})", f"{t['joined']:,}", t["program"]]
+        for t in result["transformations"]
+    ]
+    headers = ["used", "covers (example pairs)", "joined", "program"]
+    return head + "\n" + tabulate(rows, headers, disable_numparse=True, colalign=("center", "right", "right", "left"))

@@ -8,9 +8,12 @@ resolved, and returns the CLI's / REST API's JSON shape::
      "results": [{"rank", "dataset_id", "table", "column", "column_id", ...family fields}]}
 
 Family fields: JOSIE ``overlap, containment, matched_sample``; LSH Ensemble
-``containment_estimate`` (and ``containment`` when ``verify``); MATE ``joinability, mapping,
+``containment_estimate`` (and ``containment`` when ``verify``); MATE ``joinability`` (the
+joinable key count, an int), ``share`` (of the query's distinct keys), ``mapping,
 matched_sample, rows_verified`` (``column``/``column_id`` are then lists, one per query column);
-PEXESO ``model, joinability, joinability_exact, matched, sample_pairs``.
+PEXESO ``model, joinability, joinability_exact, matched, sample_pairs``: ``joinability`` is the
+exact share of query records matched, unless ``lower_bound`` asked for threshold mode's faster
+lower bounds (``joinability_exact`` False).
 
 ``method="auto"`` picks from the query and reports the pick under ``"auto"``:
 
@@ -57,7 +60,7 @@ PARAMS: dict[str, dict[str, type]] = {
     "josie": {},
     "lshensemble": {"threshold": float, "verify": bool},
     "mate": {"initial_column": str},
-    "pexeso": {"tau": float, "T": float, "model": str, "exact": bool, "mode": str},
+    "pexeso": {"tau": float, "T": float, "model": str, "exact": bool, "lower_bound": bool, "mode": str},
 }
 PARAMS["auto"] = {"semantic": bool, **{k: t for family in PARAMS.values() for k, t in family.items()}}
 
@@ -143,8 +146,6 @@ class QueryEngine:
         """
         if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= self.limits.max_k:
             raise ValueError(f"rank must be an integer in [1, {self.limits.max_k}], got {rank!r}")
-        if method == "pexeso":  # rank by exact joinability, not threshold mode's lower bounds
-            params = {**(params or {}), "exact": True}
         response = self.search(method, columns, table=table, dataset_id=dataset_id, k=max(k or rank, rank), params=params, snapshot_id=snapshot_id)
         if len(response["results"]) < rank:
             raise LookupError(f"the search found {len(response['results'])} result(s), so there is no rank {rank} to join")
@@ -300,6 +301,7 @@ def _run_pexeso(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k
     model = params.get("model", searcher.model)
     options: dict[str, Any] = {"exact": params.get("exact", False), "k": k + _extra(loaded, query, "pexeso")}
     options["mode"] = params.get("mode", "threshold")
+    options["lower_bound"] = params.get("lower_bound", False)
     with lock:
         found = searcher.search_text(values, model, params.get("tau", DEFAULT_TAU), params.get("T", DEFAULT_T), **options)
     return [{**r, "model": model} for r in _column_results(loaded, query, found, k)]
@@ -321,6 +323,7 @@ def _run_mate(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: 
             "column": [m["column"] for m in mapping.values()],
             "column_id": [m["column_id"] for m in mapping.values()],
             "joinability": result["joinability"],
+            "share": result["share"],
             "mapping": mapping,
             "matched_sample": result["matched_sample"],
             "rows_verified": result["rows_verified"],

@@ -94,10 +94,16 @@ function request(extra) {
   return { method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ ...fields, dataset_id: $("dataset").value }) };
 }
 
+// As the CLI shows scores: counts as integers, shares with three decimals, "≥" only for PEXESO's
+// lower-bound mode and "≈" only for an unverified LSH Ensemble estimate.
 function score(result) {
-  for (const key of ["overlap", "joinability", "containment", "containment_estimate"]) {
-    if (result[key] !== undefined && result[key] !== null) return `${key} ${Number(result[key]).toFixed(3).replace(/\.000$/, "")}`;
-  }
+  const share = (value) => Number(value).toFixed(3);
+  const count = (value) => Number(value).toLocaleString("en-US");
+  if (result.overlap !== undefined) return `overlap ${count(result.overlap)} (containment ${share(result.containment)})`;
+  if (result.share !== undefined) return `${count(result.joinability)} keys (share ${share(result.share)})`;
+  if (result.matched !== undefined) return `jn ${result.joinability_exact ? "" : "≥ "}${share(result.joinability)} (${count(result.matched)} records)`;
+  if (result.containment !== undefined && result.containment !== null) return `containment ${share(result.containment)}`;
+  if (result.containment_estimate !== undefined) return `containment ≈ ${share(result.containment_estimate)}`;
   return "";
 }
 
