@@ -1,4 +1,4 @@
-"""PEXESO vs blocked numpy brute force vs PEXESO-H, side by side on the bundled lake.
+"""PEXESO (exact scores and lower bounds) vs blocked numpy brute force vs PEXESO-H, side by side on the bundled lake.
 
 Lake: the columns PEXESO indexes in the bundled real-data lake (``lakejoin.sources.bundled``,
 the first ``--tables`` tables, default all 2,298; the pipeline's default is 500), parsed and
@@ -17,11 +17,15 @@ there). ``--tables 500 --sizes 40000`` is the pipeline's default lake (35.6k vec
 
 Per size it prints exact distance computations and p50/p95 time per query of
 
-- PEXESO: quick browsing + Block (Lemmas 3–6) + Verify (Lemmas 1, 2, 7, early termination);
+- PEXESO: quick browsing + Block (Lemmas 3–6) + Verify (Lemmas 1, 2, 7), the searcher's default:
+  a column that reaches T is verified to the end, so its joinability is exact;
+- PEXESO >=T: the same with ``lower_bound=True``, the paper's Algorithm 2 (a column stops
+  counting at T: its joinability is a lower bound); the gap to PEXESO is the cost of exact scores;
 - PEXESO-H: the same grid blocking, naive verification, stop counting at T (paper §V);
 - brute force: blocked float32 BLAS distances to every vector, exact recheck at the border;
 
-and checks that all three return the same columns. The three run round-robin query by
+and checks that all four return the same columns and that PEXESO's matched counts equal brute
+force's. The three run round-robin query by
 query in one process, so machine load hits them alike. "speed-up" is brute force's p50 (or
 p95) wall time over the method's; "cpu s-up" the same on CPU time (process time: all threads,
 Verify's column workers and brute force's BLAS threads alike), which a shared machine's
@@ -61,7 +65,7 @@ EMBED_CHUNK = 2048
 BLOCK_ROWS = 32768
 MAX_QUERY_RECORDS = 1000
 QUERY_DISTINCT = (5, 2000)
-METHODS = ("PEXESO", "PEXESO-H", "brute force")
+METHODS = ("PEXESO", "PEXESO >=T", "PEXESO-H", "brute force")
 # pause before each timed call: OpenBLAS's idle threads spin ~0.1 s after a product, and on
 # 2 cores they halved the speed of whatever ran next (PEXESO: 16 ms right after brute force,
 # 8 ms after a pause, at 25k vectors); the pause lets every call start on a quiet process
@@ -149,7 +153,8 @@ class BruteForce:
         self.norms = np.einsum("ij,ij->i", vectors, vectors, dtype=np.float64).astype(np.float32)
         self.distances = 0
 
-    def search(self, query: np.ndarray, tau: float, T: float) -> set[int]:
+    def search(self, query: np.ndarray, tau: float, T: float) -> dict[int, int]:
+        """The joinable columns' matched query records (exact, as PEXESO reports them)."""
         unique, _, counts = distinct_rows(query)  # as PEXESO dedupes (np.unique(axis=0) is slow at 384-d)
         tau2 = tau * tau
         hits = []
@@ -162,10 +167,11 @@ class BruteForce:
         self.distances += len(unique) * len(self.vectors)
         pairs = np.unique(np.concatenate(hits))
         matched = np.bincount(pairs % len(self.ids), weights=counts[pairs // len(self.ids)], minlength=len(self.ids))
-        return set(self.ids[matched >= required_matches(T, len(query))].tolist())
+        joinable = matched >= required_matches(T, len(query))
+        return dict(zip(self.ids[joinable].tolist(), matched[joinable].astype(int).tolist()))
 
 
-def round_robin(methods: dict[str, tuple[Callable[[np.ndarray], set[int]], Callable[[], float]]], queries: list[np.ndarray]) -> dict[str, tuple]:
+def round_robin(methods: dict[str, tuple[Callable[[np.ndarray], dict[int, int]], Callable[[], float]]], queries: list[np.ndarray]) -> dict[str, tuple]:
     """Per method: results, wall times and CPU times per query.
 
     Each method comes with its CPU clock (``time.process_time``: all threads, as both Verify
@@ -223,9 +229,9 @@ def run(size: int, lake_columns: list[LakeColumn], query_columns: list[LakeColum
     searcher.search(queries[0], tau, T)  # compile/load the numba kernels outside the timing
     distances = dict.fromkeys(METHODS, 0)
 
-    def pexeso(use_lemmas: bool, name: str) -> Callable[[np.ndarray], set[int]]:
-        def search(query: np.ndarray) -> set[int]:
-            found = {r["column_id"] for r in searcher.search(query, tau, T, use_lemmas=use_lemmas)}
+    def pexeso(name: str, **options: bool) -> Callable[[np.ndarray], dict[int, int]]:
+        def search(query: np.ndarray) -> dict[int, int]:
+            found = {r["column_id"]: r["matched"] for r in searcher.search(query, tau, T, **options)}
             distances[name] += searcher.last_stats.distances
             return found
 
@@ -233,8 +239,9 @@ def run(size: int, lake_columns: list[LakeColumn], query_columns: list[LakeColum
 
     timings = round_robin(
         {
-            "PEXESO": (pexeso(True, "PEXESO"), time.process_time),
-            "PEXESO-H": (pexeso(False, "PEXESO-H"), time.process_time),
+            "PEXESO": (pexeso("PEXESO"), time.process_time),
+            "PEXESO >=T": (pexeso("PEXESO >=T", lower_bound=True), time.process_time),
+            "PEXESO-H": (pexeso("PEXESO-H", use_lemmas=False, lower_bound=True), time.process_time),
             "brute force": (lambda q: brute.search(q, tau * 2, T), time.process_time),
         },
         queries,
@@ -249,7 +256,8 @@ def run(size: int, lake_columns: list[LakeColumn], query_columns: list[LakeColum
         "build_s": build_s,
         "timings": timings,
         "distances": distances,
-        "agree": timings["PEXESO"][0] == timings["brute force"][0] == timings["PEXESO-H"][0],
+        "agree": all([set(r) for r in timings[name][0]] == [set(r) for r in timings["brute force"][0]] for name in METHODS),
+        "exact": timings["PEXESO"][0] == timings["brute force"][0],
         "found": sum(len(r) for r in timings["PEXESO"][0]),
         "queries": len(queries),
     }
@@ -269,7 +277,14 @@ def report(result: dict) -> None:
     peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(
         f"{'':>8} build {result['build_s']:.1f} s; peak RSS so far {peak_gib:.1f} GiB; "
-        f"joinable (query, column) pairs {result['found']}; all three agree: {result['agree']}"
+        f"joinable (query, column) pairs {result['found']}; all four agree: {result['agree']}; "
+        f"PEXESO's matched counts equal brute force's: {result['exact']}"
+    )
+    (_, exact_wall, exact_cpu), (_, bound_wall, bound_cpu) = (result["timings"][name] for name in METHODS[:2])
+    print(
+        f"{'':>8} exact scores cost: p50 {np.percentile(exact_wall, 50) * 1e3:.2f} vs {np.percentile(bound_wall, 50) * 1e3:.2f} ms "
+        f"(total wall x{exact_wall.sum() / bound_wall.sum():.2f}, CPU x{exact_cpu.sum() / bound_cpu.sum():.2f}), "
+        f"distances x{result['distances']['PEXESO'] / max(result['distances']['PEXESO >=T'], 1):.2f} over the lower bounds"
     )
 
 
