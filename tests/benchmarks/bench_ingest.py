@@ -1,10 +1,14 @@
-"""Ingest throughput on the bundled real-data lake and the cost of an unchanged re-run.
+"""The main job's throughput on the bundled real-data lake, per stage, and the cost of an
+unchanged re-run.
 
-Runs the main job (the local portal + CKAN crawl, parse, cells, columns; index builds off so
-the figure is the ingest path) twice on a fresh lake root and prints cells/s and the re-run's
-share of the first run's time.
+Runs the main job (the local portal + CKAN crawl, parse with the quality gate and drift
+checks, cells, columns, every family's index build, publish) twice on a fresh lake root and
+prints each stage's seconds and cells/s, then the re-run's share of the first run's time.
 
-    python tests/benchmarks/bench_ingest.py [--tables N] [--quick] [--families josie,mate]
+    python tests/benchmarks/bench_ingest.py [--tables N|all] [--quick] [--families josie,mate|none]
+
+To compare with an older commit, run this script with that commit's library first on the path
+(``git worktree add /tmp/old REV; PYTHONPATH=/tmp/old/include python tests/benchmarks/...``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import time
 from datetime import date
 
 from lakejoin.config import LakeConfig
+from lakejoin.index import FAMILIES
 from lakejoin.progress import Progress
 from lakejoin.spark.pipeline import RunOptions, run
 from lakejoin.spark.session import get_spark
@@ -24,12 +29,12 @@ from lakejoin.spark.session import get_spark
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", type=int, default=500)
+    parser.add_argument("--tables", default="500", help="bundled lake size, or 'all' (2,298 tables)")
     parser.add_argument("--quick", action="store_true", help="50 tables")
-    parser.add_argument("--families", default="", help="index families to build as well (default none)")
+    parser.add_argument("--families", default=",".join(FAMILIES), help="index families to build ('none': ingest only)")
     args = parser.parse_args()
-    tables = 50 if args.quick else args.tables
-    families = tuple(f for f in args.families.split(",") if f)
+    tables = 50 if args.quick else None if args.tables == "all" else int(args.tables)
+    families = tuple(f for f in args.families.split(",") if f and f != "none")
     home = tempfile.mkdtemp(prefix="lakejoin-bench-ingest-")
     config = LakeConfig.from_args(home, quiet=True)
     get_spark(config.spark_master)  # start Spark before timing: both runs pay for a warm session
@@ -40,13 +45,17 @@ def main() -> None:
     started = time.perf_counter()
     second = run(config, options, Progress(quiet=True))
     second_seconds = time.perf_counter() - started
-    print(f"bench_ingest — {date.today()} — {platform.machine()}, {os.cpu_count()} cores — bundled lake, {tables} tables")
+    print(f"bench_ingest — {date.today()} — {platform.machine()}, {os.cpu_count()} cores — bundled lake, {tables or 'all'} tables, families {','.join(families) or 'none'}")
     print(f"{'run':<16}{'datasets':>10}{'rewritten':>11}{'cells':>12}{'seconds':>10}{'cells/s':>12}")
     for label, summary, seconds in (("first", first, first_seconds), ("unchanged", second, second_seconds)):
         written = summary["cells"] if summary["datasets"]["rewritten"] else 0
         print(f"{label:<16}{summary['datasets']['listed']:>10}{summary['datasets']['rewritten']:>11}{written:>12}{seconds:>10.1f}{written / seconds:>12.0f}")
     print(f"re-run cost ratio (unchanged / first): {second_seconds / first_seconds:.3f}")
-    print("first-run stages (s): " + ", ".join(f"{k} {v}" for k, v in first["stage_seconds"].items()))
+    cells = first["cells"]
+    print(f"\nfirst run per stage ({cells:,} cells):")
+    print(f"{'stage':<16}{'seconds':>10}{'cells/s':>14}")
+    for stage, seconds in first["stage_seconds"].items():
+        print(f"{stage:<16}{seconds:>10.1f}{cells / seconds if seconds else 0:>14,.0f}")
 
 
 if __name__ == "__main__":

@@ -35,10 +35,9 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from lakejoin.normalize import normalize_value
-from lakejoin.profile import TOP_K, profile_values
+from lakejoin.normalize import NormalizedColumn
+from lakejoin.profile import TOP_K, finish_profile, profile_values, table_aggregates
 from lakejoin.profile.types import VALUE_PATTERNS
 from lakejoin.quality.expectations import validate
 
@@ -88,17 +87,13 @@ def _ge_context():
     return context
 
 
-def normalized_table(table: pa.Table | pd.DataFrame) -> pa.Table:
-    """The table with every cell normalized (null-like cells become nulls), as it is validated.
-    ``normalize_value`` runs once per distinct cell of a column (columns repeat)."""
-    text = as_text_table(table)
-    return pa.table({name: _normalized_column(text.column(name)) for name in text.column_names})
-
-
-def _normalized_column(column: pa.ChunkedArray) -> pa.Array:
-    encoded = pc.dictionary_encode(column.combine_chunks())
-    normalized = pa.array([normalize_value(v) for v in encoded.dictionary.to_pylist()], pa.string())
-    return pc.take(normalized, encoded.indices)
+def normalized_table(table: pa.Table | pd.DataFrame | Sequence[NormalizedColumn], names: Sequence[str] | None = None) -> pa.Table:
+    """The table with every cell normalized (null-like cells become nulls), as it is validated;
+    from the table, or from its ``NormalizedColumn``s and column names."""
+    if isinstance(table, (pa.Table, pd.DataFrame)):
+        text = as_text_table(table)
+        table, names = NormalizedColumn.of_columns(text.columns), text.column_names
+    return pa.table({name: column.values() for name, column in zip(names, table)})
 
 
 def as_text_table(table: pa.Table | pd.DataFrame) -> pa.Table:
@@ -109,9 +104,10 @@ def as_text_table(table: pa.Table | pd.DataFrame) -> pa.Table:
 
 
 def profile_table(table: pa.Table | pd.DataFrame) -> list[dict[str, Any]]:
-    """Profiles of every column of an in-memory table (``lakejoin.profile.profile_values``)."""
+    """Profiles of every column of an in-memory table (``lakejoin.profile.table_aggregates``)."""
     text = as_text_table(table)
-    return [profile_values(text.column(name).to_pylist(), name=name, ordinal=i) for i, name in enumerate(text.column_names)]
+    aggregates = table_aggregates(NormalizedColumn.of_columns(text.columns), text.column_names, column_ids=[0] * text.num_columns)
+    return [finish_profile(a) for a in aggregates]
 
 
 def build_suite(dataset_id: str, profiles: Sequence[Mapping[str, Any]]):
@@ -196,16 +192,18 @@ def validate_version(
     suite_text: str | None = None,
     profiles: Sequence[Mapping[str, Any]] | None = None,
     validated_at: datetime | None = None,
+    normalized: pa.Table | None = None,
 ) -> dict[str, Any]:
     """Validate one dataset version; a ``quality/validations`` row (``VALIDATIONS_SCHEMA``).
 
     ``table`` holds the version's cells as text (the staged file). Without ``suite_text``
     this is the first version: its suite is built from ``profiles`` (the ``catalog/columns``
     rows of this version; profiled here when None) and the version is validated against it.
+    ``normalized`` is ``normalized_table(table)`` when the caller has it already.
     """
     if not dataset_id:
         raise ValueError("dataset_id must be a non-empty string")
-    normalized = normalized_table(table)
+    normalized = normalized if normalized is not None else normalized_table(table)
     suite = suite_from_json(suite_text) if suite_text else build_suite(dataset_id, profiles if profiles is not None else profile_table(table))
     result = validate(suite.expectations, normalized, suite.name).to_json_dict()
     drift = _drift_items(result, normalized)

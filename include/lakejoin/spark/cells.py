@@ -1,6 +1,10 @@
 """Spark jobs that turn fetched files into the lake: parse+stage, then melt into ``lake/cells``.
 
-Both run inside executors; the driver only sees one small status row per file.
+Both run inside executors. Parsing a file also profiles its columns (``lakejoin.profile``,
+once per distinct value) — the drift suite of a first version is built from that profile,
+and the pipeline's ``catalog/columns`` rows are those profiles, so no later stage reads the
+cells again to profile them. The driver sees one small outcome per file: its status, its
+quality validation row and one profile row per column.
 """
 
 from __future__ import annotations
@@ -10,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
@@ -17,8 +22,9 @@ from pyspark.sql import DataFrame, SparkSession
 
 from lakejoin.ids import column_id
 from lakejoin.lake.schemas import CELLS_SCHEMA
-from lakejoin.normalize import normalize_value
-from lakejoin.quality.drift import validate_version
+from lakejoin.normalize import NormalizedColumn
+from lakejoin.profile import finish_profile, table_aggregates
+from lakejoin.quality.drift import normalized_table, validate_version
 from lakejoin.quality.gate import validate_table
 from lakejoin.sources.headers import recorded_headers
 from lakejoin.sources.parse import UnparseableFile, parse_file
@@ -45,7 +51,7 @@ class ParseOutcome:
     columns: list[str]
     warnings: list[str]
     validation: dict | None = None  # a quality/validations row (gate failure or drift check)
-    headers: list[dict] = field(default_factory=list)  # per column: original header and name source (sources.headers)
+    profiles: list[dict] = field(default_factory=list)  # per column: its catalog/columns row (PROFILE_SCHEMA)
 
 
 def stage_file(task: ParseTask) -> ParseOutcome:
@@ -59,12 +65,23 @@ def stage_file(task: ParseTask) -> ParseOutcome:
     except Exception as error:  # one bad file must never fail the run
         return _rejected(task, f"{type(error).__name__}: {error}")
     ragged = sum(int(w.split()[0]) for w in warnings if "ragged" in w)
-    gate = validate_table(table.to_pandas(), task.dataset_id, malformed_rows=ragged)
+    gate = validate_table(table, task.dataset_id, malformed_rows=ragged)
     if not gate.success:
         Path(task.staged_path).unlink(missing_ok=True)
         return _rejected(task, f"quality gate: {gate.reason}", gate.result_json)
-    validation = validate_version(task.dataset_id, task.version, table, task.baseline_suite)
-    return ParseOutcome(task.dataset_id, True, None, table.num_rows, table.column_names, warnings, _serializable(validation), recorded_headers(table.schema))
+    columns = NormalizedColumn.of_columns(table.columns)
+    profiles = column_profiles(task, table, columns)
+    normalized = normalized_table(columns, table.column_names)
+    validation = validate_version(task.dataset_id, task.version, table, task.baseline_suite, profiles, normalized=normalized)
+    return ParseOutcome(task.dataset_id, True, None, table.num_rows, table.column_names, warnings, _serializable(validation), profiles)
+
+
+def column_profiles(task: ParseTask, table: pa.Table, columns: list[NormalizedColumn]) -> list[dict]:
+    """The ``catalog/columns`` row of every column of a staged table: its profile
+    (``lakejoin.profile``), ids and recorded header."""
+    ids = [column_id(task.dataset_id, task.content_sha256, ordinal) for ordinal in range(table.num_columns)]
+    aggregates = table_aggregates(columns, table.column_names, column_ids=ids, dataset_id=task.dataset_id)
+    return [finish_profile({**a, **header}) for a, header in zip(aggregates, recorded_headers(table.schema))]
 
 
 def _parsed_or_staged(task: ParseTask) -> tuple[pa.Table, list[str]]:
@@ -109,26 +126,24 @@ def stage_files(spark: SparkSession, tasks: list[ParseTask]) -> list[ParseOutcom
 def melt_staged(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: (dataset_id, content_sha256, staged_path) rows -> cells rows.
 
-    Normalization runs once per distinct value of a column (dictionary encoding), which keeps
+    Normalization runs once per distinct text of the table (``NormalizedColumn``), which keeps
     repetitive columns (codes, years) cheap.
     """
     for batch in batches:
         for task in batch.to_pylist():
             staged = pq.read_table(task["staged_path"])
-            for ordinal, name in enumerate(staged.column_names):
-                cells = _melt_column(staged.column(name), task["dataset_id"], column_id(task["dataset_id"], task["content_sha256"], ordinal))
+            for ordinal, column in enumerate(NormalizedColumn.of_columns(staged.columns)):
+                cells = _melt_column(column, task["dataset_id"], column_id(task["dataset_id"], task["content_sha256"], ordinal))
                 if cells is not None:
                     yield from cells.to_batches(max_chunksize=1 << 16)
 
 
-def _melt_column(column: pa.ChunkedArray, dataset: str, column_ident: int) -> pa.Table | None:
-    encoded = pc.dictionary_encode(column.combine_chunks())
-    dictionary = encoded.dictionary.to_pylist()
-    normalized = [normalize_value(v) for v in dictionary]
-    raws = [None if n is None or n == v else v for v, n in zip(dictionary, normalized)]
-    indices = encoded.indices
-    keep = pc.and_(pc.is_valid(indices), pc.is_valid(pc.take(pa.array(normalized, pa.string()), indices)))
-    row_ids = pc.filter(pa.array(range(len(column)), pa.int64()), keep)
+def _melt_column(column: NormalizedColumn, dataset: str, column_ident: int) -> pa.Table | None:
+    """The column's cells with a value: ``raw`` holds the original text where it differs."""
+    raws = pc.if_else(pc.equal(column.originals, column.normalized), pa.scalar(None, pa.string()), column.originals)
+    indices = column.indices
+    keep = pc.fill_null(pc.is_valid(pc.take(column.normalized, indices)), False)
+    row_ids = pc.filter(pa.array(np.arange(len(indices), dtype=np.int64)), keep)
     if len(row_ids) == 0:
         return None
     kept = pc.filter(indices, keep)
@@ -137,8 +152,8 @@ def _melt_column(column: pa.ChunkedArray, dataset: str, column_ident: int) -> pa
             "dataset_id": pa.array([dataset] * len(row_ids), pa.string()),
             "column_id": pa.array([column_ident] * len(row_ids), pa.int64()),
             "row_id": row_ids,
-            "value": pc.take(pa.array(normalized, pa.string()), kept),
-            "raw": pc.take(pa.array(raws, pa.string()), kept),
+            "value": pc.take(column.normalized, kept),
+            "raw": pc.take(raws, kept),
         },
         schema=CELLS_SCHEMA,
     )

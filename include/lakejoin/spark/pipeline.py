@@ -17,14 +17,15 @@ from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
 from lakejoin.config import LakeConfig
 from lakejoin.ids import sha256_file
 from lakejoin.index import FAMILIES
 from lakejoin.lake import catalog, compaction, delta, snapshots
-from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, COLUMNS_SCHEMA, DATASETS, VALIDATIONS
+from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, DATASETS, VALIDATIONS
+from lakejoin.profile import PROFILE_SCHEMA
 from lakejoin.progress import Progress
 from lakejoin.quality.docs import build_docs
 from lakejoin.quality.drift import validations_table
@@ -84,8 +85,8 @@ def ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_fa
             with spark_tasks(spark, progress, "cells"):
                 version = _write_cells(config, spark, rewritten, changed)
             progress.say(f"  lake/cells at version {version}")
-        with progress.stage("columns"), spark_tasks(spark, progress, "columns"):
-            _write_columns(config, spark, plan, rewritten, changed)
+        with progress.stage("columns"):
+            _write_columns(config, rewritten, changed)
     with progress.stage("catalog"):
         delta.write_arrow(config.table_path(DATASETS), catalog.to_arrow(plan.rows), operation="ingest")
     statuses = [r["status"] for r in plan.rows.values()]
@@ -215,7 +216,7 @@ def _parse(config: LakeConfig, spark: SparkSession, plan: catalog.Plan, options:
     for outcome in outcomes:
         staged = str(config.raw_dir / f"{plan.content_sha[outcome.dataset_id]}.parquet")
         if catalog.apply_parse_outcome(plan, outcome.dataset_id, outcome.ok, outcome.reason, outcome.rows, len(outcome.columns), staged):
-            rewritten.append({"dataset_id": outcome.dataset_id, "content_sha256": plan.content_sha[outcome.dataset_id], "staged_path": staged, "names": outcome.columns, "headers": outcome.headers, "rows": outcome.rows})
+            rewritten.append({"dataset_id": outcome.dataset_id, "content_sha256": plan.content_sha[outcome.dataset_id], "staged_path": staged, "profiles": outcome.profiles})
     return rewritten
 
 
@@ -240,31 +241,17 @@ def _write_cells(config: LakeConfig, spark: SparkSession, rewritten: list[dict[s
     )
 
 
-def _write_columns(config: LakeConfig, spark: SparkSession, plan: catalog.Plan, rewritten: list[dict[str, Any]], changed: set[str]) -> None:
-    """Profile the rewritten datasets' columns; keep the other datasets' rows as they were."""
-    from lakejoin.ids import column_id
-    from lakejoin.spark.profile import profile_columns
-
+def _write_columns(config: LakeConfig, rewritten: list[dict[str, Any]], changed: set[str]) -> None:
+    """The rewritten datasets' column profiles (computed while parsing) replace their old rows;
+    the other datasets' rows stay as they were."""
     path = config.table_path(COLUMNS)
-    kept = delta.read_arrow(path) if delta.exists(path) else None
-    base_rows = [
-        {"column_id": column_id(r["dataset_id"], r["content_sha256"], i), "dataset_id": r["dataset_id"], "ordinal": i, "name": name, "rows": r["rows"], **header}
-        for r in rewritten
-        for i, (name, header) in enumerate(zip(r["names"], r["headers"] or [{"header": None, "name_source": None}] * len(r["names"])))
-    ]
-    profiled = None
-    if base_rows:
-        base = spark.createDataFrame(base_rows, "column_id long, dataset_id string, ordinal int, name string, rows long, header string, name_source string")
-        cells = spark_delta.read_table(spark, config.table_path(CELLS)).where(F.col("dataset_id").isin([r["dataset_id"] for r in rewritten]))
-        profiled = profile_columns(spark, cells, base).toArrow()
-    tables = []
-    if kept is not None:
-        kept = kept.filter(pa.compute.invert(pa.compute.is_in(kept["dataset_id"], pa.array(sorted(changed), pa.string()))))
-        tables.append(_with_fields_of(kept, profiled.schema) if profiled is not None else kept)
-    if profiled is not None:
-        tables.append(profiled.select(tables[0].schema.names).cast(tables[0].schema) if tables else profiled)
-    combined = pa.concat_tables(tables) if tables else COLUMNS_SCHEMA.empty_table()
-    delta.write_arrow(path, combined, operation="columns")
+    profiled = pa.Table.from_pylist([p for r in rewritten for p in r["profiles"]], schema=PROFILE_SCHEMA)
+    if not delta.exists(path):
+        delta.write_arrow(path, profiled, operation="columns")
+        return
+    kept = delta.read_arrow(path)
+    kept = _with_fields_of(kept.filter(pc.invert(pc.is_in(kept["dataset_id"], pa.array(sorted(changed), pa.string())))), profiled.schema)
+    delta.write_arrow(path, pa.concat_tables([kept, profiled.select(kept.schema.names).cast(kept.schema)]), operation="columns")
 
 
 def _with_fields_of(kept: pa.Table, schema: pa.Schema) -> pa.Table:
