@@ -15,6 +15,7 @@ import requests
 from test_plugin import ApiServer, start_api_server
 from test_search_ui import signed_in_chromium, wait_for
 
+from lakejoin.commands.run import summarize
 from lakejoin.config import LakeConfig
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.schemas import DATASETS, VALIDATIONS
@@ -91,6 +92,7 @@ def test_each_run_renders_the_latest_validation_of_every_dataset(lake) -> None:
     # run 2 renders only what changed: airlines' new version and the ragged file's two gate results
     assert second["quality_docs"]["rendered"] == 3 and second["quality_docs"]["datasets"] == 6
     assert second["quality_docs"]["index"] == str(site / "index.html")
+    assert f"quality  : Data Docs at {site / 'index.html'} (3 validation page(s) rendered)" in summarize(second)
     pages = json.loads((site / docs.PAGES_FILE).read_text())["datasets"]
     assert set(pages) == set(ids.values())
     for dataset_id, row in latest_rows(config).items():

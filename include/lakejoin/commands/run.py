@@ -52,11 +52,18 @@ def summarize(result: dict) -> str:
         f"  cells    : {result['cells']}",
         *[f"  {family:<9}: {_build_line(build)}" for family, build in result.get("index_builds", {}).items()],
         f"  snapshot : {result.get('snapshot_id', 'not published (--no-publish)')}",
+        *([f"  quality  : {_docs_line(result['quality_docs'])}"] if "quality_docs" in result else []),
         f"  lake     : {result['home']}",
         f"  time     : {result['seconds']} s",
     ]
     lines += [f"  ! {dataset}: {reason}" for dataset, reason in list(result["errors"].items())[:10]]
     return "\n".join(lines)
+
+
+def _docs_line(docs: dict) -> str:
+    if "error" in docs:
+        return f"Data Docs not built: {docs['error']}"
+    return f"Data Docs at {docs['index']} ({docs['rendered']} validation page(s) rendered)" if docs["index"] else "no validations yet"
 
 
 def _build_line(build: dict) -> str:
