@@ -118,6 +118,7 @@ class _TableMetrics:
         self.table = table
         self._columns = {name: table.column(i) for i, name in enumerate(table.column_names)}  # by name in O(1): tables reach 7,000 columns
         self._encoded: dict[str, pa.DictionaryArray] = {}
+        self._masks: dict[int, pa.Array] = {}  # per expectation: its count and its values share one mask
 
     def resolve(self, name: str, column: str | None, expectation: Any, partial: int) -> Any:
         if name == "table.row_count":
@@ -134,7 +135,9 @@ class _TableMetrics:
             return nulls if suffix == "unexpected_count" else [None] * min(nulls, partial)
         if suffix not in _MAP_SUFFIXES or family not in _EXPECTED:
             raise NotImplementedError(f"metric {name} (extend lakejoin.quality.expectations)")
-        unexpected = self._unexpected_mask(column, family, expectation)
+        if id(expectation) not in self._masks:
+            self._masks[id(expectation)] = self._unexpected_mask(column, family, expectation)
+        unexpected = self._masks[id(expectation)]
         if suffix == "unexpected_count":
             return pc.sum(unexpected).as_py() or 0
         return pc.filter(self._columns[column], unexpected).slice(0, partial).to_pylist()
