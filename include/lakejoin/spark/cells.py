@@ -142,7 +142,7 @@ def _melt_column(column: NormalizedColumn, dataset: str, column_ident: int) -> p
     """The column's cells with a value: ``raw`` holds the original text where it differs."""
     raws = pc.if_else(pc.equal(column.originals, column.normalized), pa.scalar(None, pa.string()), column.originals)
     indices = column.indices
-    keep = pc.fill_null(pc.is_valid(pc.take(column.normalized, indices)), False)
+    keep = pc.is_valid(column.values())
     row_ids = pc.filter(pa.array(np.arange(len(indices), dtype=np.int64)), keep)
     if len(row_ids) == 0:
         return None
