@@ -143,3 +143,19 @@ def test_results_load_back_as_ge_objects(real_tables):
     stored = expectations.validate(suite.expectations, drift.normalized_table(real_tables[1]), suite.name).to_json_dict()
     loaded = expectationSuiteValidationResultSchema.load(stored)
     assert loaded.success and len(loaded.results) == len(suite.expectations)
+
+
+def test_a_check_that_cannot_run_rejects_the_file_not_the_run(tmp_path):
+    """A stored suite with an expectation whose metrics are not computed here: the file is
+    rejected with the cause, the parse task (and so the run) goes on."""
+    import great_expectations as gx
+
+    from lakejoin.spark.cells import ParseTask, stage_file
+
+    source = tmp_path / "t.csv"
+    source.write_text("a,b\n1,x\n2,y\n")
+    suite = gx.ExpectationSuite(name="old", expectations=[gx.expectations.ExpectColumnValuesToBeJsonParseable(column="a")])
+    task = ParseTask("d", str(source), "csv", "sha", str(tmp_path / "staged.parquet"), 1 << 20, 2, drift.suite_json(suite))
+    outcome = stage_file(task)
+    assert not outcome.ok and "NotImplementedError" in outcome.reason and "json_parseable" in outcome.reason
+    assert stage_file(ParseTask("d", str(source), "csv", "sha", str(tmp_path / "staged.parquet"), 1 << 20, 1, None)).ok

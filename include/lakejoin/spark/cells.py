@@ -60,10 +60,15 @@ def stage_file(task: ParseTask) -> ParseOutcome:
     before (renamed, re-downloaded) is not parsed again."""
     try:
         table, warnings = _parsed_or_staged(task)
+        return _checked(task, table, warnings)
     except UnparseableFile as error:
         return _rejected(task, str(error))
-    except Exception as error:  # one bad file must never fail the run
+    except Exception as error:  # one bad file (or a check that cannot run on it) must never fail the run
         return _rejected(task, f"{type(error).__name__}: {error}")
+
+
+def _checked(task: ParseTask, table: pa.Table, warnings: list[str]) -> ParseOutcome:
+    """The quality gate, the column profiles and the drift check of a staged table."""
     ragged = sum(int(w.split()[0]) for w in warnings if "ragged" in w)
     gate = validate_table(table, task.dataset_id, malformed_rows=ragged)
     if not gate.success:
