@@ -10,17 +10,18 @@ the longer mean value is the source, §4.2.1), "forward"/"backward" fix it.
 from __future__ import annotations
 
 import dataclasses
+import math
 import random
 import time
 from collections.abc import Mapping, Sequence
 
 from lakejoin.normalize import normalize_value
-from lakejoin.transform import autojoin, cst
+from lakejoin.transform import autojoin, cst, reformat
 from lakejoin.transform.matching import match_rows
-from lakejoin.transform.units import Program, apply_program, is_constant, parse_program, program_text
+from lakejoin.transform.units import Program, apply_program, is_constant, normalized_output, parse_program, program_text
 
 MAX_VALUE_LENGTH = 1_000
-METHODS = {"cst": cst.FAITHFUL, "cst+": cst.IMPROVED, "autojoin": autojoin.AutoJoinConfig()}
+METHODS = {"cst": cst.FAITHFUL, "cst+": cst.IMPROVED, "cst++": cst.IMPROVED_FORMATS, "autojoin": autojoin.AutoJoinConfig()}
 DIRECTIONS = ("auto", "forward", "backward", "longer")
 
 
@@ -58,7 +59,7 @@ def apply_transformation(program: str | Sequence | Mapping, values: Sequence[obj
     outputs = []
     for raw in values:
         value = normalize_value(raw)
-        outputs.append(None if value is None else apply_program(units, value))
+        outputs.append(None if value is None else normalized_output(units, value))
     return outputs
 
 
@@ -75,7 +76,7 @@ def _learning_sample(n_source: int, n_target: int, seed: int) -> tuple[list[int]
 
 def _equi_join(program: Program, source: Sequence[str], target_row: Mapping[str, int]) -> list[tuple[int, int]]:
     return [(row, target_row[out]) for row, value in enumerate(source)
-            if (out := apply_program(program, value)) is not None and out in target_row]
+            if (out := normalized_output(program, value)) is not None and out in target_row]
 
 
 def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tuple[list[dict], set]:
@@ -101,7 +102,27 @@ def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tup
         for program, _ in result.supported:
             if not is_constant(program):
                 joined.update(_equi_join(program, source, target_row))
+    if config.formats:
+        transformations += _reformat(source, learn_source, target_row, config, joined)
+        # the two learners' coverages are not comparable: rank by the rows each one joined
+        transformations.sort(key=lambda entry: (not entry["used"], -entry["joined"]))
     return transformations, joined
+
+
+def _reformat(source: list[str], learn_source: list[int], target_row: Mapping[str, int], config: cst.CSTConfig,
+              joined: set) -> list[dict]:
+    """Number and date programs (:mod:`.reformat`) learned on the sampled source rows, each
+    kept when it joins at least the support threshold of rows that nothing before it joined."""
+    min_rows = max(2, math.ceil(config.join_support * len(learn_source)))
+    entries = []
+    for program, count in reformat.learn([source[i] for i in learn_source], list(target_row), min_rows):
+        rows = _equi_join(program, source, target_row)
+        gain = len({row for row, _ in rows} - {row for row, _ in joined})
+        if gain >= min_rows:
+            joined.update(rows)
+            entries.append({"program": program_text(program), "coverage": round(count / len(learn_source), 6),
+                            "covered_pairs": count, "gain": gain, "used": True, "joined": len(rows)})
+    return entries
 
 
 def _run_autojoin(source: list[str], target: list[str], config: autojoin.AutoJoinConfig) -> tuple[list[dict], set]:

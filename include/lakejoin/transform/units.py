@@ -26,6 +26,9 @@ import functools
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Union
 
+from lakejoin.normalize import normalize_value
+from lakejoin.transform.formats import Date, Number
+
 
 def _piece(value: str, sep: str, index: int) -> str | None:
     pieces = value.split(sep)
@@ -194,7 +197,7 @@ class SplitSplitSubstring(NamedTuple):
 
 Unit = Union[
     Literal, Substr, Split, SplitSubstr, TwoCharSplitSubstr,
-    Substring, SplitSubstring, SplitSplitSubstring,
+    Substring, SplitSubstring, SplitSplitSubstring, Number, Date,
 ]
 Program = tuple  # tuple[Unit, ...]
 UNIT_TYPES = {cls.__name__: cls for cls in Unit.__args__}
@@ -209,6 +212,13 @@ def apply_program(program: Sequence[Unit], value: str) -> str | None:
             return None
         parts.append(out)
     return "".join(parts)
+
+
+def normalized_output(program: Sequence[Unit], value: str) -> str | None:
+    """The program's output as the join compares it: normalized like the target column
+    (a printed "1500.00" joins the target "1500", whose normalization it is)."""
+    out = apply_program(program, value)
+    return None if out is None else normalize_value(out)
 
 
 def merge_literals(units: Iterable[Unit]) -> Program:
