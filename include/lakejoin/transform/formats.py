@@ -3,12 +3,13 @@
 Both units read the whole (normalized, lower-case) source value and print one value; they
 compose with ``Literal`` units for constant text around a number ("$" + Number + " kg").
 
-- ``Number(index, point, scale, offset, decimals, significant, thousands, out_point)``: the
+- ``Number(index, point, scale, offset, decimals, significant, thousands, out_point, width)``: the
   ``index``-th number of the value, read with ``point`` as its decimal mark (the other marks
   are thousands separators, grouped by three), mapped by ``scale * x + offset`` (exact decimal
   arithmetic; ``scale`` and ``offset`` are decimal texts), rounded half-up to ``decimals``
   places or ``significant`` digits (None: exact), printed with ``thousands`` every three
-  digits and ``out_point`` as decimal mark. Scientific input ("1.5e3") is read; plain numbers
+  digits, ``out_point`` as decimal mark and the whole part zero-padded to ``width`` digits
+  ("42" -> "00042"; reading "00042" strips the zeros). Scientific input ("1.5e3") is read; plain numbers
   are what the shared normalization makes of scientific targets anyway.
 - ``Date(parse, print)``: a strptime-like input format and a strftime-like output format over
   the directives of :data:`DIRECTIVES` (English month and weekday names, ``%-d`` unpadded,
@@ -54,7 +55,7 @@ def read_number(token: str, point: str) -> Decimal | None:
 
 
 def print_number(number: Decimal, decimals: int | None, significant: int | None, thousands: str,
-                 point: str) -> str:
+                 point: str, width: int = 0) -> str:
     if significant is not None and number:
         decimals = significant - 1 - number.adjusted()
     if decimals is not None:
@@ -65,7 +66,7 @@ def print_number(number: Decimal, decimals: int | None, significant: int | None,
     whole, _, fraction = text.lstrip("-").partition(".")
     if thousands:
         whole = f"{int(whole):,}".replace(",", thousands)
-    return sign + whole + (point + fraction if fraction else "")
+    return sign + whole.zfill(width) + (point + fraction if fraction else "")
 
 
 def _shortest(number: Decimal) -> str:
@@ -84,6 +85,7 @@ class Number(NamedTuple):
     significant: int | None
     thousands: str
     out_point: str
+    width: int
     COST = 3
     RANK = 6
 
@@ -97,7 +99,7 @@ class Number(NamedTuple):
         with localcontext() as context:
             context.prec = 2 * MAX_VALUE  # exact: values have at most MAX_VALUE digits, scale and offset few
             mapped = number * Decimal(self.scale) + Decimal(self.offset)
-            return print_number(mapped, self.decimals, self.significant, self.thousands, self.out_point)
+            return print_number(mapped, self.decimals, self.significant, self.thousands, self.out_point, self.width)
 
 
 # -- dates ----------------------------------------------------------------------------------------

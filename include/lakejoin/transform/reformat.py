@@ -1,4 +1,4 @@
-"""Learning ``Number`` and ``Date`` programs (:mod:`.formats`) from two columns.
+"""Learning ``Number``, ``Date`` and ``Chars`` programs (:mod:`.formats`, :mod:`.units`) from two columns.
 
 Rows are paired by the *value* they denote, not by shared n-grams (a date shares no 4-gram
 with its reformatting): formats are inferred from sample values and ranked by how many values
@@ -31,8 +31,10 @@ from lakejoin.transform.formats import (
     print_number,
     read_number,
 )
-from lakejoin.transform.units import Literal, Program, normalized_output, program_text
+from lakejoin.transform.units import Chars, Literal, Program, normalized_output, program_text
 
+# character-class extractions, tried whole: their output is rarely a substring of the source
+CHAR_PROGRAMS = [(Chars(cls, index),) for cls in ("digit", "alpha", "alnum") for index in (None, 0, -1)]
 MAX_FORMATS = 6  # formats kept per column side
 SCREEN_ROWS = 50  # source values every candidate is first tried on
 SIGNIFICANT = range(1, 9)  # significant digits a fitted map is offered at
@@ -46,7 +48,7 @@ def learn(sources: Sequence[str], targets: Sequence[str], min_rows: int) -> list
     target_set = frozenset(targets)
     screen = _sample(sources, SCREEN_ROWS)
     screen_rows = max(1, min_rows * len(screen) // max(1, len(sources)))
-    candidates = dict.fromkeys([*_date_candidates(sources, targets), *_number_candidates(sources, targets)])
+    candidates = dict.fromkeys([*CHAR_PROGRAMS, *_date_candidates(sources, targets), *_number_candidates(sources, targets)])
     kept = []
     for program in candidates:
         if _joined(program, screen, target_set) < screen_rows:
@@ -105,10 +107,10 @@ def _number_candidates(sources: Sequence[str], targets: Sequence[str]) -> list[P
     programs = []
     for index, point in readers:
         xs = [x for value in source_sample if (x := _read_at(value, index, point)) is not None]
-        for prefix, suffix, decimals, significant, thousands, out_point in printers:
+        for prefix, suffix, decimals, significant, thousands, out_point, width in printers:
             ys = [y for value in target_sample if (y := _printed_number(value, prefix, suffix, out_point)) is not None]
             for scale, offset in _linear_maps(xs, ys):
-                number = Number(index, point, scale, offset, decimals, significant, thousands, out_point)
+                number = Number(index, point, scale, offset, decimals, significant, thousands, out_point, width)
                 programs.append(tuple(unit for unit in (Literal(prefix), number, Literal(suffix))
                                       if not isinstance(unit, Literal) or unit.text))
     return programs
@@ -128,13 +130,15 @@ def _readers(value: str) -> list[tuple[int, str]]:
 
 
 def _printers(value: str) -> list[tuple]:
-    """Styles printing ``value`` back exactly from the one number in it:
-    (prefix, suffix, decimals, significant digits, thousands separator, decimal mark)."""
+    """Styles printing ``value`` back exactly from the one number in it: (prefix, suffix,
+    decimals, significant digits, thousands separator, decimal mark, zero-padded width)."""
     tokens = number_tokens(value)
     if len(tokens) != 1:
         return []
     token = tokens[0].group()
     prefix, suffix = value[: tokens[0].start()], value[tokens[0].end() :]
+    digits = token.lstrip("+-")
+    width = len(digits) if len(digits) > 1 and digits[0] == "0" and digits.isdigit() else 0
     styles = []
     for thousands, point in _STYLES:
         number = read_number(token, point)
@@ -143,8 +147,8 @@ def _printers(value: str) -> list[tuple]:
         fraction = token.rpartition(point)[2] if point in token else ""
         for decimals, significant in ((None, None), (len(fraction), None), (None, _trailing_zero_digits(number))):
             if (decimals, significant) != (None, 0) and \
-                    print_number(number, decimals, significant, thousands, point) == token:
-                styles.append((prefix, suffix, decimals, significant, thousands, point))
+                    print_number(number, decimals, significant, thousands, point, width) == token:
+                styles.append((prefix, suffix, decimals, significant, thousands, point, width))
     return list(dict.fromkeys(styles))
 
 

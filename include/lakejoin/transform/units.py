@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Union
 
@@ -195,9 +196,28 @@ class SplitSplitSubstring(NamedTuple):
         return _substring(inner, self.start, self.length)
 
 
+_CHAR_CLASSES = {"digit": re.compile(r"\d+"), "alpha": re.compile(r"[^\W\d_]+"), "alnum": re.compile(r"[^\W_]+")}
+
+
+class Chars(NamedTuple):
+    """Chars(cls, i): the characters of one class ("digit", "alpha", "alnum"), all of them in
+    order (i = None: "(780) 492-5411" -> "7804925411") or the i-th run of them."""
+
+    cls: str
+    index: int | None
+    COST = 2
+    RANK = 5
+
+    def apply(self, value: str) -> str | None:
+        runs = _CHAR_CLASSES[self.cls].findall(value)
+        if self.index is None:
+            return "".join(runs) or None
+        return runs[self.index] if -len(runs) <= self.index < len(runs) else None
+
+
 Unit = Union[
     Literal, Substr, Split, SplitSubstr, TwoCharSplitSubstr,
-    Substring, SplitSubstring, SplitSplitSubstring, Number, Date,
+    Substring, SplitSubstring, SplitSplitSubstring, Chars, Number, Date,
 ]
 Program = tuple  # tuple[Unit, ...]
 UNIT_TYPES = {cls.__name__: cls for cls in Unit.__args__}
@@ -285,7 +305,12 @@ def _parse_unit(node: ast.expr, text: str) -> Unit:
     if cls is None:
         raise ValueError(f"unknown unit {node.func.id!r} in program {text!r}")
     try:
-        args = [ast.literal_eval(arg) for arg in node.args]
-        return cls(*args)
-    except (ValueError, TypeError) as exc:
-        raise ValueError(f"bad arguments for {node.func.id} in program {text!r}: {exc}") from None
+        unit = cls(*[ast.literal_eval(arg) for arg in node.args])
+        for probe in _PROBES:  # arguments only a unit's use can check (a class name, a decimal text)
+            unit.apply(probe)
+        return unit
+    except (ValueError, TypeError, KeyError, ArithmeticError) as exc:
+        raise ValueError(f"bad arguments for {node.func.id} in program {text!r}: {exc!r}") from None
+
+
+_PROBES = ("0", "a-1.5 b 2024-01-05")
