@@ -18,7 +18,6 @@ from typing import Any
 
 import pyarrow as pa
 from deltalake import DeltaTable
-from deltalake.transaction import CommitProperties
 
 from lakejoin.config import LakeConfig
 from lakejoin.lake import delta, snapshots
@@ -41,10 +40,8 @@ def compact(config: LakeConfig, tables: list[str] | None = None, min_files: int 
             continue
         column, values = crowded
         filters = [(column, "in", values)] if column else None
-        metrics = table.optimize.compact(
-            partition_filters=filters, target_size=TARGET_FILE_BYTES,
-            commit_properties=CommitProperties(custom_metadata={"lakejoin.operation": "compact"}),
-        )
+        with delta.committing(path, "compact") as properties:
+            metrics = table.optimize.compact(partition_filters=filters, target_size=TARGET_FILE_BYTES, commit_properties=properties)
         done[name] = {"files_removed": metrics["numFilesRemoved"], "files_added": metrics["numFilesAdded"], "partitions": len(values) if column else 1}
     return done
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,11 +19,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 from deltalake import DeltaTable, Schema, write_deltalake
+from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction
+
+from lakejoin.lake import lease
 
 # Old snapshots pin old versions: their log entries must outlive delta-rs' default 30-day
 # log cleanup, so retention is decided by `lakejoin vacuum`, not by the log's age.
 TABLE_CONFIGURATION = {"delta.enableExpiredLogCleanup": "false"}
+BUILD_KEY = "lakejoin.build"  # commitInfo key: the build that made the commit
 
 
 @dataclass(frozen=True)
@@ -71,14 +76,26 @@ def read_arrow(
     """
     table = opened if opened is not None else open_table(path, version)
     schema = pa.schema(table.schema().to_arrow())
+    return read_files(path, files_of(table, partitions), schema, table.metadata().partition_columns, columns, filter)
+
+
+def read_files(
+    path: Path | str,
+    files: Sequence[str],
+    schema: pa.Schema,
+    partition_columns: Sequence[str] = (),
+    columns: Sequence[str] | None = None,
+    filter: pads.Expression | None = None,
+) -> pa.Table:
+    """The rows of some of a table's data ``files`` (as :func:`files_of` lists them), partition
+    columns recovered from their Hive-style folders: how a task that was handed file paths
+    (a Spark executor) reads its part of a pinned version without opening the log."""
     selected = list(columns) if columns else None
-    files = files_of(table, partitions)
     if not files:
         empty = schema.empty_table()
         return empty.select(selected) if selected else empty
-    partition_columns = table.metadata().partition_columns
     partitioning = pads.partitioning(pa.schema([schema.field(c) for c in partition_columns]), flavor="hive") if partition_columns else None
-    dataset = pads.dataset(files, schema=schema, format="parquet", partitioning=partitioning, partition_base_dir=str(path))
+    dataset = pads.dataset(list(files), schema=schema, format="parquet", partitioning=partitioning, partition_base_dir=str(path))
     return dataset.to_table(columns=selected, filter=filter)
 
 
@@ -113,15 +130,16 @@ def row_count(
 def write_arrow(path: Path, table: pa.Table, mode: str = "overwrite", partition_by: Sequence[str] | None = None, operation: str | None = None) -> int:
     """Write a small table from the driver in one commit; returns the new version."""
     path.mkdir(parents=True, exist_ok=True)
-    write_deltalake(
-        str(path),
-        table,
-        mode=mode,
-        partition_by=list(partition_by) if partition_by else None,
-        schema_mode="overwrite" if mode == "overwrite" else None,
-        configuration=TABLE_CONFIGURATION,
-        commit_properties=_commit_properties(operation),
-    )
+    with committing(path, operation) as properties:
+        write_deltalake(
+            str(path),
+            table,
+            mode=mode,
+            partition_by=list(partition_by) if partition_by else None,
+            schema_mode="overwrite" if mode == "overwrite" else None,
+            configuration=TABLE_CONFIGURATION,
+            commit_properties=properties,
+        )
     return current_version(path)  # type: ignore[return-value]
 
 
@@ -134,10 +152,11 @@ def layout_differs(path: Path, schema: pa.Schema, partition_by: Sequence[str]) -
 def reset_layout(path: Path, schema: pa.Schema, partition_by: Sequence[str], operation: str | None = None) -> int:
     """Give an existing table a new schema and partitioning, emptying it, in one commit (a full
     rebuild of a table written with an older layout; its earlier versions stay readable)."""
-    write_deltalake(
-        str(path), schema.empty_table(), mode="overwrite", schema_mode="overwrite", partition_by=list(partition_by) or None,
-        configuration=TABLE_CONFIGURATION, commit_properties=_commit_properties(operation),
-    )
+    with committing(path, operation) as properties:
+        write_deltalake(
+            str(path), schema.empty_table(), mode="overwrite", schema_mode="overwrite", partition_by=list(partition_by) or None,
+            configuration=TABLE_CONFIGURATION, commit_properties=properties,
+        )
     return current_version(path)  # type: ignore[return-value]
 
 
@@ -163,25 +182,27 @@ def commit_files(
         from deltalake.transaction import create_table_with_add_actions
 
         path.mkdir(parents=True, exist_ok=True)
-        create_table_with_add_actions(
-            str(path),
-            Schema.from_arrow(schema),
-            adds,
-            mode="error",
-            partition_by=list(partition_by) or None,
-            configuration=TABLE_CONFIGURATION,
-            commit_properties=_commit_properties(operation),
-        )
+        with committing(path, operation) as properties:
+            create_table_with_add_actions(
+                str(path),
+                Schema.from_arrow(schema),
+                adds,
+                mode="error",
+                partition_by=list(partition_by) or None,
+                configuration=TABLE_CONFIGURATION,
+                commit_properties=properties,
+            )
         return current_version(path)  # type: ignore[return-value]
     table = DeltaTable(str(path))
     removes = _remove_actions(table, set(removed_paths), now_ms)
-    table.create_write_transaction(
-        [*adds, *removes],
-        mode="append",
-        schema=schema,
-        partition_by=list(partition_by) or None,
-        commit_properties=_commit_properties(operation),
-    )
+    with committing(path, operation) as properties:
+        table.create_write_transaction(
+            [*adds, *removes],
+            mode="append",
+            schema=schema,
+            partition_by=list(partition_by) or None,
+            commit_properties=properties,
+        )
     return current_version(path)  # type: ignore[return-value]
 
 
@@ -194,8 +215,9 @@ def live_files(path: Path, partition_column: str | None = None) -> dict[str, str
     return {p: (values[i] if values else None) for i, p in enumerate(actions["path"])}
 
 
-def history(path: Path) -> list[dict]:
-    return open_table(path).history()
+def history(path: Path, limit: int | None = None) -> list[dict]:
+    """The table's commits, newest first (the ``limit`` newest only, when given)."""
+    return open_table(path).history(limit)
 
 
 def _remove_actions(table: DeltaTable, paths: set[str], now_ms: int) -> list[RemoveAction]:
@@ -214,8 +236,30 @@ def _remove_actions(table: DeltaTable, paths: set[str], now_ms: int) -> list[Rem
     return removes
 
 
-def _commit_properties(operation: str | None) -> CommitProperties | None:
-    return CommitProperties(custom_metadata={"lakejoin.operation": operation}) if operation else None
+class ConcurrentCommit(lease.LakeWriteError):
+    """delta-rs' optimistic concurrency refused a commit: another writer committed in between."""
+
+
+@contextmanager
+def committing(path: Path, operation: str | None) -> Iterator[CommitProperties]:
+    """The one gate every commit of the lake passes (lakejoin's writes and compaction, the Spark
+    writer's through :func:`commit_files`): it checks the write lease
+    (``lakejoin.lake.lease.check_commit``), yields the commit's properties — the operation and the
+    build id recorded in the commit's ``commitInfo`` — and turns a delta-rs commit conflict into
+    a :class:`ConcurrentCommit` that names the table."""
+    build_id = lease.check_commit(path)
+    metadata = {"lakejoin.operation": operation or "write", **({BUILD_KEY: build_id} if build_id else {})}
+    try:
+        yield CommitProperties(custom_metadata=metadata)
+    except CommitFailedError as error:
+        raise ConcurrentCommit(f"another writer committed to {path} at the same time; this commit was refused ({error})") from error
+
+
+def commit_build(commit: Mapping[str, object]) -> str | None:
+    """The build id recorded in a commit (an entry of :func:`history`); None for commits made
+    before builds were recorded, or outside a lease."""
+    value = commit.get(BUILD_KEY)
+    return str(value) if value is not None else None
 
 
 def _partition_text(value: object) -> str | None:

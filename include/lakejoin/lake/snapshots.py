@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -19,14 +21,20 @@ from typing import Any
 import pyarrow as pa
 
 from lakejoin.config import LakeConfig
-from lakejoin.lake import delta
-from lakejoin.lake.schemas import CELLS, COLUMNS, DATASETS, EMBEDDINGS, SNAPSHOTS, SNAPSHOTS_SCHEMA, VALIDATIONS
+from lakejoin.lake import delta, lease
+from lakejoin.lake.schemas import CELLS, COLUMNS, DATASETS, EMBEDDINGS, KEYS, SNAPSHOTS, SNAPSHOTS_SCHEMA, VALIDATIONS
 
 PUBLISHED, EXPIRED = "published", "expired"
+# Commits that rewrite files without changing a row: they do not make a version another build's.
+NO_DATA_CHANGE = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
 
 
 class NoSnapshot(LookupError):
     """No published snapshot matches (nothing built yet, or the id was vacuumed)."""
+
+
+class MixedBuilds(lease.LakeWriteError):
+    """A snapshot would pin a version another build committed while this one held the lease."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +47,11 @@ class Snapshot:
 
     def version_of(self, table: str) -> int | None:
         return self.table_versions.get(table)
+
+    @property
+    def build_id(self) -> str | None:
+        """The build that published it (None for snapshots published before builds were recorded)."""
+        return self.stats.get("build_id")
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,18 +103,40 @@ def table_versions(config: LakeConfig, tables: list[str]) -> dict[str, int]:
 
 
 def lake_tables(config: LakeConfig) -> list[str]:
-    """Every Delta table of the lake a snapshot pins: the catalog, cells, validations, the
-    embedding cache and each family's index tables (its shard manifest included)."""
-    tables = [DATASETS, CELLS, COLUMNS, VALIDATIONS, EMBEDDINGS]
+    """Every Delta table of the lake a snapshot pins: the catalog (composite keys included), cells,
+    validations, the embedding cache and each family's index tables (its shard manifest included)."""
+    tables = [DATASETS, CELLS, COLUMNS, KEYS, VALIDATIONS, EMBEDDINGS]
     index_root = config.home / "index"
     if index_root.exists():
         tables += [f"index/{f.name}/{t.name}" for f in sorted(index_root.iterdir()) if f.is_dir() for t in sorted(f.iterdir()) if delta.exists(t)]
     return [t for t in tables if delta.exists(config.table_path(t))]
 
 
+@contextmanager
+def writing(config: LakeConfig, command: str, build_id: str | None = None, wait: float = 0.0) -> Iterator[lease.Lease]:
+    """Hold the lake's write lease (``lakejoin.lake.lease``) for one stage of a build (or all of
+    them); a fresh hold records the lake's table versions at that moment, which :func:`publish`
+    checks the pinned versions against."""
+    with lease.hold(config.home, command, build_id or lease.new_build_id(), wait) as held:
+        if held.baseline is None:
+            held.baseline = table_versions(config, lake_tables(config))
+        yield held
+
+
 def publish(config: LakeConfig, versions: dict[str, int], stats: dict[str, Any]) -> Snapshot:
-    """Append the snapshot row: the single commit that makes a build visible."""
+    """Append the snapshot row: the single commit that makes a build visible.
+
+    Under a write lease (:func:`writing`) the snapshot is one build's: every pinned version that
+    changed since the previous snapshot must have been committed by this build, or before it took
+    the lease — the unpublished work of writers that no longer hold it (a killed run, a
+    ``--no-publish`` run, an earlier task of a DAG), which this build adopts and the row records.
+    A version another build committed while this one held the lease is refused (:class:`MixedBuilds`)."""
     existing = list_snapshots(config)
+    held = lease.held(config.home)
+    if held is not None and held.baseline is not None:
+        previous = next((s for s in reversed(existing) if s.status == PUBLISHED), None)
+        adopted = _adopted_builds(config, versions, previous, held)
+        stats = {**stats, "build_id": held.build_id, "adopted_builds": adopted}
     snapshot = Snapshot(
         snapshot_id=(existing[-1].snapshot_id + 1) if existing else 1,
         created_at=datetime.now(timezone.utc),
@@ -111,6 +146,29 @@ def publish(config: LakeConfig, versions: dict[str, int], stats: dict[str, Any])
     )
     _append(config, [snapshot])
     return snapshot
+
+
+def _adopted_builds(config: LakeConfig, versions: dict[str, int], previous: Snapshot | None, held: lease.Lease) -> list[str]:
+    """The other builds whose unpublished versions the snapshot pins (committed before ``held``
+    was taken); raises :class:`MixedBuilds` for a version committed by another build since."""
+    adopted: set[str] = set()
+    for table, version in versions.items():
+        pinned_before = previous.version_of(table) if previous else None
+        if pinned_before == version:
+            continue
+        at_acquire = held.baseline.get(table, -1)  # type: ignore[union-attr]
+        since = -1 if pinned_before is None else pinned_before
+        for commit in delta.history(config.table_path(table), limit=version - since):
+            build = delta.commit_build(commit)
+            if not since < commit["version"] <= version or commit["operation"] in NO_DATA_CHANGE or build == held.build_id:
+                continue
+            if commit["version"] > at_acquire:
+                raise MixedBuilds(
+                    f"snapshot refused: {table} version {commit['version']} was committed by build {build or 'unknown'} "
+                    f"while build {held.build_id} held the lake's write lease; a snapshot publishes one build"
+                )
+            adopted.add(build or "unrecorded")
+    return sorted(adopted)
 
 
 def vacuum(config: LakeConfig, retain: int) -> dict[str, Any]:
@@ -131,7 +189,10 @@ def vacuum(config: LakeConfig, retain: int) -> dict[str, Any]:
         path = config.table_path(table)
         if delta.exists(path):
             # Files tombstoned after the oldest kept snapshot was published may still be pinned.
-            files = delta.open_table(path).vacuum(retention_hours=math.ceil(hours), enforce_retention_duration=False, dry_run=False)
+            with delta.committing(path, "vacuum") as properties:
+                files = delta.open_table(path).vacuum(
+                    retention_hours=math.ceil(hours), enforce_retention_duration=False, dry_run=False, commit_properties=properties
+                )
             deleted[table] = len(files)
     return {"expired": [s.snapshot_id for s in expired], "kept": [s.snapshot_id for s in kept], "files_deleted": deleted}
 
