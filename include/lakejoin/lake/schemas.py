@@ -11,6 +11,7 @@ import pyarrow as pa
 CELLS = "lake/cells"
 DATASETS = "catalog/datasets"
 COLUMNS = "catalog/columns"
+KEYS = "catalog/keys"  # composite key candidates per dataset (lakejoin.profile.composite)
 SNAPSHOTS = "catalog/snapshots"
 VALIDATIONS = "quality/validations"
 EMBEDDINGS = "embed/values"

@@ -1,7 +1,7 @@
 """Spark jobs that turn fetched files into the lake: parse+stage, then melt into ``lake/cells``.
 
 Both run inside executors. Parsing a file also profiles its columns (``lakejoin.profile``,
-once per distinct value) — the drift suite of a first version is built from that profile,
+once per distinct value) and finds its composite keys (``lakejoin.profile.composite``) — the drift suite of a first version is built from that profile,
 and the pipeline's ``catalog/columns`` rows are those profiles, so no later stage reads the
 cells again to profile them. The driver sees one small outcome per file: its status, its
 quality validation row and one profile row per column.
@@ -24,6 +24,7 @@ from lakejoin.ids import column_id
 from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import NormalizedColumn
 from lakejoin.profile import finish_profile, table_aggregates
+from lakejoin.profile.composite import key_rows
 from lakejoin.quality.drift import normalized_table, validate_version
 from lakejoin.quality.gate import validate_table
 from lakejoin.sources.headers import recorded_headers
@@ -52,6 +53,7 @@ class ParseOutcome:
     warnings: list[str]
     validation: dict | None = None  # a quality/validations row (gate failure or drift check)
     profiles: list[dict] = field(default_factory=list)  # per column: its catalog/columns row (PROFILE_SCHEMA)
+    keys: list[dict] = field(default_factory=list)  # its composite keys: catalog/keys rows (profile.composite.KEYS_SCHEMA)
 
 
 def stage_file(task: ParseTask) -> ParseOutcome:
@@ -78,7 +80,8 @@ def _checked(task: ParseTask, table: pa.Table, warnings: list[str]) -> ParseOutc
     profiles = column_profiles(task, table, columns)
     normalized = normalized_table(columns, table.column_names)
     validation = validate_version(task.dataset_id, task.version, table, task.baseline_suite, profiles, normalized=normalized)
-    return ParseOutcome(task.dataset_id, True, None, table.num_rows, table.column_names, warnings, _serializable(validation), profiles)
+    keys = key_rows(task.dataset_id, columns, profiles)
+    return ParseOutcome(task.dataset_id, True, None, table.num_rows, table.column_names, warnings, _serializable(validation), profiles, keys)
 
 
 def column_profiles(task: ParseTask, table: pa.Table, columns: list[NormalizedColumn]) -> list[dict]:

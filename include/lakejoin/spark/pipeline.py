@@ -24,8 +24,9 @@ from lakejoin.config import LakeConfig
 from lakejoin.ids import sha256_file
 from lakejoin.index import FAMILIES
 from lakejoin.lake import catalog, compaction, delta, snapshots
-from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, DATASETS, VALIDATIONS
+from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, DATASETS, KEYS, VALIDATIONS
 from lakejoin.profile import PROFILE_SCHEMA
+from lakejoin.profile.composite import KEYS_SCHEMA
 from lakejoin.progress import Progress
 from lakejoin.quality.docs import build_docs
 from lakejoin.quality.drift import validations_table
@@ -216,7 +217,10 @@ def _parse(config: LakeConfig, spark: SparkSession, plan: catalog.Plan, options:
     for outcome in outcomes:
         staged = str(config.raw_dir / f"{plan.content_sha[outcome.dataset_id]}.parquet")
         if catalog.apply_parse_outcome(plan, outcome.dataset_id, outcome.ok, outcome.reason, outcome.rows, len(outcome.columns), staged):
-            rewritten.append({"dataset_id": outcome.dataset_id, "content_sha256": plan.content_sha[outcome.dataset_id], "staged_path": staged, "profiles": outcome.profiles})
+            rewritten.append({
+                "dataset_id": outcome.dataset_id, "content_sha256": plan.content_sha[outcome.dataset_id], "staged_path": staged,
+                "profiles": outcome.profiles, "keys": outcome.keys,
+            })
     return rewritten
 
 
@@ -242,16 +246,22 @@ def _write_cells(config: LakeConfig, spark: SparkSession, rewritten: list[dict[s
 
 
 def _write_columns(config: LakeConfig, rewritten: list[dict[str, Any]], changed: set[str]) -> None:
-    """The rewritten datasets' column profiles (computed while parsing) replace their old rows;
-    the other datasets' rows stay as they were."""
-    path = config.table_path(COLUMNS)
+    """The rewritten datasets' column profiles and composite keys (computed while parsing)
+    replace their old rows; the other datasets' rows stay as they were."""
     profiled = pa.Table.from_pylist([p for r in rewritten for p in r["profiles"]], schema=PROFILE_SCHEMA)
+    _replace_rows(config.table_path(COLUMNS), profiled, changed, "columns")
+    keys = pa.Table.from_pylist([k for r in rewritten for k in r["keys"]], schema=KEYS_SCHEMA)
+    _replace_rows(config.table_path(KEYS), keys, changed, "keys")
+
+
+def _replace_rows(path: str, rows: pa.Table, changed: set[str], operation: str) -> None:
+    """Rewrite the table at ``path`` with ``rows`` in place of the ``changed`` datasets' rows."""
     if not delta.exists(path):
-        delta.write_arrow(path, profiled, operation="columns")
+        delta.write_arrow(path, rows, operation=operation)
         return
     kept = delta.read_arrow(path)
-    kept = _with_fields_of(kept.filter(pc.invert(pc.is_in(kept["dataset_id"], pa.array(sorted(changed), pa.string())))), profiled.schema)
-    delta.write_arrow(path, pa.concat_tables([kept, profiled.select(kept.schema.names).cast(kept.schema)]), operation="columns")
+    kept = _with_fields_of(kept.filter(pc.invert(pc.is_in(kept["dataset_id"], pa.array(sorted(changed), pa.string())))), rows.schema)
+    delta.write_arrow(path, pa.concat_tables([kept, rows.select(kept.schema.names).cast(kept.schema)]), operation=operation)
 
 
 def _with_fields_of(kept: pa.Table, schema: pa.Schema) -> pa.Table:

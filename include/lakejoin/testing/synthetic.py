@@ -825,3 +825,39 @@ def generate_lake(
         _write_csv(out / f"{table.name}.csv", table, _column_order(rng, table))
     truth.to_json(out / "ground_truth.json")
     return truth
+
+
+class KeyedTable(TypedDict):
+    name: str
+    columns: dict[str, list[str]]  # column name -> cells, in column order
+    key: list[str]  # the planted minimal composite key
+
+
+def keyed_tables(n_tables: int = 12, seed: int = 0, min_rows: int = 60, max_rows: int = 600) -> list[KeyedTable]:
+    """Tables with a planted *unique* composite key of 2 to 5 columns (the key parts of
+    :func:`generate_lake`, one distinct tuple per row) among filler columns, the key's columns
+    spread among them. Each planted key is minimal: for every key column, two rows differ in it
+    alone, so leaving it out repeats a tuple."""
+    rng = np.random.default_rng(seed)
+    tables: list[KeyedTable] = []
+    for i in range(n_tables):
+        k = MIN_KEY_PARTS + i % (MAX_KEY_PARTS - MIN_KEY_PARTS + 1)
+        all_parts = _key_parts(rng)
+        parts = [all_parts[j] for j in sorted(rng.choice(len(all_parts), size=k, replace=False).tolist())]
+        n_rows = int(rng.integers(min_rows, min(max_rows, int(np.prod([len(p.pool) for p in parts])) // 2) + 1))
+        seen = dict.fromkeys(_distinct_tuples(rng, parts, n_rows - k, frozenset()))
+        for j, part in enumerate(parts):  # a twin differing in column j alone, for each j
+            twin = next((t[:j] + (v,) + t[j + 1 :] for t in seen for v in part.pool if t[:j] + (v,) + t[j + 1 :] not in seen))
+            seen[twin] = None
+        tuples = [list(seen)[r] for r in rng.permutation(n_rows).tolist()]
+        table = _Table(f"keyed_{i:03d}", n_rows + 1)
+        _add_filler(rng, table, LakeParams())
+        columns = {name: cells[:n_rows] for name, cells in table.columns.items()}
+        key = [p.query_name for p in parts]
+        columns.update({name: [t[j] for t in tuples] for j, name in enumerate(key)})
+        order = [list(columns)[c] for c in rng.permutation(len(columns)).tolist()]
+        tables.append(KeyedTable(name=table.name, columns={c: columns[c] for c in order}, key=[c for c in order if c in key]))
+    return tables
+
+
+MIN_KEY_PARTS, MAX_KEY_PARTS = 2, 5
