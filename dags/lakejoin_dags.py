@@ -13,7 +13,11 @@
   builds the quality Data Docs.
 
 Tasks are idempotent (Delta commits; the snapshot row is written last) and retried with
-exponential backoff.
+exponential backoff. Every task that commits holds the lake's write lease
+(``lakejoin.lake.lease``) while it runs, waiting up to the ``lease_wait`` param for another
+writer (a CLI run, another DAG) and then failing, so Airflow retries it; the tasks of one DAG
+run share one build id (``airflow:<dag_id>:<run_id>``), recorded in their commits and in the
+snapshot they publish.
 """
 
 from __future__ import annotations
@@ -36,6 +40,8 @@ LAKE_PARAMS = {
     "spark_master": Param("", type="string", description="Spark master URL; empty = local[*]"),
     "allow_private_hosts": Param(False, type="boolean", description="let portal sources reach private addresses"),
     "shards": Param(0, type="integer", minimum=0, description="shard count of a family's first build (0 = from the lake's size; later builds keep theirs)"),
+    "families": Param(list(FAMILIES), type="array", description="index families to build (the others' tasks do nothing)"),
+    "lease_wait": Param(300, type="integer", minimum=0, description="seconds a task waits for another writer of the lake before failing (and being retried)"),
 }
 
 
@@ -47,12 +53,19 @@ def _config():
     return LakeConfig.from_args(home, params.get("spark_master") or None)
 
 
+def _writer() -> dict:
+    """The build id and lease wait of this task's commits (one build per DAG run)."""
+    context = get_current_context()
+    run = context["dag_run"]
+    return {"build_id": f"airflow:{run.dag_id}:{run.run_id}", "wait": float(context["params"]["lease_wait"])}
+
+
 def _ingest(sources: list[str]) -> dict:
     from lakejoin.progress import Progress
     from lakejoin.spark.pipeline import RunOptions, ingest
 
     params = get_current_context()["params"]
-    options = RunOptions(sources=sources, tables=params["tables"], allow_private_hosts=params["allow_private_hosts"])
+    options = RunOptions(sources=sources, tables=params["tables"], allow_private_hosts=params["allow_private_hosts"], **_writer())
     result = ingest(_config(), options, Progress())
     return {"changed": sorted(result.changed), "counts": result.counts, "errors": result.errors}
 
@@ -64,8 +77,9 @@ def build_index(family: str) -> dict:
     from lakejoin.progress import Progress
     from lakejoin.spark.pipeline import build_indexes
 
-    shards = get_current_context()["params"].get("shards") or None
-    builds = build_indexes(_config(), Progress(), families=(family,), shards=shards)
+    params = get_current_context()["params"]
+    selected = family in params["families"]
+    builds = build_indexes(_config(), Progress(), families=(family,), shards=params.get("shards") or None, **_writer()) if selected else {}
     return builds[family].to_json() if family in builds else {"family": family, "build": "none", "shards_rewritten": []}
 
 
@@ -75,7 +89,7 @@ def publish(builds: list[dict]) -> int:
     from lakejoin.spark.pipeline import publish as publish_stage
 
     stats = {"index_builds": {b["family"]: b for b in builds}}
-    return publish_stage(_config(), stats, Progress()).snapshot_id
+    return publish_stage(_config(), stats, Progress(), **_writer()).snapshot_id
 
 
 @task
@@ -84,7 +98,7 @@ def compact(snapshot_id: int) -> dict:
     from lakejoin.progress import Progress
     from lakejoin.spark.pipeline import compact as compact_stage
 
-    return {"after_snapshot": snapshot_id, "compacted": compact_stage(_config(), Progress())}
+    return {"after_snapshot": snapshot_id, "compacted": compact_stage(_config(), Progress(), **_writer())}
 
 
 @task

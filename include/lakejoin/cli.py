@@ -13,6 +13,7 @@ from datetime import date, datetime
 from typing import Any
 
 from lakejoin.config import SPARK_CONSOLE_LOG_ENV, resolve_home
+from lakejoin.lake.lease import LakeWriteError
 
 # One module per command under lakejoin.commands (see its docstring for the convention).
 COMMAND_MODULES = ("run", "snapshots", "datasets", "columns", "vacuum")
@@ -43,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.environ.setdefault(SPARK_CONSOLE_LOG_ENV, str(resolve_home(args.home) / "logs" / "spark-console.log"))
     try:
         result = module.run(args)
-    except (ValueError, LookupError, FileNotFoundError) as error:
+    except (ValueError, LookupError, FileNotFoundError, LakeWriteError) as error:
         message = str(error) if not isinstance(error, KeyError) else error.args[0]
         if args.json:
             print(json.dumps({"error": message}))

@@ -20,6 +20,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--families", default=",".join(FAMILIES), help=f"index families to build (default {','.join(FAMILIES)}; empty = none)")
     parser.add_argument("--no-publish", action="store_true", help="build everything but do not publish a snapshot")
     parser.add_argument("--shards", type=int, help="shard count of a family's first build (default: from the lake's size; later builds keep theirs)")
+    add_wait_argument(parser)
+
+
+def add_wait_argument(parser: argparse.ArgumentParser) -> None:
+    """``--wait``, for the commands that write to the lake (they hold its write lease)."""
+    parser.add_argument(
+        "--wait", type=float, default=0.0, metavar="SECONDS",
+        help="wait up to SECONDS for another writer of the lake to finish (default: fail at once)",
+    )
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -32,7 +41,11 @@ def run(args: argparse.Namespace) -> dict:
     unknown = sorted(set(families) - set(FAMILIES))
     if unknown:
         raise ValueError(f"unknown index families {unknown}: choose from {', '.join(FAMILIES)}")
-    options = RunOptions(sources=args.source, tables=tables, allow_private_hosts=args.allow_private_hosts, publish=not args.no_publish, families=families)
+    if args.wait < 0:
+        raise ValueError("--wait must be 0 or more seconds")
+    options = RunOptions(
+        sources=args.source, tables=tables, allow_private_hosts=args.allow_private_hosts, publish=not args.no_publish, families=families, wait=args.wait
+    )
     if args.max_bytes:
         options.max_bytes = args.max_bytes
     if args.shards is not None:

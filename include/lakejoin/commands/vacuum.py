@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import argparse
 
+from lakejoin.commands.run import add_wait_argument
 from lakejoin.config import LakeConfig
 from lakejoin.lake.compaction import compact
-from lakejoin.lake.snapshots import vacuum
+from lakejoin.lake.snapshots import vacuum, writing
 
 NAME = "vacuum"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--retain", type=int, default=5, help="published snapshots to keep readable (default 5)")
+    add_wait_argument(parser)
 
 
 def run(args: argparse.Namespace) -> dict:
     config = LakeConfig.from_args(args.home)
-    compacted = compact(config)
-    return {**vacuum(config, args.retain), "compacted": compacted}
+    with writing(config, "lakejoin vacuum", wait=args.wait):
+        compacted = compact(config)
+        return {**vacuum(config, args.retain), "compacted": compacted}

@@ -36,6 +36,7 @@ from lakejoin.index.shards import MANIFEST, SHARD, choose_shard_count, shards_of
 from lakejoin.lake import catalog, delta
 from lakejoin.lake.manifest import COMPLETE, PENDING, Manifest, read_manifest, rows_per_shard, write_manifest
 from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, DATASETS, EMBEDDINGS, EMBEDDINGS_SCHEMA
+from lakejoin.pause import pause_point
 from lakejoin.progress import Progress
 from lakejoin.spark import delta as spark_delta
 from lakejoin.spark.embed import embed_values
@@ -147,6 +148,7 @@ def build_family(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, buil
         tables = builder.build_tables(spark, inputs, n_shards=plan.n_shards, **incremental, **params)
         for name, frame in tables.items():
             _write(config, family, name, frame, plan, builder)
+            pause_point("index")
     finally:
         inputs.unpersist()
     global_tables = {n: spark_delta.read_table(spark, config.table_path(f"index/{family}/{n}")) for n in builder.GLOBAL_TABLES}

@@ -9,7 +9,6 @@ snapshot serving, and the next run redoes what was not committed).
 from __future__ import annotations
 
 import time
-import uuid
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from dataclasses import dataclass, field, replace
@@ -25,6 +24,7 @@ from lakejoin.ids import sha256_file
 from lakejoin.index import FAMILIES
 from lakejoin.lake import catalog, compaction, delta, snapshots
 from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, DATASETS, KEYS, VALIDATIONS
+from lakejoin.pause import pause_point
 from lakejoin.profile import PROFILE_SCHEMA
 from lakejoin.profile.composite import KEYS_SCHEMA
 from lakejoin.progress import Progress
@@ -50,6 +50,8 @@ class RunOptions:
     families: tuple[str, ...] = FAMILIES  # index families to build
     source_options: dict[str, Any] = field(default_factory=dict)  # passed to portal sources (rate limits...)
     shards: int | None = None  # shard count of a family's first build (default: from the lake's size)
+    build_id: str | None = None  # the build the run's commits belong to (default: a new one)
+    wait: float = 0.0  # seconds to wait for another writer's lease (lakejoin.lake.lease)
 
 
 @dataclass
@@ -60,8 +62,14 @@ class IngestResult:
 
 
 def ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_factory=None) -> IngestResult:
-    """Bring the catalog, cells and columns up to date with the sources. Spark starts only
-    when something changed, so an unchanged re-run costs a listing (and a hash per file)."""
+    """Bring the catalog, cells and columns up to date with the sources, holding the lake's
+    write lease. Spark starts only when something changed, so an unchanged re-run costs a
+    listing (and a hash per file)."""
+    with snapshots.writing(config, "ingest", options.build_id, options.wait):
+        return _ingest(config, options, progress, spark_factory)
+
+
+def _ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_factory=None) -> IngestResult:
     if not options.sources:  # the embedded default: crawl the bundled lake through the local portal
         with bundled_portal(config.home, options.tables) as spec:
             progress.say(f"  serving the bundled lake ({options.tables or 'all'} tables) at {spec}")
@@ -86,6 +94,7 @@ def ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_fa
             with spark_tasks(spark, progress, "cells"):
                 version = _write_cells(config, spark, rewritten, changed)
             progress.say(f"  lake/cells at version {version}")
+        pause_point("cells")
         with progress.stage("columns"):
             _write_columns(config, rewritten, changed)
     with progress.stage("catalog"):
@@ -98,7 +107,7 @@ def ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_fa
 
 def build_indexes(
     config: LakeConfig, progress: Progress, spark: SparkSession | None = None, families: tuple[str, ...] = FAMILIES,
-    *, build_id: str | None = None, shards: int | None = None,
+    *, build_id: str | None = None, shards: int | None = None, wait: float = 0.0,
 ) -> dict[str, FamilyBuild]:
     """Bring each family's index up to date with the catalog, shard by shard
     (``lakejoin.spark.indexing``): only the shards holding a dataset changed since the family's
@@ -106,11 +115,17 @@ def build_indexes(
 
     Full builds run one family at a time (each can fill the machine); incremental builds are
     small, their time mostly Spark's per-job latency, so they run side by side on one session
-    (the families share no table)."""
+    (the families share no table). Holds the lake's write lease."""
+    with snapshots.writing(config, "build_indexes", build_id, wait) as held:
+        return _build_indexes(config, progress, spark, families, held.build_id, shards)
+
+
+def _build_indexes(
+    config: LakeConfig, progress: Progress, spark: SparkSession | None, families: tuple[str, ...], build_id: str, shards: int | None
+) -> dict[str, FamilyBuild]:
     if not delta.exists(config.table_path(COLUMNS)):
         progress.say("  nothing ingested yet: no index to build")
         return {}
-    build_id = build_id or new_build_id()
     plans = []
     for family in families:
         builder = family_module(family)
@@ -133,22 +148,18 @@ def build_indexes(
     return {family: builds[family] for family in families if family in builds}
 
 
-def new_build_id() -> str:
-    """A fresh id for one run's builds (recorded per shard in each family's manifest)."""
-    return uuid.uuid4().hex
-
-
-def publish(config: LakeConfig, stats: dict[str, Any], progress: Progress) -> snapshots.Snapshot:
-    with progress.stage("publish"):
+def publish(config: LakeConfig, stats: dict[str, Any], progress: Progress, *, build_id: str | None = None, wait: float = 0.0) -> snapshots.Snapshot:
+    """Pin every table's current version in a new snapshot (one build's: ``snapshots.publish``)."""
+    with snapshots.writing(config, "publish", build_id, wait), progress.stage("publish"):
+        pause_point("publish")
         versions = snapshots.table_versions(config, snapshots.lake_tables(config))
-        snapshot = snapshots.publish(config, versions, stats)
-    return snapshot
+        return snapshots.publish(config, versions, stats)
 
 
-def compact(config: LakeConfig, progress: Progress) -> dict[str, Any]:
+def compact(config: LakeConfig, progress: Progress, *, build_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
     """Maintenance after a publish: merge the small files appends and shard swaps left
     (``lakejoin.lake.compaction``); the next snapshot pins the compacted versions."""
-    with progress.stage("compact"):
+    with snapshots.writing(config, "compact", build_id, wait), progress.stage("compact"):
         return compaction.compact(config)
 
 
@@ -168,13 +179,15 @@ def run(config: LakeConfig, options: RunOptions, progress: Progress | None = Non
     """The whole main job; returns the summary the CLI prints."""
     progress = progress or Progress(config.quiet)
     started = time.perf_counter()
-    result = ingest(config, options, progress)
-    builds = build_indexes(config, progress, families=options.families, shards=options.shards)
-    summary = _summary(config, result, builds)
+    with snapshots.writing(config, "run", options.build_id, options.wait) as held:  # one lease for the whole run
+        result = ingest(config, options, progress)
+        builds = build_indexes(config, progress, families=options.families, shards=options.shards)
+        summary = {**_summary(config, result, builds), "build_id": held.build_id}
+        if options.publish:
+            snapshot = publish(config, summary, progress)
+            summary["snapshot_id"] = snapshot.snapshot_id
+            summary["compacted"] = compact(config, progress)
     if options.publish:
-        snapshot = publish(config, summary, progress)
-        summary["snapshot_id"] = snapshot.snapshot_id
-        summary["compacted"] = compact(config, progress)
         summary["quality_docs"] = quality_docs(config, progress)
     summary["seconds"] = round(time.perf_counter() - started, 2)
     summary["stage_seconds"] = {k: round(v, 2) for k, v in progress.timings.items()}
@@ -200,6 +213,7 @@ def _list_resources(config, sources, previous, options, progress):
 def _parse(config: LakeConfig, spark: SparkSession, plan: catalog.Plan, options: RunOptions) -> list[dict[str, Any]]:
     """Parse, gate and drift-check the new or changed files on the executors; record the
     validations (``quality/validations``) and apply each outcome to the catalog plan."""
+    pause_point("parse")
     suites = _baseline_suites(config)
     tasks = [
         ParseTask(
