@@ -37,12 +37,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 
 from lakejoin.config import LakeConfig
 from lakejoin.lake import snapshots
 from lakejoin.normalize import normalize_set
+from lakejoin.query.family import DEFAULT_T, DEFAULT_TAU, DEFAULT_THRESHOLD, ask, family_query, merge, results
 from lakejoin.query.join import join as join_tables
 from lakejoin.query.join import key_pairs, provenance_of, table_prefix
 from lakejoin.query.snapshot import DEFAULT_REFRESH_SECONDS, LoadedSnapshot, MethodUnavailable, SnapshotCache
@@ -51,9 +51,6 @@ from lakejoin.query.tables import QueryTable, dataset_table
 METHODS = ("josie", "lshensemble", "mate", "pexeso", "auto")
 AUTO_LSH_MIN_DISTINCT = 10_000
 DEFAULT_K = 10
-DEFAULT_THRESHOLD = 0.5  # LSH Ensemble containment threshold t*
-DEFAULT_TAU = 0.06  # PEXESO τ: a fraction of the maximum distance 2 of unit vectors
-DEFAULT_T = 0.6  # PEXESO T: the share of query records that must match (threshold mode)
 
 # Per-method parameters and their types; anything else is a ValueError naming it.
 PARAMS: dict[str, dict[str, type]] = {
@@ -108,16 +105,18 @@ class QueryEngine:
         params = check_params(method, params or {})
         self._check_query(query, columns, k, method, params)
         picked, reason = pick_method(method, columns, query, params, loaded)
-        results = _RUNNERS[picked[0]](loaded, query, columns, k, params)
+        found, reads = _RUNNERS[picked[0]](loaded, query, columns, k, params)
         if len(picked) > 1:
-            _attach_estimates(results, _RUNNERS["lshensemble"](loaded, query, columns, k, {**params, "verify": False}))
+            _attach_estimates(found, _RUNNERS["lshensemble"](loaded, query, columns, k, {**params, "verify": False})[0])
         response: dict[str, Any] = {
             "snapshot_id": loaded.snapshot_id,
             "method": picked[0],
             "query": query.describe(columns),
             "params": {"k": k, **params},
-            "results": [{"rank": i, **r} for i, r in enumerate(results, 1)],
+            "results": [{"rank": i, **r} for i, r in enumerate(found, 1)],
         }
+        if reads is not None:
+            response["shards"] = reads  # served shard by shard: the index is over the memory budget
         if method == "auto":
             response["auto"] = {"picked": picked, "reason": reason}
         response["seconds"] = round(time.perf_counter() - started, 4)
@@ -248,92 +247,24 @@ def pick_method(method: str, columns: list[str], query: QueryTable, params: dict
     return ["josie"], f"one column ({distinct} distinct values): JOSIE exact top-k by overlap"
 
 
-# --- family runners: (loaded, query, columns, k, params) -> enriched results, best first ------
+# --- family runners: (loaded, query, columns, k, params) -> (enriched results best first, shard reads) --
 
 
-def _single(columns: list[str], family: str) -> str:
-    if len(columns) != 1:
-        raise ValueError(f"{family} searches one column; use mate (or auto) for {len(columns)} columns")
-    return columns[0]
-
-
-def _extra(loaded: LoadedSnapshot, query: QueryTable, family: str) -> int:
-    """How many more results to ask for, so that dropping the query's own columns still leaves k."""
+def _own_columns(loaded: LoadedSnapshot, query: QueryTable, family: str) -> int:
+    """The query dataset's columns the family indexes: asked for on top of k, then dropped."""
     if query.dataset_id is None:
         return 0
     return sum(1 for c in loaded.columns_of(query.dataset_id) if family in c.indexed_by)
 
 
-def _column_results(loaded: LoadedSnapshot, query: QueryTable, found: list[dict[str, Any]], k: int) -> list[dict[str, Any]]:
-    """Add dataset, table title and column name to column-level results; drop the query's own."""
-    results = []
-    for result in found:
-        info = loaded.columns.get(result["column_id"])
-        dataset_id = info.dataset_id if info else result.get("dataset_id")
-        if query.dataset_id is not None and dataset_id == query.dataset_id:
-            continue
-        table = (loaded.datasets.get(dataset_id) or {}).get("title")
-        fields = {k: v for k, v in result.items() if k not in ("column_id", "dataset_id")}
-        results.append({"dataset_id": dataset_id, "table": table, "column": info.name if info else None, "column_id": result["column_id"], **fields})
-    return results[:k]
+def _runner(family: str) -> Callable[..., tuple[list[dict[str, Any]], dict[str, int] | None]]:
+    def run(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
+        values = [query.column_values(c) for c in columns]
+        asked = family_query(family, columns, values, k, params, dataset_id=query.dataset_id, own_columns=_own_columns(loaded, query, family))
+        found, reads = loaded.answer(family, lambda searcher: ask(searcher, asked), lambda parts: merge(asked, parts))
+        return results(loaded, asked, found), reads
 
-
-def _run_josie(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any]) -> list[dict[str, Any]]:
-    searcher, lock = loaded.searcher("josie")
-    values = query.column_values(_single(columns, "josie"))
-    with lock:
-        found = searcher.search(values, k=k + _extra(loaded, query, "josie"))
-    return _column_results(loaded, query, found, k)
-
-
-def _run_lshensemble(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any]) -> list[dict[str, Any]]:
-    searcher, lock = loaded.searcher("lshensemble")
-    values = query.column_values(_single(columns, "lshensemble"))
-    threshold = params.get("threshold", DEFAULT_THRESHOLD)
-    with lock:
-        found = searcher.search(values, threshold, verify=params.get("verify", False), k=k + _extra(loaded, query, "lshensemble"))
-    return _column_results(loaded, query, found, k)
-
-
-def _run_pexeso(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any]) -> list[dict[str, Any]]:
-    searcher, lock = loaded.searcher("pexeso")
-    values = [v for v in query.column_values(_single(columns, "pexeso")) if v is not None]
-    model = params.get("model", searcher.model)
-    options: dict[str, Any] = {"exact": params.get("exact", False), "k": k + _extra(loaded, query, "pexeso")}
-    options["mode"] = params.get("mode", "threshold")
-    options["lower_bound"] = params.get("lower_bound", False)
-    with lock:
-        found = searcher.search_text(values, model, params.get("tau", DEFAULT_TAU), params.get("T", DEFAULT_T), **options)
-    return [{**r, "model": model} for r in _column_results(loaded, query, found, k)]
-
-
-def _run_mate(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any]) -> list[dict[str, Any]]:
-    searcher, lock = loaded.searcher("mate")
-    frame = pd.DataFrame({c: query.column_values(c) for c in columns})
-    exclude = [query.dataset_id] if query.dataset_id else []
-    with lock:
-        found = searcher.search(frame, columns, k=k, initial_column=params.get("initial_column"), exclude_datasets=exclude)
-    results = []
-    for result in found:
-        dataset_id = result["dataset_id"]
-        mapping = {q: {"column_id": cid, "column": _column_name(loaded, cid)} for q, cid in result["mapping"].items()}
-        results.append({
-            "dataset_id": dataset_id,
-            "table": (loaded.datasets.get(dataset_id) or {}).get("title"),
-            "column": [m["column"] for m in mapping.values()],
-            "column_id": [m["column_id"] for m in mapping.values()],
-            "joinability": result["joinability"],
-            "share": result["share"],
-            "mapping": mapping,
-            "matched_sample": result["matched_sample"],
-            "rows_verified": result["rows_verified"],
-        })
-    return results
-
-
-def _column_name(loaded: LoadedSnapshot, column_id: int) -> str | None:
-    info = loaded.columns.get(column_id)
-    return info.name if info else None
+    return run
 
 
 def _attach_estimates(results: list[dict[str, Any]], estimates: list[dict[str, Any]]) -> None:
@@ -342,12 +273,7 @@ def _attach_estimates(results: list[dict[str, Any]], estimates: list[dict[str, A
         result["containment_estimate"] = by_column.get(result["column_id"])
 
 
-_RUNNERS: dict[str, Callable[..., list[dict[str, Any]]]] = {
-    "josie": _run_josie,
-    "lshensemble": _run_lshensemble,
-    "mate": _run_mate,
-    "pexeso": _run_pexeso,
-}
+_RUNNERS = {family: _runner(family) for family in ("josie", "lshensemble", "mate", "pexeso")}
 
 _engines: dict[Path, QueryEngine] = {}
 _engines_lock = threading.Lock()

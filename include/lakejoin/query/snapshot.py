@@ -32,7 +32,8 @@ from lakejoin.index.shards import MANIFEST, SHARD
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.manifest import read_manifest
 from lakejoin.lake.schemas import COLUMNS, DATASETS
-from lakejoin.query.memory import check_fits
+from lakejoin.query.memory import IndexTooLarge, check_fits
+from lakejoin.query.sharded import ShardedFamily
 
 # How often the cache re-reads catalog/snapshots to notice a publish. A query arriving within
 # this window after a publish may still be answered from the previous snapshot (and says so).
@@ -71,6 +72,7 @@ class LoadedSnapshot:
     _searchers: dict[str, Any] = field(default_factory=dict)
     _locks: dict[str, threading.Lock] = field(default_factory=lambda: {f: threading.Lock() for f in FAMILIES})
     _load_lock: threading.Lock = field(default_factory=threading.Lock)
+    _sharded: dict[str, ShardedFamily] = field(default_factory=dict)  # families over the memory budget
 
     @property
     def snapshot_id(self) -> int:
@@ -107,6 +109,22 @@ class LoadedSnapshot:
                 if searcher is None:
                     searcher = self._searchers[family] = self.load_shards(family)
         return searcher, self._locks[family]
+
+    def answer(self, family: str, ask: Callable[[Any], Any], merge: Callable[[list[Any]], list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
+        """``merge([ask(searcher)])`` with the family's whole searcher, or, when its index does not
+        fit the memory budget, ``merge`` of ``ask`` over every shard's searcher in turn
+        (``lakejoin.query.sharded``), with how many shards that searched and read (else None)."""
+        if family not in self._sharded:
+            try:
+                searcher, lock = self.searcher(family)
+            except IndexTooLarge:
+                with self._load_lock:
+                    if family not in self._sharded:
+                        self._sharded[family] = ShardedFamily(self, family)
+            else:
+                with lock:
+                    return merge([ask(searcher)]), None
+        return self._sharded[family].answer(ask, merge)
 
     def load_shards(self, family: str, shards: Iterable[int] | None = None) -> Any:
         """A new searcher over ``shards`` of the family's index (every shard when None): it reads

@@ -30,6 +30,7 @@ from lakejoin.index.lshensemble.lsh import MAX_DEPTH, PrefixForest
 from lakejoin.index.lshensemble.minhash import equal_slots, minhash_signatures
 from lakejoin.index.lshensemble.tables import partitions_table, signature_matrix, sizes_table
 from lakejoin.index.lshensemble.tuning import optimal_params, params_table
+from lakejoin.index.merge import merge_threshold_steps
 from lakejoin.normalize import normalize_set
 
 TOPK_STEP = 0.05  # decreasing thresholds of the top-k mode (thesis §3.5 comparison)
@@ -116,6 +117,15 @@ class LshEnsembleSearcher:
         (exact if verified, else estimated), then column_id. With ``k``, the top-k mode tries
         thresholds 1.0, 0.95, ... down to ``threshold`` and stops once ``k`` results are found.
         """
+        return merge_threshold_steps([self.search_steps(query, threshold, verify, k)], k)
+
+    def search_steps(
+        self, query: Iterable[str], threshold: float, verify: bool = False, k: int | None = None
+    ) -> list[dict]:
+        """The steps of :meth:`search` on this index, for a merge with other shards' steps
+        (``lakejoin.index.merge.merge_threshold_steps``): per threshold tried, descending,
+        ``{"threshold", "reached": results scoring at least it, "results": the top k so far}``;
+        one step without ``k``."""
         tokens = self._query_tokens(query, threshold)
         if k is not None and k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
@@ -126,14 +136,17 @@ class LshEnsembleSearcher:
         signature = minhash_signatures([tokens], self.num_perm, self.seed)[0]
         thresholds = [threshold] if k is None else _topk_thresholds(threshold)
         rows = np.empty(0, dtype=np.int64)
+        steps = []
         for t in thresholds:
             found = self._candidates(signature, len(tokens), t)
             rows = np.union1d(rows, found) if len(rows) else found
             scores = self._scores(rows, signature, tokens, verify)
             keep = scores["containment"] >= threshold if verify else slice(None)
-            if k is None or np.count_nonzero(scores["rank_score"][keep] >= t) >= k:
+            reached = int(np.count_nonzero(scores["rank_score"][keep] >= t))
+            steps.append({"threshold": t, "reached": reached, "results": _ranked(self.column_ids[rows], scores, keep, k)})
+            if k is None or reached >= k:
                 break
-        return _ranked(self.column_ids[rows], scores, keep, k)
+        return steps
 
     def _query_tokens(self, query: Iterable[str], threshold: float) -> list[str]:
         if isinstance(query, str):

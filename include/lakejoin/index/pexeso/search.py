@@ -200,10 +200,13 @@ class PexesoSearcher:
         return results[:k] if mode == "topk" else results
 
     def search_text(self, values: Sequence[Any], model: str, tau: float = 0.06, T: float = 0.6, **options: Any) -> list[dict[str, Any]]:
-        """Embed the query column's non-null values with ``model`` and search.
+        """Embed the query column's non-null values with ``model`` and search."""
+        kept, vectors = self.embed_query(values, model)
+        return self.search(vectors, tau, T, query_values=kept, **options)
 
-        ``model`` must be the index's embedding model: vectors of two models are not comparable.
-        """
+    def embed_query(self, values: Sequence[Any], model: str) -> tuple[list[str], np.ndarray]:
+        """The query column's normalized non-null values and their vectors under ``model``,
+        which must be the index's embedding model: vectors of two models are not comparable."""
         if self.model is None:
             raise ValueError("this PEXESO index was built from numeric vectors, not text embeddings")
         if model != self.model:
@@ -213,7 +216,7 @@ class PexesoSearcher:
         kept = [v for v in map(normalize_value, values) if v is not None]
         if not kept:
             raise ValueError("the query column has no non-null values")
-        return self.search(embed(kept, model), tau, T, query_values=kept, **options)
+        return kept, embed(kept, model)
 
     def _check_query(self, queries: np.ndarray, tau: float, T: float, mode: str, k: int, values: Sequence[Any] | None) -> int:
         if len(queries) == 0:

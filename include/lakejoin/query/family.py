@@ -1,0 +1,132 @@
+"""One family's query: asked of any searcher (the whole index, or one shard), merged exactly, and
+turned into the result rows the CLI, the REST API and batch discovery return.
+
+The three steps are separate so that every way of serving an index gives the same answer:
+
+- :func:`family_query` reads the query's values once (PEXESO embeds them once, on first use);
+- :func:`ask` runs the family's searcher on it and returns a *part*: the searcher's raw results
+  (LSH Ensemble: its threshold steps), JSON-serializable so that a Spark task can ship it;
+- :func:`merge` combines the parts of disjoint shards exactly (``lakejoin.index.merge``): one
+  part (the whole index in memory) gives that searcher's own answer;
+- :func:`results` adds dataset, table title and column names from the snapshot's catalog and
+  drops the query's own dataset (the searcher was asked ``k`` plus the number of its columns).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+import pandas as pd
+
+from lakejoin.index.merge import RANK_KEYS, merge_threshold, merge_threshold_steps, merge_top_k
+
+DEFAULT_THRESHOLD = 0.5  # LSH Ensemble containment threshold t*
+DEFAULT_TAU = 0.06  # PEXESO τ: a fraction of the maximum distance 2 of unit vectors
+DEFAULT_T = 0.6  # PEXESO T: the share of query records that must match (threshold mode)
+
+
+class Catalog(Protocol):
+    """What :func:`results` reads of a snapshot (``LoadedSnapshot`` provides it)."""
+
+    datasets: dict[str, dict[str, Any]]
+    columns: dict[int, Any]
+
+
+@dataclass
+class FamilyQuery:
+    """A query prepared for one family: ``values`` holds one list per query column."""
+
+    family: str
+    columns: list[str]
+    values: list[list[Any]]
+    k: int
+    ask_k: int  # asked of each searcher: k plus the query dataset's own indexed columns
+    params: dict[str, Any]
+    dataset_id: str | None = None  # the query is this lake dataset: never returned
+    _embedded: dict[str, tuple[list[str], np.ndarray]] = field(default_factory=dict, repr=False)
+
+    def embedded(self, searcher: Any, model: str) -> tuple[list[str], np.ndarray]:
+        """PEXESO: the query's values and vectors under ``model``, embedded once per query."""
+        if model not in self._embedded:
+            self._embedded[model] = searcher.embed_query(self.values[0], model)
+        return self._embedded[model]
+
+
+def family_query(family: str, columns: list[str], values: list[list[Any]], k: int, params: dict[str, Any], *, dataset_id: str | None = None, own_columns: int = 0) -> FamilyQuery:
+    """The query for ``family``; ``own_columns``: the query dataset's columns the family indexes
+    (asked for on top of ``k``, so that dropping them still leaves ``k``)."""
+    if family != "mate" and len(columns) != 1:
+        raise ValueError(f"{family} searches one column; use mate (or auto) for {len(columns)} columns")
+    if family == "pexeso":
+        values = [[v for v in values[0] if v is not None]]
+    ask_k = k if family == "mate" else k + own_columns
+    return FamilyQuery(family, list(columns), values, k, ask_k, dict(params), dataset_id)
+
+
+def ask(searcher: Any, query: FamilyQuery) -> list[dict[str, Any]]:
+    """The part ``searcher`` answers for ``query`` (see the module docstring)."""
+    params = query.params
+    if query.family == "josie":
+        return searcher.search(query.values[0], k=query.ask_k)
+    if query.family == "lshensemble":
+        return searcher.search_steps(query.values[0], params.get("threshold", DEFAULT_THRESHOLD), verify=params.get("verify", False), k=query.ask_k)
+    if query.family == "pexeso":
+        model = params.get("model", searcher.model)
+        kept, vectors = query.embedded(searcher, model)
+        options = {"mode": params.get("mode", "threshold"), "k": query.ask_k, "exact": params.get("exact", False), "lower_bound": params.get("lower_bound", False)}
+        found = searcher.search(vectors, params.get("tau", DEFAULT_TAU), params.get("T", DEFAULT_T), query_values=kept, **options)
+        return [{**r, "model": model} for r in found]
+    if query.family == "mate":
+        frame = pd.DataFrame(dict(zip(query.columns, query.values)))
+        exclude = [query.dataset_id] if query.dataset_id else []
+        return searcher.search(frame, query.columns, k=query.ask_k, initial_column=params.get("initial_column"), exclude_datasets=exclude)
+    raise ValueError(f"unknown index family {query.family!r}")
+
+
+def merge(query: FamilyQuery, parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The raw answer of the whole index from the parts of disjoint shards (exact)."""
+    if query.family == "lshensemble":
+        return merge_threshold_steps(parts, query.ask_k)
+    key = RANK_KEYS[query.family]
+    if query.family == "pexeso" and query.params.get("mode", "threshold") == "threshold":
+        return merge_threshold(parts, key)
+    return merge_top_k(parts, query.ask_k, key)
+
+
+def results(catalog: Catalog, query: FamilyQuery, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The API's result rows (best first, without rank) from the merged raw answer."""
+    if query.family == "mate":
+        return [_table_result(catalog, r) for r in found]
+    rows = []
+    for result in found:
+        info = catalog.columns.get(result["column_id"])
+        dataset_id = info.dataset_id if info else result.get("dataset_id")
+        if query.dataset_id is not None and dataset_id == query.dataset_id:
+            continue
+        table = (catalog.datasets.get(dataset_id) or {}).get("title")
+        fields = {k: v for k, v in result.items() if k not in ("column_id", "dataset_id", "model")}
+        rows.append({"dataset_id": dataset_id, "table": table, "column": info.name if info else None, "column_id": result["column_id"], **fields, **({"model": result["model"]} if "model" in result else {})})
+    return rows[: query.k]
+
+
+def _table_result(catalog: Catalog, result: dict[str, Any]) -> dict[str, Any]:
+    dataset_id = result["dataset_id"]
+    mapping = {q: {"column_id": cid, "column": _column_name(catalog, cid)} for q, cid in result["mapping"].items()}
+    return {
+        "dataset_id": dataset_id,
+        "table": (catalog.datasets.get(dataset_id) or {}).get("title"),
+        "column": [m["column"] for m in mapping.values()],
+        "column_id": [m["column_id"] for m in mapping.values()],
+        "joinability": result["joinability"],
+        "share": result["share"],
+        "mapping": mapping,
+        "matched_sample": result["matched_sample"],
+        "rows_verified": result["rows_verified"],
+    }
+
+
+def _column_name(catalog: Catalog, column_id: int) -> str | None:
+    info = catalog.columns.get(column_id)
+    return info.name if info else None
