@@ -12,6 +12,7 @@ CELLS = "lake/cells"
 DATASETS = "catalog/datasets"
 COLUMNS = "catalog/columns"
 KEYS = "catalog/keys"  # composite key candidates per dataset (lakejoin.profile.composite)
+GRAPH_TABLES = ("graph/edges", "graph/tables", "graph/meta")  # the join graph (lakejoin.graph.store)
 SNAPSHOTS = "catalog/snapshots"
 VALIDATIONS = "quality/validations"
 EMBEDDINGS = "embed/values"

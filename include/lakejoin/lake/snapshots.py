@@ -22,7 +22,7 @@ import pyarrow as pa
 
 from lakejoin.config import LakeConfig
 from lakejoin.lake import delta, lease
-from lakejoin.lake.schemas import CELLS, COLUMNS, DATASETS, EMBEDDINGS, KEYS, SNAPSHOTS, SNAPSHOTS_SCHEMA, VALIDATIONS
+from lakejoin.lake.schemas import CELLS, COLUMNS, DATASETS, EMBEDDINGS, GRAPH_TABLES, KEYS, SNAPSHOTS, SNAPSHOTS_SCHEMA, VALIDATIONS
 
 PUBLISHED, EXPIRED = "published", "expired"
 # Commits that rewrite files without changing a row: they do not make a version another build's.
@@ -104,8 +104,9 @@ def table_versions(config: LakeConfig, tables: list[str]) -> dict[str, int]:
 
 def lake_tables(config: LakeConfig) -> list[str]:
     """Every Delta table of the lake a snapshot pins: the catalog (composite keys included), cells,
-    validations, the embedding cache and each family's index tables (its shard manifest included)."""
-    tables = [DATASETS, CELLS, COLUMNS, KEYS, VALIDATIONS, EMBEDDINGS]
+    validations, the embedding cache, the join graph and each family's index tables (its shard
+    manifest included)."""
+    tables = [DATASETS, CELLS, COLUMNS, KEYS, VALIDATIONS, EMBEDDINGS, *GRAPH_TABLES]
     index_root = config.home / "index"
     if index_root.exists():
         tables += [f"index/{f.name}/{t.name}" for f in sorted(index_root.iterdir()) if f.is_dir() for t in sorted(f.iterdir()) if delta.exists(t)]

@@ -1,0 +1,212 @@
+"""Computing the join graph of one snapshot: in full, or from the previous graph incrementally.
+
+*Full*: every query unit (each JOSIE-indexed column, each PEXESO-indexed column, each table's
+composite keys from ``catalog/keys``) is searched against the whole snapshot.
+
+*Incremental*: a dataset is *changed* when its set of column ids differs from the one the
+previous graph recorded (new, re-parsed with other content, or removed: column ids follow the
+content). Then, per kind,
+
+- the changed datasets' queries are searched against the whole snapshot;
+- an unchanged query whose previous list holds an edge to a changed dataset is searched again
+  in full (its list lost an entry, and the next-best one was never stored);
+- every other unchanged query keeps its list and merges into it the neighbours found by the
+  *reverse search*: the query searched against an index of the changed datasets' shards alone
+  (``LoadedSnapshot.load_shards``; for JOSIE the changed datasets' sets), then the best k of the
+  union by the kinds' total order (``edges.best``).
+
+The previous list was the best k among neighbours that are all still there with the same
+content, so the best k of the union is the best k of the new snapshot: the result equals a full
+computation (``tests/test_graph.py`` checks it after random change batches).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakejoin.graph.edges import (
+    DEFAULT_K,
+    JOSIE,
+    KINDS,
+    MATE,
+    PEXESO,
+    Edge,
+    OverlapIndex,
+    Query,
+    best,
+    mate_edges,
+    pexeso_edges,
+)
+from lakejoin.index.shards import shards_of
+from lakejoin.lake.schemas import KEYS
+from lakejoin.query.snapshot import LoadedSnapshot
+from lakejoin.query.tables import dataset_table
+
+MATE_KEYS_PER_TABLE = 3  # the tightest keys of a table (catalog/keys order) are searched with MATE
+
+Lists = dict[Query, list[Edge]]
+
+
+@dataclass
+class Graph:
+    """A snapshot's graph: each query's ranked neighbours, and which datasets (with their column
+    ids) and kinds it was computed over."""
+
+    lists: Lists
+    columns: dict[str, frozenset[int]]  # active dataset -> its column ids
+    kinds: tuple[str, ...]
+    k: int
+    stats: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Queries:
+    """One kind's query units of a snapshot: query -> its dataset."""
+
+    kind: str
+    dataset_of: dict[Query, str]
+
+    def of(self, datasets: set[str], inside: bool = True) -> list[Query]:
+        return sorted(q for q, d in self.dataset_of.items() if (d in datasets) == inside)
+
+
+def active_columns(loaded: LoadedSnapshot) -> dict[str, frozenset[int]]:
+    active = {d for d, row in loaded.datasets.items() if row["status"] == "active"}
+    columns: dict[str, set[int]] = {d: set() for d in active}
+    for info in loaded.columns.values():
+        if info.dataset_id in columns:
+            columns[info.dataset_id].add(info.column_id)
+    return {d: frozenset(c) for d, c in columns.items()}
+
+
+def compute(loaded: LoadedSnapshot, previous: Graph | None = None, k: int = DEFAULT_K) -> Graph:
+    """The graph of ``loaded``: incrementally from ``previous`` when given (and computed with the
+    same ``k``), else in full."""
+    started = time.perf_counter()
+    columns = active_columns(loaded)
+    kinds = tuple(kind for kind in KINDS if kind in loaded.families())
+    if previous is not None and previous.k != k:
+        previous = None
+    changed = _changed(previous.columns, columns) if previous is not None else set(columns)
+    lists: Lists = {}
+    stats: dict[str, Any] = {"changed_datasets": len(changed), "full": previous is None}
+    for kind in kinds:
+        kind_started = time.perf_counter()
+        before = previous if previous is not None and kind in previous.kinds else None
+        computed, searched = _KIND_RUNNERS[kind](loaded, columns, changed if before else set(columns), before.lists if before else {}, k)
+        lists.update(computed)
+        stats[kind] = {"queries": len(computed), "searched": searched, "seconds": round(time.perf_counter() - kind_started, 3)}
+    stats["seconds"] = round(time.perf_counter() - started, 3)
+    return Graph(lists, columns, kinds, k, stats)
+
+
+def _changed(before: Mapping[str, frozenset[int]], now: Mapping[str, frozenset[int]]) -> set[str]:
+    return {d for d in set(before) | set(now) if before.get(d) != now.get(d)}
+
+
+def _merge(
+    queries: _Queries, changed: set[str], previous: Lists, k: int,
+    forward: Callable[[list[Query]], Lists], reverse: Callable[[list[Query]], Lists],
+) -> tuple[Lists, int]:
+    """The incremental rule of the module docstring (a full computation when every dataset changed)."""
+    unchanged = queries.of(changed, inside=False)
+    stale = [q for q in unchanged if any(e.dataset_id in changed for e in previous.get(q, []))]
+    kept = [q for q in unchanged if not any(e.dataset_id in changed for e in previous.get(q, []))]
+    searched = queries.of(changed) + stale
+    lists = forward(searched)
+    extra = reverse(kept) if kept and changed else {}
+    for q in kept:
+        lists[q] = best([*previous.get(q, []), *extra.get(q, [])], k)
+    return {q: lists.get(q, []) for q in queries.dataset_of}, len(searched)
+
+
+def _searches(
+    loaded: LoadedSnapshot, family: str, changed: set[str], columns: Mapping[str, frozenset[int]], search: Callable[[Any, list[Query]], Lists]
+) -> tuple[Callable[[list[Query]], Lists], Callable[[list[Query]], Lists]]:
+    """``search`` over the family's whole index (forward) and over an index of only the shards
+    holding a changed dataset still in the snapshot (reverse)."""
+
+    def forward(wanted: list[Query]) -> Lists:
+        return search(loaded.searcher(family)[0], wanted) if wanted else {}
+
+    def reverse(wanted: list[Query]) -> Lists:
+        shards = shards_of(sorted(d for d in changed if d in columns), loaded.shard_count(family) or 1)
+        return search(loaded.load_shards(family, shards), wanted) if shards else {}
+
+    return forward, reverse
+
+
+def _josie(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int) -> tuple[Lists, int]:
+    index = OverlapIndex.of_sets(loaded.read("index/josie/sets"))
+    queries = _Queries(JOSIE, {(JOSIE, (int(c),)): d for c, d in zip(index.column_ids.tolist(), index.dataset_ids.tolist())})
+    changed_rows = index.rows_of(c for d in changed for c in columns.get(d, ()))
+
+    def forward(wanted: list[Query]) -> Lists:
+        return index.top_k(index.rows_of(q[1][0] for q in wanted), k)
+
+    def reverse(wanted: list[Query]) -> Lists:
+        return index.top_k(index.rows_of(q[1][0] for q in wanted), k, candidates=changed_rows)
+
+    return _merge(queries, changed, previous, k, forward, reverse)
+
+
+def _mate(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int) -> tuple[Lists, int]:
+    keys = _mate_keys(loaded, columns)
+    queries = _Queries(MATE, {q: d for q, (d, _) in keys.items()})
+    tables: dict[str, pa.Table] = {}
+
+    def search(searcher: Any, wanted: list[Query]) -> Lists:
+        lists = {}
+        for q in wanted:
+            dataset_id, key = keys[q]
+            if dataset_id not in tables:
+                tables[dataset_id] = dataset_table(loaded, dataset_id).table
+            lists[q] = mate_edges(searcher, tables[dataset_id], dataset_id, key, k)
+        return lists
+
+    return _merge(queries, changed, previous, k, *_searches(loaded, MATE, changed, columns, search))
+
+
+def _mate_keys(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]) -> dict[Query, tuple[str, dict[str, int]]]:
+    """Each active table's tightest composite keys: query -> (dataset, {column name: column id})."""
+    if loaded.snapshot.version_of(KEYS) is None:
+        return {}
+    rows = loaded.read(KEYS).sort_by([("dataset_id", "ascending"), ("key_index", "ascending")]).to_pylist()
+    keys = {}
+    for row in rows:
+        if row["dataset_id"] in columns and row["key_index"] < MATE_KEYS_PER_TABLE:
+            keys[(MATE, tuple(row["column_ids"]))] = (row["dataset_id"], dict(zip(row["columns"], row["column_ids"])))
+    return keys
+
+
+def _pexeso(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int) -> tuple[Lists, int]:
+    vectors, dataset_of = column_vectors(loaded)
+    queries = _Queries(PEXESO, {(PEXESO, (c,)): dataset_of[c] for c in vectors})
+
+    def search(searcher: Any, wanted: list[Query]) -> Lists:
+        return {q: pexeso_edges(searcher, vectors[q[1][0]], dataset_of[q[1][0]], q[1][0], dataset_of, k) for q in wanted}
+
+    return _merge(queries, changed, previous, k, *_searches(loaded, PEXESO, changed, columns, search))
+
+
+def column_vectors(loaded: LoadedSnapshot) -> tuple[dict[int, np.ndarray], dict[int, str]]:
+    """Each PEXESO-indexed column's vectors (one per distinct value) and its dataset."""
+    mapped = loaded.read("index/pexeso/mapped").select(["column_id", "dataset_id", "vector"]).sort_by("column_id")
+    ids = mapped["column_id"].to_numpy()
+    dim = len(mapped["vector"][0]) if mapped.num_rows else 0
+    flat = pc.list_flatten(mapped["vector"].combine_chunks()).to_numpy(zero_copy_only=False).reshape(-1, dim) if dim else np.zeros((0, 0))
+    bounds = np.flatnonzero(np.diff(ids)) + 1 if len(ids) else np.zeros(0, np.int64)
+    starts, ends = np.r_[0, bounds], np.r_[bounds, len(ids)]
+    datasets = mapped["dataset_id"].to_pylist()
+    vectors = {int(ids[s]): flat[s:e] for s, e in zip(starts.tolist(), ends.tolist())} if len(ids) else {}
+    return vectors, {int(ids[s]): datasets[s] for s in starts.tolist()} if len(ids) else {}
+
+
+_KIND_RUNNERS: dict[str, Callable[..., tuple[Lists, int]]] = {JOSIE: _josie, MATE: _mate, PEXESO: _pexeso}
