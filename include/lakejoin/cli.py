@@ -16,8 +16,8 @@ from lakejoin.config import SPARK_CONSOLE_LOG_ENV, resolve_home
 from lakejoin.lake.lease import LakeWriteError
 
 # One module per command under lakejoin.commands (see its docstring for the convention).
-COMMAND_MODULES = ("run", "snapshots", "datasets", "columns", "vacuum")
-OPTIONAL_COMMAND_MODULES = ("transform", "quality", "portal", "search", "join")
+COMMAND_MODULES = ("run", "snapshots", "datasets", "columns", "vacuum", "graph", "related")
+OPTIONAL_COMMAND_MODULES = ("transform", "quality", "portal", "search", "join", "discover")
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:

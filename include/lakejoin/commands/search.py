@@ -55,6 +55,8 @@ def add_query_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_query_arguments(parser)
+    parser.add_argument("--spark", action="store_true", help="answer through batch discovery on Spark (one task per shard; a family method only)")
+    parser.add_argument("--spark-master", help="with --spark: Spark master URL (default local[*] or $LAKEJOIN_SPARK_MASTER)")
 
 
 def query_arguments(args: argparse.Namespace) -> dict[str, Any]:
@@ -73,7 +75,21 @@ def query_arguments(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.spark:
+        return _run_on_spark(args)
     return engine_for(LakeConfig.from_args(args.home), LOCAL_LIMITS).search(**query_arguments(args))
+
+
+def _run_on_spark(args: argparse.Namespace) -> dict[str, Any]:
+    from lakejoin.spark.discover import search_on_spark
+    from lakejoin.spark.session import get_spark
+
+    config = LakeConfig.from_args(args.home, args.spark_master, quiet=True)
+    query = query_arguments(args)
+    return search_on_spark(
+        get_spark(config.spark_master), config, args.method, query["columns"], table_file=args.table, dataset_id=args.dataset,
+        k=args.k, params=query["params"], snapshot_id=args.snapshot,
+    )
 
 
 EVIDENCE_WIDTH = 60  # characters of evidence per row; the JSON output has all of it
