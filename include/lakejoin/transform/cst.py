@@ -76,7 +76,8 @@ class CSTConfig:
     separator_runs: bool = False  # Split also on the run of punctuation/space around a placeholder
     symbol_splits: bool = False  # SplitSubstr splits at space/punctuation only, never at a letter
     sample_targets: bool = True  # False: row matching sees the whole target column (join.py)
-    formats: bool = False  # also learn Number and Date programs (reformat.py), rows paired by value
+    formats: bool = False  # also learn Number, Date and Chars programs (reformat.py), rows paired by value
+    short_values: int | None = None  # columns of values this short (mean chars) retry with SHORT_BOUNDS (join.py)
 
     def __post_init__(self) -> None:
         unknown = set(self.units) - set(CST_UNITS)
@@ -113,8 +114,13 @@ IMPROVED = replace(FAITHFUL, from_end=True, separators=" " + string.punctuation,
 # on web values (31 chars on average) p = 3 with 5 blocks took 4.5 s CPU on one table (beatles
 # songs) and p = 4 with 7 blocks over 100 s, so the web preset keeps the paper's bounds.
 IMPROVED_SPREADSHEET = replace(IMPROVED, max_placeholders=4, max_blocks=7)
-# The improved preset with the number and date units, whose rows are paired by value (reformat.py).
-IMPROVED_FORMATS = replace(IMPROVED, formats=True)
+# The improved preset with the number, date and character-class units, whose rows are paired by
+# value (reformat.py), and the spreadsheet bounds chosen by the data instead of by the caller: on
+# columns of short values (the web and spreadsheet benchmarks' average 11-58 and 8-43 characters;
+# the bounds' cost grows with the length, see IMPROVED_SPREADSHEET) when the web bounds' cover
+# explains under half of the pairs.
+IMPROVED_FORMATS = replace(IMPROVED, formats=True, short_values=16)
+SHORT_BOUNDS = {"max_placeholders": 4, "max_blocks": 7}
 
 
 class Block(NamedTuple):

@@ -23,6 +23,7 @@ from lakejoin.transform.units import Program, apply_program, is_constant, normal
 MAX_VALUE_LENGTH = 1_000
 METHODS = {"cst": cst.FAITHFUL, "cst+": cst.IMPROVED, "cst++": cst.IMPROVED_FORMATS, "autojoin": autojoin.AutoJoinConfig()}
 DIRECTIONS = ("auto", "forward", "backward", "longer")
+REFORMAT_SUFFICES = 0.5  # share of the sampled source rows the value-paired units must explain to skip CST
 
 
 def prepare_column(values: Sequence[object], name: str) -> dict[str, list[str]]:
@@ -79,20 +80,30 @@ def _equi_join(program: Program, source: Sequence[str], target_row: Mapping[str,
             if (out := normalized_output(program, value)) is not None and out in target_row]
 
 
-def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tuple[list[dict], set]:
+def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tuple[list[dict], set, bool]:
+    """CST on n-gram-matched rows; with ``config.formats`` the value-paired units first, and CST
+    only for the source rows they leave (skipped, and the direction settled, when they explain
+    REFORMAT_SUFFICES of the sample)."""
     learn_source, learn_target = _learning_sample(len(source), len(target), config.seed)
+    target_row = {value: row for row, value in enumerate(target)}
+    joined: set[tuple[int, int]] = set()
+    transformations = _reformat(source, learn_source, target_row, config, joined) if config.formats else []
+    claimed = {row for row, _ in joined}  # a row joined by a number or date program keeps its pairs
+    if config.formats and len(claimed.intersection(learn_source)) >= REFORMAT_SUFFICES * len(learn_source):
+        return transformations, joined, True
     if not config.sample_targets:
         learn_target = list(range(len(target)))
     matched = match_rows([source[i] for i in learn_source], [target[j] for j in learn_target],
                          n_fallback=config.gram_fallback)
     pairs = [(source[learn_source[s]], target[learn_target[t]]) for s, t in matched]
     result = cst.learn(pairs, config)
-    target_row = {value: row for row, value in enumerate(target)}
-    transformations, joined = [], set()
+    if config.short_values is not None and max(_mean_length(source), _mean_length(target)) <= config.short_values \
+            and _explained(result) < REFORMAT_SUFFICES:  # short values afford the wider bounds: retry
+        result = cst.learn(pairs, dataclasses.replace(config, **cst.SHORT_BOUNDS))
     for learned in result.cover:
         coverage = len(learned.rows) / result.pairs
         used = coverage >= config.join_support and not is_constant(learned.program)
-        rows = _equi_join(learned.program, source, target_row) if used else []
+        rows = [pair for pair in _equi_join(learned.program, source, target_row) if pair[0] not in claimed] if used else []
         joined.update(rows)
         transformations.append({
             "program": program_text(learned.program), "coverage": round(coverage, 6),
@@ -102,30 +113,39 @@ def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tup
         for program, _ in result.supported:
             if not is_constant(program):
                 joined.update(_equi_join(program, source, target_row))
-    if config.formats:
-        transformations += _reformat(source, learn_source, target_row, config, joined)
-        # the two learners' coverages are not comparable: rank by the rows each one joined
+    if config.formats:  # the two learners' coverages are not comparable: rank by the rows joined
         transformations.sort(key=lambda entry: (not entry["used"], -entry["joined"]))
-    return transformations, joined
+    return transformations, joined, False
+
+
+def _mean_length(values: Sequence[str]) -> float:
+    return sum(map(len, values)) / len(values)
+
+
+def _explained(result: cst.CSTResult) -> float:
+    """Share of the learning pairs the cover's programs cover."""
+    return len({row for learned in result.cover for row in learned.rows}) / max(1, result.pairs)
 
 
 def _reformat(source: list[str], learn_source: list[int], target_row: Mapping[str, int], config: cst.CSTConfig,
               joined: set) -> list[dict]:
-    """Number and date programs (:mod:`.reformat`) learned on the sampled source rows, each
-    kept when it joins at least the support threshold of rows that nothing before it joined."""
+    """Number, date and character-class programs (:mod:`.reformat`) learned on the sampled
+    source rows, each kept when it joins at least the support threshold of rows no program
+    before it joined (those rows' pairs are added to ``joined``)."""
     min_rows = max(2, math.ceil(config.join_support * len(learn_source)))
     entries = []
     for program, count in reformat.learn([source[i] for i in learn_source], list(target_row), min_rows):
-        rows = _equi_join(program, source, target_row)
-        gain = len({row for row, _ in rows} - {row for row, _ in joined})
-        if gain >= min_rows:
+        claimed = {row for row, _ in joined}
+        rows = [pair for pair in _equi_join(program, source, target_row) if pair[0] not in claimed]
+        if len({row for row, _ in rows}) >= min_rows:
             joined.update(rows)
             entries.append({"program": program_text(program), "coverage": round(count / len(learn_source), 6),
-                            "covered_pairs": count, "gain": gain, "used": True, "joined": len(rows)})
+                            "covered_pairs": count, "gain": len({row for row, _ in rows}), "used": True,
+                            "joined": len(rows)})
     return entries
 
 
-def _run_autojoin(source: list[str], target: list[str], config: autojoin.AutoJoinConfig) -> tuple[list[dict], set]:
+def _run_autojoin(source: list[str], target: list[str], config: autojoin.AutoJoinConfig) -> tuple[list[dict], set, bool]:
     learn_source, learn_target = _learning_sample(len(source), len(target), config.seed)
     result = autojoin.learn(source, target, config, learn_source, learn_target)
     examples = [(source[s], target[t]) for s, t in result.example_pairs]
@@ -136,7 +156,7 @@ def _run_autojoin(source: list[str], target: list[str], config: autojoin.AutoJoi
             "program": program_text(program), "coverage": round(covered / max(1, len(examples)), 6),
             "covered_pairs": covered, "used": rank == 0, "joined": joined_targets,
         })
-    return transformations, set(result.pairs)
+    return transformations, set(result.pairs), False
 
 
 def learn_and_join(source_values: Sequence[str], target_values: Sequence[str], method: str = "cst",
@@ -166,9 +186,11 @@ def learn_and_join(source_values: Sequence[str], target_values: Sequence[str], m
     best = None
     for name in _directions(direction, columns):
         learn_from, join_to = columns[name], columns["backward" if name == "forward" else "forward"]
-        transformations, joined = run(list(learn_from), list(join_to), config)
+        transformations, joined, settled = run(list(learn_from), list(join_to), config)
         if best is None or len(joined) > len(best[2]):
             best = (name, transformations, joined, list(learn_from), list(join_to))
+        if settled:  # number, date or class programs explain this direction: the other is not tried
+            break
     name, transformations, joined, left, right = best
     pairs = []
     for row, target_row in sorted(joined):

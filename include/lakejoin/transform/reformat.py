@@ -8,8 +8,9 @@ program is kept only when it sends at least ``min_rows`` of them onto target val
 support threshold of the other units). A linear map ``a*x + b`` other than the identity is
 proposed from ratio votes (``b = 0``) and from the two columns' quantiles, fitted exactly
 from the row pairs it explains, and offered at 1 to 8 significant digits (the snapped values
-are then checked exactly like any program). Every ranking is by count, then by text: nothing
-depends on hash or set order.
+are then checked exactly like any program). Every ranking is by count, then by the order the
+candidates were made in (values in column order, simpler styles first): nothing depends on
+hash or set order.
 """
 
 from __future__ import annotations
@@ -31,36 +32,54 @@ from lakejoin.transform.formats import (
     print_number,
     read_number,
 )
-from lakejoin.transform.units import Chars, Literal, Program, normalized_output, program_text
+from lakejoin.transform.units import Chars, Literal, Program, normalized_output
 
 # character-class extractions, tried whole: their output is rarely a substring of the source
 CHAR_PROGRAMS = [(Chars(cls, index),) for cls in ("digit", "alpha", "alnum") for index in (None, 0, -1)]
 MAX_FORMATS = 6  # formats kept per column side
 SCREEN_ROWS = 50  # source values every candidate is first tried on
 SIGNIFICANT = range(1, 9)  # significant digits a fitted map is offered at
-VOTERS = 60  # source numbers voting for a linear map (each with up to 10x as many target numbers)
+VOTERS = 40  # source numbers voting for a linear map (each with up to 10x as many target numbers)
 MIN_VOTES = 4  # votes a map needs to be tried
 
 
 def learn(sources: Sequence[str], targets: Sequence[str], min_rows: int) -> list[tuple[Program, int]]:
-    """Number and date programs sending at least ``min_rows`` of ``sources`` onto ``targets``
-    (normalized values), most rows first: (program, source values joined)."""
+    """Number, date and character-class programs sending at least ``min_rows`` of ``sources``
+    onto ``targets`` (normalized values), most rows first: (program, source values joined).
+
+    Linear maps other than the identity are tried only when no program joins half the
+    sources. A program is kept only when it hits a target for at least half as large a share
+    of the values it applies to as the best program does: a wrong scale applies to every
+    number and joins a few by chance."""
     target_set = frozenset(targets)
     screen = _sample(sources, SCREEN_ROWS)
     screen_rows = max(1, min_rows * len(screen) // max(1, len(sources)))
-    candidates = dict.fromkeys([*CHAR_PROGRAMS, *_date_candidates(sources, targets), *_number_candidates(sources, targets)])
-    kept = []
-    for program in candidates:
-        if _joined(program, screen, target_set) < screen_rows:
-            continue
-        count = _joined(program, sources, target_set)
-        if count >= min_rows:
-            kept.append((program, count))
-    return sorted(kept, key=lambda item: (-item[1], program_text(item[0])))
+    found: dict[Program, tuple[int, int]] = {}
+    for linear in (False, True):
+        if linear and any(hits * 2 >= len(sources) for hits, _ in found.values()):
+            break
+        for program in [*CHAR_PROGRAMS, *_date_candidates(sources, targets)] if not linear else []:
+            found.setdefault(program, _scored(program, sources, screen, screen_rows, target_set))
+        for program in _number_candidates(sources, targets, linear):
+            found.setdefault(program, _scored(program, sources, screen, screen_rows, target_set))
+    kept = [(program, hits, hits / produced) for program, (hits, produced) in found.items() if hits >= min_rows]
+    best_rate = max((rate for _, _, rate in kept), default=0.0)
+    kept = [(program, hits) for program, hits, rate in kept if rate * 2 >= best_rate]
+    return sorted(kept, key=lambda item: -item[1])  # ties: candidate order, simplest styles first
 
 
-def _joined(program: Program, values: Sequence[str], target_set: frozenset[str]) -> int:
-    return sum(normalized_output(program, value) in target_set for value in values)
+def _scored(program: Program, sources: Sequence[str], screen: Sequence[str], screen_rows: int,
+            target_set: frozenset[str]) -> tuple[int, int]:
+    """(values joined, values with an output) over ``sources``; (0, 0) when the screening
+    sample shows fewer than ``screen_rows`` joins."""
+    if _joined(program, screen, target_set)[0] < screen_rows:
+        return 0, 0
+    return _joined(program, sources, target_set)
+
+
+def _joined(program: Program, values: Sequence[str], target_set: frozenset[str]) -> tuple[int, int]:
+    outputs = [normalized_output(program, value) for value in values]
+    return sum(out in target_set for out in outputs), sum(out is not None for out in outputs)
 
 
 def _sample(values: Sequence[str], size: int) -> list[str]:
@@ -100,16 +119,20 @@ def _prints_back(fmt: str, value: str) -> bool:
 _STYLES = [(thousands, point) for point in (".", ",") for thousands in ("", ",", ".", " ", "'") if thousands != point]
 
 
-def _number_candidates(sources: Sequence[str], targets: Sequence[str]) -> list[Program]:
+def _number_candidates(sources: Sequence[str], targets: Sequence[str], linear: bool) -> list[Program]:
+    """Reader x printer programs: with the identity map, or (``linear``) with the fitted maps."""
     source_sample, target_sample = _sample(sources, 200), _sample(targets, 200)
     readers = _ranked(Counter(reader for value in source_sample for reader in _readers(value)), 2)
     printers = _ranked(Counter(printer for value in target_sample for printer in _printers(value)), MAX_FORMATS)
-    programs = []
+    programs, maps = [], {}
     for index, point in readers:
         xs = [x for value in source_sample if (x := _read_at(value, index, point)) is not None]
         for prefix, suffix, decimals, significant, thousands, out_point, width in printers:
-            ys = [y for value in target_sample if (y := _printed_number(value, prefix, suffix, out_point)) is not None]
-            for scale, offset in _linear_maps(xs, ys):
+            key = (index, point, prefix, suffix, out_point)  # the maps depend on the numbers read only
+            if key not in maps:
+                ys = [y for value in target_sample if (y := _printed_number(value, prefix, suffix, out_point)) is not None]
+                maps[key] = _linear_maps(xs, ys)[1:] if linear else [("1", "0")]
+            for scale, offset in maps[key]:
                 number = Number(index, point, scale, offset, decimals, significant, thousands, out_point, width)
                 programs.append(tuple(unit for unit in (Literal(prefix), number, Literal(suffix))
                                       if not isinstance(unit, Literal) or unit.text))
