@@ -9,7 +9,15 @@ Routes (all answer in the CLI's JSON shapes, see ``lakejoin.query.engine``):
 - ``POST /lakejoin/api/join``: the search fields plus ``rank, how, policy, transform, prefix``
   and ``format``: ``json`` (a preview of ``preview_rows`` rows), ``parquet`` or ``csv`` (a
   download; the provenance is in Parquet's metadata and in the ``X-Lakejoin-Provenance`` header);
-- ``POST /lakejoin/api/columns``: the columns of an uploaded table (for the search page);
+- ``POST /lakejoin/api/columns``: the columns of an uploaded table, profiled as the lake profiles
+  its own (for the search page);
+- ``GET /lakejoin/api/catalog?q=&offset=&limit=``: tables found by title, publisher, source or
+  column name, paged (``lakejoin.query.catalog``); ``GET /lakejoin/api/datasets/{id}/columns``: a
+  table's columns with their profile (type, distinct, nulls, key candidate);
+- ``GET /lakejoin/api/methods``: every method's parameters (type, default, bounds, help) and the
+  join's options (``lakejoin.query.params``), from which the search page builds its forms;
+- ``GET /lakejoin/api/status``: the background load of the latest snapshot (started with the API
+  server, so the first search does not pay it) and the upload limit;
 - ``GET /lakejoin/api/datasets``, ``GET /lakejoin/api/snapshots``;
 - ``GET /lakejoin/api/datasets/{dataset_id}/quality``: the dataset's latest Great Expectations
   validation (version, success, drift, the GE results in brief) and links to its Data Docs pages;
@@ -35,6 +43,8 @@ import io
 import json
 import os
 import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
@@ -50,9 +60,12 @@ from starlette.concurrency import run_in_threadpool
 from lakejoin.config import LakeConfig
 from lakejoin.quality import docs as quality_docs
 from lakejoin.query import METHODS, QueryEngine, QueryTable, engine_for, read_table_file
+from lakejoin.query import catalog as lake_catalog
+from lakejoin.query import params as method_params
 from lakejoin.query.engine import QueryTooLarge
 from lakejoin.query.join import HOWS, POLICIES, provenance_of
 from lakejoin.query.memory import IndexTooLarge
+from lakejoin.query.warmup import READY, Warmup
 
 STATIC = Path(__file__).parent / "static"
 DEFAULT_MAX_UPLOAD_BYTES = 16 * 1024 * 1024
@@ -92,7 +105,7 @@ class SearchBody(BaseModel):
     dataset_id: str | None = None
     columns: list[str] = Field(min_length=1, max_length=8)
     k: int = Field(10, ge=1, le=100)
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict, description=method_params.params_doc())
     snapshot_id: int | None = None
 
 
@@ -112,7 +125,7 @@ def _request_body_doc(model: type[BaseModel]) -> dict[str, Any]:
         **{k: v for k, v in form["properties"].items() if k != "dataset_id"},
         "file": {"type": "string", "format": "binary", "description": "query table (CSV, TSV, JSON lines, Parquet)"},
         "columns": {"type": "string", "description": 'JSON list or comma-separated, e.g. ["series","episode"] or series,episode'},
-        "params": {"type": "string", "description": "JSON object of method parameters"},
+        "params": {"type": "string", "description": "JSON object of method parameters. " + method_params.params_doc()},
     }
     form.pop("additionalProperties", None)
     return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}, "multipart/form-data": {"schema": form}}}}
@@ -120,11 +133,20 @@ def _request_body_doc(model: type[BaseModel]) -> dict[str, Any]:
 
 # --- app -----------------------------------------------------------------------------------
 
+
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Airflow's API server runs its mounted apps' lifespans: load the lake while it starts."""
+    warmup.start()
+    yield
+
+
 app = FastAPI(
     title="Lakejoin",
     description="Joinable-table search over the Lakejoin lake, on the latest published snapshot. Authenticate like Airflow's API: `POST /auth/token`, then `Authorization: Bearer <token>`.",
     version="1",
     dependencies=[Depends(authenticated_user)],
+    lifespan=_lifespan,
 )
 
 _engine: QueryEngine | None = None
@@ -140,6 +162,9 @@ def engine() -> QueryEngine:
 
         _engine = engine_for(LakeConfig.from_args(resolve_home(None, Variable.get(HOME_VARIABLE, default_var="")), quiet=True))
     return _engine
+
+
+warmup = Warmup(engine)
 
 
 @app.exception_handler(QueryTooLarge)
@@ -191,12 +216,36 @@ async def join(request: Request) -> Response:
     return Response(buffer.getvalue(), media_type=media, headers=headers)
 
 
-@app.post("/api/columns", summary="The columns of an uploaded table")
+@app.post("/api/columns", summary="The columns of an uploaded table with their profile")
 async def columns(request: Request) -> dict[str, Any]:
     form, table = await _read_form(request)
     if table is None:
         raise HTTPException(400, "upload a table as the multipart field 'file'")
-    return {"table": table.name, "columns": table.table.column_names, "rows": table.table.num_rows}
+    return {"table": table.name, "columns": lake_catalog.uploaded_profile(table.table), "rows": table.table.num_rows}
+
+
+@app.get("/api/status", summary="The background load of the latest snapshot, and the upload limit")
+async def status() -> dict[str, Any]:
+    """Reads what the warm-up recorded; loads nothing itself (the snapshot's families and table
+    count are added once the warm-up is ready)."""
+    answer: dict[str, Any] = {"warmup": warmup.status(), "max_upload_bytes": max_upload_bytes()}
+    if answer["warmup"]["state"] == READY:
+        loaded = await run_in_threadpool(engine().snapshot)
+        answer |= {"snapshot_id": loaded.snapshot_id, "families": loaded.families(), "loaded_families": loaded.loaded_families(), "tables": sum(r["status"] == "active" for r in loaded.datasets.values())}
+    return answer
+
+
+@app.get("/api/catalog", summary="Find tables by title, publisher, source or column name (paged)")
+async def find_tables(q: str = "", offset: int = 0, limit: int = 20, snapshot_id: int | None = None) -> dict[str, Any]:
+    loaded = await run_in_threadpool(engine().snapshot, snapshot_id)
+    return lake_catalog.find_tables(loaded, q, offset, limit)
+
+
+@app.get("/api/methods", summary="Each method's parameters (type, default, bounds, help) and the join's options")
+async def methods() -> dict[str, Any]:
+    pexeso_loaded = "pexeso" in warmup.status()["loaded"]
+    model = (await run_in_threadpool(engine().snapshot)).searcher("pexeso")[0].model if pexeso_loaded else None
+    return method_params.forms(model)
 
 
 @app.get("/api/datasets", summary="Datasets and columns of a snapshot")
@@ -207,6 +256,12 @@ async def datasets(snapshot_id: int | None = None) -> dict[str, Any]:
 @app.get("/api/snapshots", summary="Every snapshot with its status and table versions")
 async def snapshots() -> list[dict[str, Any]]:
     return await run_in_threadpool(engine().snapshots)
+
+
+@app.get("/api/datasets/{dataset_id:path}/columns", summary="A table's catalog entry and its columns with their profile")
+async def dataset_columns(dataset_id: str, snapshot_id: int | None = None) -> dict[str, Any]:
+    loaded = await run_in_threadpool(engine().snapshot, snapshot_id)
+    return lake_catalog.table_profile(loaded, dataset_id)
 
 
 @app.get("/api/datasets/{dataset_id:path}/quality", summary="A dataset's latest Great Expectations validation and its Data Docs pages")
