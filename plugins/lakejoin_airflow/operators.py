@@ -106,3 +106,23 @@ class LakeJoinOperator(LakeSearchOperator):
                 context["outlet_events"][outlet].extra = extra
         self.log.info("joined %s (snapshot %s) -> %s", provenance["table"], provenance["snapshot_id"], files)
         return {**summary, "files": files}
+
+
+class LakeRelatedOperator(BaseOperator):
+    """The tables that join with a lake dataset, from the snapshot's join graph (``lakejoin
+    related --dataset ID --json``) to XCom; ``graph.current`` false says the graph is an earlier
+    snapshot's."""
+
+    template_fields: Sequence[str] = ("dataset_id", "snapshot_id", "home")
+
+    def __init__(self, *, dataset_id: str, snapshot_id: int | None = None, home: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.dataset_id, self.snapshot_id, self.home = dataset_id, snapshot_id, home
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        from lakejoin.graph import related
+
+        snapshot_id = int(self.snapshot_id) if self.snapshot_id not in (None, "") else None
+        answer = related(LakeHook(self.home).get_engine().snapshot(snapshot_id), self.dataset_id)
+        self.log.info("snapshot %s, %s: %d related (graph current: %s)", answer["snapshot_id"], self.dataset_id, len(answer["related"]), answer["graph"]["current"])
+        return answer

@@ -489,7 +489,7 @@ function score(result) {
     const bound = result.joinability_exact ? "" : "≥ ";
     const total = result.joinability ? Math.round(result.matched / result.joinability) : null;
     const of = total ? ` of ${count(total)}` : "";
-    return { text: `${bound}${count(result.matched)}${of} values matched, ${bound}${percent(result.joinability)}`, share: result.joinability, title: `your values with a close match by meaning (PEXESO's joinability${bound ? ", a lower bound" : ""})` };
+    return { text: `${bound}${count(result.matched)}${of} rows matched, ${bound}${percent(result.joinability)}`, share: result.joinability, title: `your column's rows (non-empty) whose value has a close match by meaning (PEXESO's joinability${bound ? ", a lower bound" : ""})` };
   }
   if (result.containment !== undefined && result.containment !== null) {
     return { text: `${percent(result.containment)} of your values (exact)`, share: result.containment, title: "share of your distinct values in this column (verified)" };
