@@ -11,6 +11,9 @@
   holding a dataset the crawls changed since that family's last build (each task's result names
   the shards it rewrote), publishes (emits ``lakejoin-snapshot``), then compacts small files and
   builds the quality Data Docs.
+- ``lakejoin_graph`` (scheduled by ``lakejoin-snapshot``): computes the new snapshot's join graph
+  (``lakejoin.graph``: incrementally from the last one) and publishes it as the next snapshot of
+  the line (the same table versions plus ``graph/``); emits ``lakejoin-graph``.
 
 Tasks are idempotent (Delta commits; the snapshot row is written last) and retried with
 exponential backoff. Every task that commits holds the lake's write lease
@@ -32,6 +35,7 @@ from lakejoin.index import FAMILIES
 
 SNAPSHOT_ASSET = Asset("lakejoin-snapshot", uri="lakejoin://snapshots/latest")
 CRAWL_ASSET = Asset("lakejoin-crawl", uri="lakejoin://crawl/finished")
+GRAPH_ASSET = Asset("lakejoin-graph", uri="lakejoin://graph/latest")  # not the snapshot Asset: that would schedule the graph again
 START = pendulum.datetime(2026, 1, 1, tz="UTC")
 DEFAULT_ARGS = {"retries": 2, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": True, "pool": "lakejoin_spark"}
 LAKE_PARAMS = {
@@ -150,6 +154,19 @@ def lakejoin_index():
     quality_docs(published)
 
 
+@dag(dag_id="lakejoin_graph", schedule=[SNAPSHOT_ASSET], start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"],
+     params={key: LAKE_PARAMS[key] for key in ("home", "lease_wait")} | {"k": Param(10, type="integer", minimum=1, maximum=100, description="neighbours per column or key")})
+def lakejoin_graph():
+    @task(outlets=[GRAPH_ASSET])
+    def join_graph() -> dict:
+        from lakejoin.graph import refresh
+
+        return refresh(_config(), k=int(get_current_context()["params"]["k"]), **_writer())
+
+    join_graph()
+
+
 pipeline_dag = lakejoin_pipeline()
 crawl_dag = lakejoin_crawl()
 index_dag = lakejoin_index()
+graph_dag = lakejoin_graph()

@@ -19,6 +19,10 @@ Routes (all answer in the CLI's JSON shapes, see ``lakejoin.query.engine``):
 - ``GET /lakejoin/api/status``: the background load of the latest snapshot (started with the API
   server, so the first search does not pay it) and the upload limit;
 - ``GET /lakejoin/api/datasets``, ``GET /lakejoin/api/snapshots``;
+- ``GET /lakejoin/api/datasets/{dataset_id}/related``: the tables that join with it, from the
+  snapshot's join graph (``lakejoin related``'s JSON, ``lakejoin.graph.store.related``);
+- ``GET /lakejoin/dataset?id=...``: the dataset page (profile, related tables grouped by joining
+  columns, the neighbourhood as SVG, a join preview);
 - ``GET /lakejoin/api/datasets/{dataset_id}/quality``: the dataset's latest Great Expectations
   validation (version, success, drift, the GE results in brief) and links to its Data Docs pages;
 - ``GET /lakejoin/quality-docs/...``: the Data Docs site (``<home>/quality/docs``), and
@@ -57,6 +61,7 @@ from fastapi.security import HTTPAuthorizationCredentials
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from lakejoin import graph as join_graph
 from lakejoin.config import LakeConfig
 from lakejoin.quality import docs as quality_docs
 from lakejoin.query import METHODS, QueryEngine, QueryTable, engine_for, read_table_file
@@ -272,6 +277,13 @@ async def dataset_quality(request: Request, dataset_id: str, snapshot_id: int | 
     return {**answer, "docs": {"index": _docs_url(request, "index.html"), "pages": pages}}
 
 
+@app.get("/api/datasets/{dataset_id:path}/related", summary="The tables that join with a dataset, from the snapshot's join graph")
+async def dataset_related(dataset_id: str, snapshot_id: int | None = None) -> dict[str, Any]:
+    """``lakejoin related --dataset ID --json``; ``graph.current`` false: the graph is an earlier snapshot's."""
+    loaded = await run_in_threadpool(engine().snapshot, snapshot_id)
+    return await run_in_threadpool(join_graph.related, loaded, dataset_id)
+
+
 @app.get("/quality/{dataset_id:path}", include_in_schema=False)
 async def quality_page(request: Request, dataset_id: str) -> RedirectResponse:
     """The dataset's latest validation for people: its first Data Docs page, else the JSON."""
@@ -298,6 +310,11 @@ def _docs_url(request: Request, page: str) -> str:
 @app.get("/search", response_class=HTMLResponse, summary="The search page", include_in_schema=False)
 async def search_page() -> FileResponse:
     return FileResponse(STATIC / "search.html", media_type="text/html")
+
+
+@app.get("/dataset", response_class=HTMLResponse, summary="A dataset's page: profile, related tables, neighbourhood", include_in_schema=False)
+async def dataset_page() -> FileResponse:
+    return FileResponse(STATIC / "dataset.html", media_type="text/html")
 
 
 @app.get("/static/{name}", include_in_schema=False)

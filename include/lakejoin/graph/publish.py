@@ -26,10 +26,13 @@ from lakejoin.lake import snapshots
 from lakejoin.query.snapshot import load_snapshot
 
 
-def refresh(config: LakeConfig, *, k: int = DEFAULT_K, full: bool = False, publish: bool = True, build_id: str | None = None) -> dict[str, Any]:
-    """Compute, write and publish the latest snapshot's graph; a no-op when it has its graph."""
+def refresh(
+    config: LakeConfig, *, k: int = DEFAULT_K, full: bool = False, publish: bool = True, build_id: str | None = None, wait: float = 0.0
+) -> dict[str, Any]:
+    """Compute, write and publish the latest snapshot's graph; a no-op when it has its graph.
+    ``build_id`` and ``wait`` are the write lease's (``snapshots.writing``)."""
     started = time.perf_counter()
-    with snapshots.writing(config, "graph", build_id):
+    with snapshots.writing(config, "graph", build_id, wait):
         loaded = load_snapshot(config, snapshots.resolve(config))
         if graph_status(loaded, pinned_graph(loaded))["current"] and not full:
             return {"snapshot_id": loaded.snapshot_id, "graph": "current", "published": None}

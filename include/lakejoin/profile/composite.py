@@ -7,8 +7,9 @@ compare normalized values (what joins compare); a missing cell is one more value
 
 A combination is *minimal* when no proper subset is a key; a column that is a (near-)key alone
 makes every combination holding it non-minimal, so such columns take no part. Only columns
-that can carry a key take part (``keys.KEY_TYPES``, label-length values, not row names) and
-only those with at least two values. Constant columns cannot tell two rows apart, yet they are
+that can carry a key take part (``keys.KEY_TYPES``, label-length values, not row names, missing
+in at most 0.1 % of rows: a join matches rows by every key value) and only those with at least
+two values. Constant columns cannot tell two rows apart, yet they are
 how other tables key the same rows (weather's ``year`` is 2013 on every row, and so is
 flights'): each key found among the varying columns is stored with the table's constant
 key-typed columns added, in column order, up to ``MAX_KEY_COLUMNS`` columns in all.
@@ -99,6 +100,7 @@ def eligible(profile: Mapping[str, Any]) -> bool:
     """Whether a column (its ``lakejoin.profile`` row) may be part of a composite key."""
     return (
         profile["type"] in KEY_TYPES
+        and profile["null_fraction"] <= 1 - MIN_UNIQUE_SHARE
         and profile.get("name_source") != ROW_NAMES
         and (profile.get("length_mean") or 0.0) <= MAX_MEAN_LENGTH
     )
