@@ -3,7 +3,7 @@
     lakejoin related (--dataset ID | --table FILE) [--snapshot N] --json
 
 ``--table`` names a file the lake holds (found by its content hash). The JSON is
-``{"snapshot_id", "dataset_id", "graph": {"current", "snapshot_id", ["note"]}, "related":
+``{"snapshot_id", "dataset_id", "graph": {"current", "snapshot_id", ["note"]}, "composite_keys", "related":
 [{"dataset_id", "table", "method", "columns": [[this column, other column], ...], "evidence"}]}``;
 ``graph.current`` is false when the snapshot's graph was computed from an earlier snapshot.
 """

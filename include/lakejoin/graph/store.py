@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakejoin.config import LakeConfig
 from lakejoin.graph.build import Graph
@@ -148,7 +149,16 @@ def related(loaded: LoadedSnapshot, dataset_id: str) -> dict[str, Any]:
     ranked = sorted(entries.values(), key=lambda r: (KINDS.index(r["method"]), -r["evidence"]["strength"], r["dataset_id"], r["columns"]))
     for r in ranked:
         del r["evidence"]["strength"]
-    return {"snapshot_id": loaded.snapshot_id, "dataset_id": dataset_id, "graph": graph_status(loaded, graph), "related": ranked}
+    return {"snapshot_id": loaded.snapshot_id, "dataset_id": dataset_id, "graph": graph_status(loaded, graph), "composite_keys": composite_keys(loaded, dataset_id), "related": ranked}
+
+
+def composite_keys(loaded: LoadedSnapshot, dataset_id: str) -> list[list[str]]:
+    """The dataset's composite keys in ``catalog/keys`` (tightest first)."""
+    if loaded.snapshot.version_of(KEYS) is None:
+        return []
+    table = loaded.read(KEYS)
+    keys = table.filter(pc.equal(table["dataset_id"], dataset_id)).sort_by("key_index")
+    return [list(columns) for columns in keys["columns"].to_pylist()]
 
 
 def _entry(loaded: LoadedSnapshot, method: str, other: str, own_ids: tuple[int, ...], other_ids: tuple[int, ...], evidence: dict[str, Any]) -> dict[str, Any]:

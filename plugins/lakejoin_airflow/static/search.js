@@ -523,7 +523,8 @@ function evidence(result) {
 function tableCell(result) {
   const source = el("div", { className: "source" });
   columnProfiles(result.dataset_id).then((p) => { source.textContent = tableMeta(p); }).catch(() => {});
-  const links = el("div", { className: "links" }, el("a", { href: qualityHref(result.dataset_id), target: "_blank", className: "quality", text: "latest validation" }));
+  const links = el("div", { className: "links" }, el("a", { href: qualityHref(result.dataset_id), target: "_blank", className: "quality", text: "latest validation" }),
+    " · ", el("a", { href: `dataset?id=${encodeURIComponent(result.dataset_id)}`, className: "related", text: "related tables" }));
   return el("td", {}, el("div", { className: "table-title", text: result.table || result.dataset_id }), source, links);
 }
 

@@ -1,0 +1,157 @@
+// The dataset page: profile, related tables from the join graph, neighbourhood picture, join preview.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const datasetId = new URLSearchParams(location.search).get("id");
+
+async function getJson(path, options = {}) {
+  const response = await fetch(path, { credentials: "same-origin", ...options });
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body.detail || response.statusText);
+  return body;
+}
+
+function cell(row, text, className) {
+  const td = row.insertCell();
+  td.textContent = text;
+  if (className) td.className = className;
+  return td;
+}
+
+function pairsText(columns) { return columns.map(([mine, theirs]) => `${mine} = ${theirs}`).join(", "); }
+
+function share(value) { return value === null || value === undefined ? "" : value.toFixed(3); }
+
+function evidenceText(entry) {
+  const e = entry.evidence;
+  if (entry.method === "josie") return `overlap ${e.overlap}; containment ${share(e.containment)} (this in other), ${share(e.containment_reverse)} (other in this); Jaccard ${share(e.jaccard)}`;
+  if (entry.method === "mate") return `${e.joinability} joinable key tuples (${share(e.share)} of the key's)`;
+  return `semantic: ${e.matched} values matched (${share(e.joinability)})`;
+}
+
+function containmentOf(entry) {
+  const e = entry.evidence;
+  return entry.method === "mate" ? e.share : (entry.method === "josie" ? Math.max(e.containment, e.containment_reverse) : e.joinability);
+}
+
+function showProfile(profile) {
+  $("title").textContent = profile.title || profile.dataset_id;
+  document.title = `Lakejoin · ${profile.title || profile.dataset_id}`;
+  const body = $("profile").tBodies[0];
+  for (const c of profile.columns) {
+    const row = body.insertRow();
+    cell(row, c.name); cell(row, c.type); cell(row, c.distinct, "num"); cell(row, c.nulls, "num");
+    cell(row, c.key_candidate ? "key" : ""); cell(row, (c.indexed_by || []).join(", "));
+  }
+}
+
+function groupByColumns(related) {
+  const groups = new Map();
+  for (const entry of related) {
+    const key = entry.columns.map(([mine]) => mine).join(" + ");
+    if (!groups.has(key)) groups.set(key, []);
+    groups.get(key).push(entry);
+  }
+  return groups;
+}
+
+function showRelated(answer) {
+  const box = $("related");
+  box.replaceChildren();
+  if (!answer.related.length) { box.textContent = "No related table in this snapshot's join graph."; return; }
+  for (const [columns, entries] of groupByColumns(answer.related)) {
+    const heading = document.createElement("h3");
+    heading.textContent = columns;
+    const table = document.createElement("table");
+    table.className = "data related";
+    table.createTHead().innerHTML = "<tr><th scope='col'>Table</th><th scope='col'>Method</th><th scope='col'>Joins on</th><th scope='col'>Evidence</th><th scope='col'></th></tr>";
+    const body = table.createTBody();
+    for (const entry of entries) {
+      const row = body.insertRow();
+      row.dataset.dataset = entry.dataset_id;
+      const link = document.createElement("a");
+      link.href = `dataset?id=${encodeURIComponent(entry.dataset_id)}`;
+      link.textContent = entry.table || entry.dataset_id;
+      row.insertCell().append(link);
+      cell(row, entry.method); cell(row, pairsText(entry.columns)); cell(row, evidenceText(entry));
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "preview-join";
+      button.textContent = "Preview join";
+      button.addEventListener("click", () => previewJoin(entry));
+      row.insertCell().append(button);
+    }
+    box.append(heading, table);
+  }
+}
+
+function svg(name, attributes, text) {
+  const element = document.createElementNS("http://www.w3.org/2000/svg", name);
+  for (const [key, value] of Object.entries(attributes)) element.setAttribute(key, value);
+  if (text !== undefined) element.textContent = text;
+  return element;
+}
+
+function showNeighbourhood(answer, title) {
+  const picture = $("neighbourhood");
+  picture.replaceChildren();
+  const strongest = new Map();  // neighbour dataset -> its entries
+  for (const entry of answer.related) {
+    if (!strongest.has(entry.dataset_id)) strongest.set(entry.dataset_id, []);
+    strongest.get(entry.dataset_id).push(entry);
+  }
+  const neighbours = [...strongest.entries()].slice(0, 24);
+  neighbours.forEach(([dataset, entries], i) => {
+    const angle = (2 * Math.PI * i) / neighbours.length - Math.PI / 2;
+    const x = 270 * Math.cos(angle), y = 190 * Math.sin(angle);
+    const width = 1 + 9 * Math.max(...entries.map(containmentOf));
+    const line = svg("line", { x1: 0, y1: 0, x2: x, y2: y, "stroke-width": width.toFixed(1), stroke: "currentColor", "stroke-opacity": "0.45", class: "edge" });
+    line.append(svg("title", {}, entries.map((e) => `${e.method}: ${pairsText(e.columns)}`).join("\n")));
+    picture.append(line);
+    const link = svg("a", { href: `dataset?id=${encodeURIComponent(dataset)}`, class: "neighbour" });
+    link.append(svg("circle", { cx: x, cy: y, r: 6, fill: "currentColor" }));
+    link.append(svg("text", { x, y: y - 10, "text-anchor": "middle", "font-size": 12, fill: "currentColor" }, entries[0].table || dataset));
+    picture.append(link);
+  });
+  picture.append(svg("circle", { cx: 0, cy: 0, r: 10, fill: "currentColor" }));
+  picture.append(svg("text", { x: 0, y: 26, "text-anchor": "middle", "font-size": 14, "font-weight": "bold", fill: "currentColor" }, title));
+}
+
+async function previewJoin(entry) {
+  const columns = entry.columns.map(([mine]) => mine);
+  const found = await getJson("api/search", { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ method: entry.method, dataset_id: datasetId, columns, k: 50 }) });
+  const others = entry.columns.map(([, theirs]) => theirs).join(",");
+  const rank = found.results.findIndex((r) => r.dataset_id === entry.dataset_id && [r.column].flat().join(",") === others) + 1
+    || found.results.findIndex((r) => r.dataset_id === entry.dataset_id) + 1;
+  if (!rank) { $("preview-summary").textContent = `${entry.table} is not among the search's first 50 results any more.`; $("preview-card").hidden = false; return; }
+  const joined = await getJson("api/join", { method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ method: entry.method, dataset_id: datasetId, columns, rank, k: 50, format: "json", preview_rows: 10 }) });
+  $("preview-summary").textContent = `Joined with ${entry.table} on ${pairsText(entry.columns)} (${entry.method}): ${joined.rows} rows.`;
+  const table = document.createElement("table");
+  table.className = "data join-preview";
+  const names = joined.preview.length ? Object.keys(joined.preview[0]) : [];
+  const head = table.createTHead().insertRow();
+  for (const name of names) { const th = document.createElement("th"); th.textContent = name; head.append(th); }
+  const body = table.createTBody();
+  for (const record of joined.preview) { const row = body.insertRow(); for (const name of names) cell(row, record[name] ?? ""); }
+  $("preview").replaceChildren(table);
+  $("preview-card").hidden = false;
+}
+
+async function main() {
+  if (!datasetId) { $("status").textContent = "No dataset given: open this page as dataset?id=…"; return; }
+  try {
+    const [profile, answer] = await Promise.all([getJson(`api/datasets/${encodeURIComponent(datasetId)}/columns`), getJson(`api/datasets/${encodeURIComponent(datasetId)}/related`)]);
+    showProfile(profile);
+    $("keys").textContent = answer.composite_keys.length ? `Composite keys: ${answer.composite_keys.map((k) => `(${k.join(", ")})`).join("; ")}` : "No composite key found.";
+    const graph = answer.graph;
+    $("status").textContent = `Snapshot ${answer.snapshot_id} · ${profile.rows ?? "?"} rows · ${answer.related.length} related` + (graph.current ? "" : ` · ${graph.note}`);
+    showNeighbourhood(answer, profile.title || datasetId);
+    showRelated(answer);
+  } catch (error) {
+    $("status").textContent = `Could not load the dataset: ${error.message}`;
+  }
+}
+
+main();
