@@ -8,6 +8,8 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyspark
@@ -42,29 +44,46 @@ def wait_for_port(port: int, timeout: float = 120.0) -> None:
     raise TimeoutError(f"nothing listens on 127.0.0.1:{port}")
 
 
+@contextmanager
+def standalone_cluster(logs: Path, workers: int = 1, cores: int = 2, memory: str = "2g") -> Iterator[str]:
+    """A standalone master and ``workers`` workers on 127.0.0.1 started from the pyspark
+    installation (logs under ``logs``); yields the master URL, then stops them by pid."""
+    port, web = free_port(), free_port()
+    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    spark_class = str(SPARK_HOME / "bin" / "spark-class")
+    processes = [subprocess.Popen(
+        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web)],
+        env=env, stdout=open(logs / "master.log", "w"), stderr=subprocess.STDOUT,
+    )]
+    for n in range(workers):
+        processes.append(subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port())],
+            env={**env, "SPARK_WORKER_DIR": str(logs / f"work-{n}")}, stdout=open(logs / f"worker-{n}.log", "w"), stderr=subprocess.STDOUT,
+        ))
+    try:
+        wait_for_port(port)
+        _wait_for_workers(logs / "master.log", workers)
+        yield f"spark://127.0.0.1:{port}"
+    finally:
+        for process in reversed(processes):
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def _wait_for_workers(master_log: Path, workers: int, timeout: float = 120.0) -> None:
+    deadline = time.time() + timeout
+    while master_log.read_text().count("Registering worker") < workers:
+        if time.time() > deadline:
+            raise TimeoutError(f"{workers} worker(s) did not register with the master:\n{master_log.read_text()[-2000:]}")
+        time.sleep(0.5)
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     """A standalone master and one worker started from the pyspark installation."""
     logs = tmp_path_factory.mktemp("spark-logs")
-    port, web = free_port(), free_port()
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    master = subprocess.Popen(
-        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web)],
-        env=env, stdout=open(logs / "master.log", "w"), stderr=subprocess.STDOUT,
-    )
-    worker = subprocess.Popen(
-        [spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", "2", "--memory", "2g", "--webui-port", str(free_port())],
-        env=env, stdout=open(logs / "worker.log", "w"), stderr=subprocess.STDOUT,
-    )
-    try:
-        wait_for_port(port)
-        time.sleep(3)  # the worker registers with the master
-        yield f"spark://127.0.0.1:{port}", logs
-    finally:
-        for process in (worker, master):
-            process.terminate()
-            process.wait(timeout=30)
+    with standalone_cluster(logs) as url:
+        yield url, logs
 
 
 def lake_contents(config):

