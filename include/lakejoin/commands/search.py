@@ -20,21 +20,23 @@ from tabulate import tabulate
 from lakejoin.config import LakeConfig
 from lakejoin.query import METHODS, engine_for, read_table_file
 from lakejoin.query.engine import LOCAL_LIMITS
+from lakejoin.query.params import flag_help
 
 NAME = "search"
 
-# flag -> (params key, argparse options); only flags given on the command line become params.
+# flag -> (params key, argparse options); only flags given on the command line become params. The
+# help is lakejoin.query.params' (the search page and the REST docs say the same).
 FAMILY_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
-    "--threshold": ("threshold", {"type": float, "help": "LSH Ensemble: containment threshold t* in (0, 1] (default 0.5)"}),
-    "--verify": ("verify", {"action": "store_true", "default": None, "help": "LSH Ensemble: verify candidates (exact containment)"}),
-    "--tau": ("tau", {"type": float, "help": "PEXESO: distance threshold, a fraction of the maximum distance (default 0.06)"}),
-    "--T": ("T", {"type": float, "help": "PEXESO: joinability threshold in (0, 1], a share of the query's records (default 0.6)"}),
-    "--mode": ("mode", {"choices": ["threshold", "topk"], "help": "PEXESO: every column with jn >= T (threshold, default) or the k columns with most matches (topk)"}),
-    "--model": ("model", {"help": "PEXESO: embedding model (must be the index's)"}),
-    "--exact": ("exact", {"action": "store_true", "default": None, "help": "PEXESO: the full record mapping (every matched query value) in sample_pairs"}),
-    "--lower-bound": ("lower_bound", {"action": "store_true", "default": None, "help": "PEXESO threshold mode: stop counting a column once it reaches T (faster; scores are lower bounds, shown as >=)"}),
-    "--initial-column": ("initial_column", {"help": "MATE: the query column whose posting lists are fetched first"}),
-    "--semantic": ("semantic", {"action": "store_true", "default": None, "help": "auto: search semantically (PEXESO)"}),
+    "--threshold": ("threshold", {"type": float, "help": flag_help("threshold")}),
+    "--verify": ("verify", {"action": "store_true", "default": None, "help": flag_help("verify")}),
+    "--tau": ("tau", {"type": float, "help": flag_help("tau")}),
+    "--T": ("T", {"type": float, "help": flag_help("T")}),
+    "--mode": ("mode", {"choices": ["threshold", "topk"], "help": flag_help("mode")}),
+    "--model": ("model", {"help": flag_help("model")}),
+    "--exact": ("exact", {"action": "store_true", "default": None, "help": flag_help("exact")}),
+    "--lower-bound": ("lower_bound", {"action": "store_true", "default": None, "help": flag_help("lower_bound")}),
+    "--initial-column": ("initial_column", {"help": flag_help("initial_column")}),
+    "--semantic": ("semantic", {"action": "store_true", "default": None, "help": flag_help("semantic")}),
 }
 
 

@@ -10,7 +10,8 @@ import inspect
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lakejoin.query.engine import AUTO_LSH_MIN_DISTINCT, DEFAULT_K, DEFAULT_T, DEFAULT_TAU, DEFAULT_THRESHOLD, METHODS, PARAMS, Limits
+from lakejoin.query.engine import AUTO_LSH_MIN_DISTINCT, DEFAULT_K, METHODS, PARAMS, Limits
+from lakejoin.query.family import DEFAULT_T, DEFAULT_TAU, DEFAULT_THRESHOLD
 from lakejoin.query.join import HOWS, POLICIES
 
 
@@ -35,10 +36,10 @@ class MethodSpec:
     params: tuple[ParamSpec, ...]
 
 
-THRESHOLD = ParamSpec("threshold", "float", "LSH Ensemble: the least containment of your values in a column to report it", DEFAULT_THRESHOLD, 0.0, 1.0)
+THRESHOLD = ParamSpec("threshold", "float", "LSH Ensemble: the least containment of your values in a column to report it, in (0, 1]", DEFAULT_THRESHOLD, 0.0, 1.0)
 VERIFY = ParamSpec("verify", "bool", "LSH Ensemble: count the exact containment of each candidate (slower, exact)", False)
 TAU = ParamSpec("tau", "float", "PEXESO τ: how close two values' embeddings must be to match, a share of the largest distance", DEFAULT_TAU, 0.0, 1.0)
-T = ParamSpec("T", "float", "PEXESO T: the share of your values that must match for a column to count as joinable", DEFAULT_T, 0.0, 1.0)
+T = ParamSpec("T", "float", "PEXESO T: the share of your values that must match for a column to count as joinable, in (0, 1]", DEFAULT_T, 0.0, 1.0)
 MODE = ParamSpec("mode", "choice", "PEXESO: every column with joinability ≥ T (threshold) or the k columns with most matches (topk)", "threshold", choices=("threshold", "topk"))
 MODEL = ParamSpec("model", "str", "PEXESO: the embedding model; must be the one the index was built with (empty: the index's)")
 EXACT = ParamSpec("exact", "bool", "PEXESO: list every matched value pair as evidence (slower)", False)
@@ -56,6 +57,12 @@ METHOD_SPECS: dict[str, MethodSpec] = {
         MethodSpec("pexeso", "PEXESO — semantic", "Columns whose values match yours by embedding similarity: misspellings, synonyms, formats.", (TAU, T, MODE, MODEL, EXACT, LOWER_BOUND)),
     )
 }
+
+
+def flag_help(name: str) -> str:
+    """A method parameter's one-line help with its default, for the CLI's flags."""
+    spec = next(p for method in METHOD_SPECS.values() for p in method.params if p.name == name)
+    return f"{spec.help} (default {spec.default})" if spec.default not in (None, False) else spec.help
 
 
 def method_spec(method: str) -> MethodSpec:
