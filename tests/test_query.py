@@ -26,6 +26,7 @@ from lakejoin.query import QueryEngine, read_table_file
 from lakejoin.query import engine as engine_module
 from lakejoin.query.join import KeyPair, join, provenance_of, write_table
 from lakejoin.query.memory import LOAD_BYTES_PER_ROW, MEMORY_LIMIT_VARIABLE, IndexTooLarge, estimated_load_bytes, parse_size
+from lakejoin.query.sharded import ShardedFamily
 from lakejoin.testing.oracles import containment_search, overlap_topk
 
 pytestmark = pytest.mark.spark
@@ -357,15 +358,16 @@ def test_the_cli_goes_through_the_engine(engine: QueryEngine, lake: dict, tmp_pa
 
 
 def test_an_index_too_large_for_memory_is_refused_and_nothing_else_breaks(query_lake: LakeConfig, lake: dict, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    """The load estimate comes from the Delta log's row counts; past the memory budget the load is
-    refused with a clear error (not an OOM kill), and the same engine serves once memory allows."""
+    """The load estimate comes from the Delta log's row counts; past the memory budget the index
+    is served shard by shard (tests/test_discover.py), and when even one shard is over it the load
+    is refused with a clear error (not an OOM kill), and the same engine serves once memory allows."""
     fresh = QueryEngine(query_lake)  # no searcher loaded yet
     dataset_id = lake["ids"]["weather.csv"]
     loaded = fresh.snapshot()
     rows = {name: loaded.row_count(f"index/josie/{name}") for name in loaded.index_tables_of("josie")}
     needed = estimated_load_bytes("josie", rows)
     assert rows["postings"] > 0 and needed >= rows["postings"] * LOAD_BYTES_PER_ROW["josie"]["postings"]
-    monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(needed - 1))
+    monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(min(ShardedFamily(loaded, "josie").load_bytes.values()) - 1))
     with pytest.raises(IndexTooLarge, match=r"josie index of snapshot \d+ needs about [\d.]+ MiB to load \([\d,]+ rows in index/josie/"):
         fresh.search("josie", ["origin"], dataset_id=dataset_id)
     monkeypatch.setattr(engine_module, "_engines", {})  # the CLI's in-process engine loads afresh too

@@ -114,17 +114,19 @@ class LoadedSnapshot:
         """``merge([ask(searcher)])`` with the family's whole searcher, or, when its index does not
         fit the memory budget, ``merge`` of ``ask`` over every shard's searcher in turn
         (``lakejoin.query.sharded``), with how many shards that searched and read (else None)."""
-        if family not in self._sharded:
-            try:
-                searcher, lock = self.searcher(family)
-            except IndexTooLarge:
-                with self._load_lock:
-                    if family not in self._sharded:
-                        self._sharded[family] = ShardedFamily(self, family)
-            else:
-                with lock:
-                    return merge([ask(searcher)]), None
-        return self._sharded[family].answer(ask, merge)
+        sharded = self._sharded.get(family)
+        if sharded is not None:
+            return sharded.answer(ask, merge)
+        try:
+            searcher, lock = self.searcher(family)
+        except IndexTooLarge:
+            sharded = ShardedFamily(self, family)
+            answered = sharded.answer(ask, merge)  # IndexTooLarge still when one shard alone does not fit
+            with self._load_lock:
+                self._sharded.setdefault(family, sharded)
+            return answered
+        with lock:
+            return merge([ask(searcher)]), None
 
     def load_shards(self, family: str, shards: Iterable[int] | None = None) -> Any:
         """A new searcher over ``shards`` of the family's index (every shard when None): it reads
