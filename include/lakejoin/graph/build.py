@@ -25,11 +25,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from lakejoin.graph.edges import (
     DEFAULT_K,
@@ -37,6 +39,7 @@ from lakejoin.graph.edges import (
     KINDS,
     MATE,
     PEXESO,
+    PEXESO_TAU,
     Edge,
     OverlapIndex,
     Query,
@@ -47,7 +50,6 @@ from lakejoin.graph.edges import (
 from lakejoin.index.shards import shards_of
 from lakejoin.lake.schemas import KEYS
 from lakejoin.query.snapshot import LoadedSnapshot
-from lakejoin.query.tables import dataset_table
 
 MATE_KEYS_PER_TABLE = 3  # the tightest keys of a table (catalog/keys order) are searched with MATE
 
@@ -160,18 +162,17 @@ def _josie(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], change
 def _mate(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int) -> tuple[Lists, int]:
     keys = _mate_keys(loaded, columns)
     queries = _Queries(MATE, {q: d for q, (d, _) in keys.items()})
-    tables: dict[str, pa.Table] = {}
 
     def search(searcher: Any, wanted: list[Query]) -> Lists:
-        lists = {}
-        for q in wanted:
-            dataset_id, key = keys[q]
-            if dataset_id not in tables:
-                tables[dataset_id] = dataset_table(loaded, dataset_id).table
-            lists[q] = mate_edges(searcher, tables[dataset_id], dataset_id, key, k)
-        return lists
+        return {q: mate_edges(searcher, _key_table(loaded, *keys[q]), keys[q][0], keys[q][1], k) for q in wanted}
 
     return _merge(queries, changed, previous, k, *_searches(loaded, MATE, changed, columns, search))
+
+
+def _key_table(loaded: LoadedSnapshot, dataset_id: str, key: Mapping[str, int]) -> pa.Table:
+    """The key's columns of the dataset's staged copy (only those are read)."""
+    path = Path(loaded.dataset(dataset_id)["staged_path"])
+    return pq.read_table(path if path.is_absolute() else loaded.config.home / path, columns=list(key))
 
 
 def _mate_keys(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]) -> dict[Query, tuple[str, dict[str, int]]]:
@@ -193,7 +194,20 @@ def _pexeso(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], chang
     def search(searcher: Any, wanted: list[Query]) -> Lists:
         return {q: pexeso_edges(searcher, vectors[q[1][0]], dataset_of[q[1][0]], q[1][0], dataset_of, k) for q in wanted}
 
-    return _merge(queries, changed, previous, k, *_searches(loaded, PEXESO, changed, columns, search))
+    forward, reverse = _searches(loaded, PEXESO, changed, columns, search)
+
+    def reverse_touched(wanted: list[Query]) -> Lists:
+        """Only queries with a value within τ of a changed column's value can gain a neighbour
+        there, and those are the columns a changed column's own search matches at least once
+        (distance is symmetric): the others are not searched."""
+        searcher = loaded.searcher(PEXESO)[0]
+        touched = {
+            r["column_id"] for c in vectors if dataset_of[c] in changed
+            for r in searcher.search(vectors[c], PEXESO_TAU, 1 / len(vectors[c]), mode="threshold")
+        }
+        return reverse([q for q in wanted if q[1][0] in touched])
+
+    return _merge(queries, changed, previous, k, forward, reverse_touched)
 
 
 def column_vectors(loaded: LoadedSnapshot) -> tuple[dict[int, np.ndarray], dict[int, str]]:
