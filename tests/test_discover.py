@@ -229,3 +229,76 @@ def test_bad_input_is_named(sharded_lake: LakeConfig, in_memory: dict, spark, tm
         assert cli.main(["discover", "josie", "--home", str(broken.home), "--queries", "all", "--out", str(tmp_path / "out"), "--spark-master", "local[2]", "--json"]) == 2
     assert "is missing on disk" in json.loads(out.getvalue())["error"]
     assert not (tmp_path / "out").exists()  # nothing written
+
+
+# --- on a standalone cluster: a master and two workers on 127.0.0.1 ------------------------------
+
+_ON_CLUSTER = """
+import json, sys
+from pathlib import Path
+from lakejoin.config import LakeConfig
+from lakejoin.spark.discover import discover
+from lakejoin.spark.session import get_spark
+home, url, out, batches = sys.argv[1], sys.argv[2], Path(sys.argv[3]), json.loads(sys.argv[4])
+spark = get_spark(url)
+for family, (spec, columns, params) in batches.items():
+    print(json.dumps(discover(spark, LakeConfig(home=Path(home)), family, spec, out / family, k=int(sys.argv[5]), params=params, columns=columns)))
+"""
+
+
+@pytest.fixture(scope="module")
+def two_workers(tmp_path_factory: pytest.TempPathFactory):
+    from test_spark_cluster import standalone_cluster
+
+    logs = tmp_path_factory.mktemp("discover-cluster")
+    with standalone_cluster(logs, workers=2, cores=1, memory="1g") as url:
+        yield url, logs
+
+
+@pytest.mark.slow
+def test_batch_discovery_on_a_standalone_cluster_equals_the_engine_and_survives_a_failed_task(sharded_lake: LakeConfig, in_memory: dict, two_workers, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from lakejoin.spark.discover import FAIL_FIRST_ATTEMPT_VARIABLE, resolve_queries
+
+    url, logs = two_workers
+    batches = {family: batch_spec(family, in_memory["ids"]) for family in BATCHES}
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, FAIL_FIRST_ATTEMPT_VARIABLE: "2"}
+    completed = subprocess.run([sys.executable, "-c", _ON_CLUSTER, str(sharded_lake.home), url, str(tmp_path), json.dumps(batches), str(K)], capture_output=True, text=True, timeout=900, env=env)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "failing this task's first attempt on purpose" in completed.stderr  # one task per family failed once, and was retried
+    assert [json.loads(line)["shards"] for line in completed.stdout.splitlines()] == [N_SHARDS] * len(BATCHES)
+    loaded = in_memory["engine"].snapshot()
+    for family, (spec, columns, params) in batches.items():
+        assert assert_batch_equals_engine(tmp_path / family, in_memory["engine"], family, resolve_queries(loaded, family, spec, columns), params)
+    master_log = (logs / "master.log").read_text()
+    assert master_log.count("Registering worker") == 2 and "Registering app lakejoin" in master_log  # it ran on the cluster
+
+
+@pytest.mark.slow
+@pytest.mark.airflow
+def test_the_discover_dag_submits_the_job_to_spark_default(sharded_lake: LakeConfig, in_memory: dict, two_workers, tmp_path: Path) -> None:
+    import sys
+
+    from airflow_harness import prepare_airflow, run_dag_test
+
+    from lakejoin.spark.discover import resolve_queries
+
+    url, _ = two_workers
+    host, port = url.rsplit(":", 1)
+    env = prepare_airflow(tmp_path / "airflow")
+    env.update(
+        AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": host, "port": int(port), "extra": {"deploy-mode": "client", "spark-binary": "spark-submit"}}),
+        PATH=f"{Path(sys.executable).parent}:{env['PATH']}",  # spark-submit from the pyspark installation
+        SPARK_LOCAL_IP="127.0.0.1",
+    )
+    spec, columns, params = batch_spec("mate", in_memory["ids"])
+    out = tmp_path / "answers"
+    conf = {"method": "mate", "queries": spec, "columns": columns, "k": K, "method_params": params, "out": str(out), "home": str(sharded_lake.home)}
+    result = run_dag_test(env, "lakejoin_discover.py", "lakejoin_discover", conf)
+    assert result["state"] == "success", result
+    returned = result["returned"]["discover"]
+    assert returned["out"] == str(out) and returned["rows"] > 0
+    rows = assert_batch_equals_engine(out, in_memory["engine"], "mate", resolve_queries(in_memory["engine"].snapshot(), "mate", spec, columns), params)
+    assert rows == returned["rows"]

@@ -1,4 +1,5 @@
-"""Operators for DAGs: search the lake, and join a result onto a table, on the latest snapshot.
+"""Operators for DAGs: search the lake, and join a result onto a table, on the latest snapshot;
+batch discovery on a Spark cluster (``LakeDiscoverOperator``, through ``spark-submit``).
 
 Both go through ``lakejoin.query`` (the engine the CLI and the REST API use), so a DAG task, a
 ``lakejoin search`` and a ``POST /lakejoin/api/search`` with the same arguments give the same
@@ -7,12 +8,16 @@ answer on the same snapshot.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, BaseOperator
 
+from lakejoin.commands.search import FAMILY_FLAGS
+from lakejoin.lake import delta
 from lakejoin.query import read_table_file
 from lakejoin.query.join import write_table
 from lakejoin_airflow.hooks import LakeHook
@@ -106,6 +111,65 @@ class LakeJoinOperator(LakeSearchOperator):
                 context["outlet_events"][outlet].extra = extra
         self.log.info("joined %s (snapshot %s) -> %s", provenance["table"], provenance["snapshot_id"], files)
         return {**summary, "files": files}
+
+
+DISCOVERIES_ASSET = Asset("lakejoin-discoveries", uri="lakejoin://discoveries")
+DISCOVER_JOB = Path(__file__).resolve().parents[2] / "spark_jobs" / "discover.py"
+
+
+class LakeDiscoverOperator(SparkSubmitOperator):
+    """Batch discovery (``spark_jobs/discover.py``) submitted with ``spark-submit`` on the Spark
+    connection ``conn_id`` (``spark_default``): the answers of ``method`` for every query of
+    ``queries`` (a table file, a folder, dataset ids or ``all``) written as a Delta table at
+    ``out`` (relative: under ``<lake home>/discoveries/``). Emits the Asset
+    ``lakejoin-discoveries`` with the table's path, version and rows as the event's extra, and
+    returns them (to XCom). The lake home must be a path the cluster's executors see."""
+
+    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "method", "queries", "out", "k", "method_params", "columns", "snapshot_id", "home")
+
+    def __init__(
+        self,
+        *,
+        method: str,
+        queries: str,
+        out: str,
+        k: int = 10,
+        method_params: dict[str, Any] | None = None,
+        columns: list[str] | None = None,
+        snapshot_id: int | None = None,
+        home: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        kwargs.setdefault("outlets", [DISCOVERIES_ASSET])
+        kwargs.setdefault("env_vars", {"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable})
+        super().__init__(application=str(DISCOVER_JOB), name="lakejoin-discover", **kwargs)
+        self.method, self.queries, self.out, self.k = method, queries, out, k
+        self.method_params, self.columns, self.snapshot_id, self.home = method_params or {}, columns, snapshot_id, home
+
+    def execute(self, context: Any) -> dict[str, Any]:
+        home = LakeHook(self.home).get_config().home
+        out = Path(self.out) if Path(self.out).is_absolute() else home / "discoveries" / self.out
+        self.application_args = ["--home", str(home), self.method, "--queries", str(self.queries), "--out", str(out), "-k", str(int(self.k)), *self._optional_arguments()]
+        super().execute(context)
+        table = delta.open_table(out)
+        extra = {"out": str(out), "version": table.version(), "rows": delta.row_count(out, opened=table), "method": self.method}
+        for outlet in self.outlets:
+            if isinstance(outlet, Asset):
+                context["outlet_events"][outlet].extra = extra
+        self.log.info("discover %s: %s rows -> %s (version %s)", self.method, extra["rows"], out, extra["version"])
+        return extra
+
+    def _optional_arguments(self) -> list[str]:
+        columns = [self.columns] if isinstance(self.columns, str) else list(self.columns or [])
+        arguments = ["--columns", ",".join(columns)] if columns else []
+        if self.snapshot_id not in (None, ""):
+            arguments += ["--snapshot", str(int(self.snapshot_id))]
+        flags = {key: flag for flag, (key, _) in FAMILY_FLAGS.items()}
+        for key, value in dict(self.method_params or {}).items():
+            if key not in flags:
+                raise ValueError(f"unknown parameter {key!r} for {self.method}; known: {sorted(flags)}")
+            arguments += [flags[key]] if value is True else [] if value is False else [flags[key], str(value)]
+        return arguments
 
 
 class LakeRelatedOperator(BaseOperator):
