@@ -1,23 +1,28 @@
 """Delta tables through delta-rs (DESIGN "Delta without the Delta jars").
 
 Small tables (catalog, snapshots) are written from Arrow on the driver with
-``write_deltalake``. Large tables (cells, index tables) are written by Spark executors as
-Parquet files inside the table directory (``lakejoin.spark.writer``) and committed here in one
-transaction from ``DataFile`` descriptions: that commit is the only thing the driver does.
+``write_deltalake``. Large tables (cells, index tables) are written as Parquet files inside the
+table directory by :func:`partition_writer` — in Spark executors (``lakejoin.spark.delta``), or
+in this process for an index build small enough to run here (:func:`write_rows`) — and committed
+here in one transaction from ``DataFile`` descriptions: that commit is the only thing the driver
+does.
 """
 
 from __future__ import annotations
 
 import json
 import time
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema, write_deltalake
 from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction
@@ -206,6 +211,42 @@ def commit_files(
     return current_version(path)  # type: ignore[return-value]
 
 
+def prepare_layout(path: Path, schema: pa.Schema, partition_by: Sequence[str], replace: str, operation: str | None = None) -> None:
+    """Before a write: create the folder; a full replace (``replace="all"``) of a table written
+    with another schema or partitioning first gives it the new layout in a commit of its own."""
+    path.mkdir(parents=True, exist_ok=True)
+    if replace == "all" and exists(path) and layout_differs(path, schema, partition_by):
+        reset_layout(path, schema, partition_by, operation)
+
+
+def commit_replacing(
+    path: Path, schema: pa.Schema, added: list[DataFile], partition_by: Sequence[str], replace: str,
+    replace_values: Sequence[str] = (), operation: str | None = None,
+) -> int:
+    """Commit ``added`` files with the remove actions ``replace`` asks for, in one transaction:
+    ``"all"`` replaces every live file, ``"partitions"`` the files of the partitions named in
+    ``replace_values`` (plus those ``added`` writes to), ``"none"`` appends."""
+    removed = _files_to_replace(path, partition_by, replace, replace_values, added)
+    return commit_files(path, schema, added, removed, partition_by, operation)
+
+
+def write_rows(
+    path: Path, table: pa.Table, schema: pa.Schema, *, partition_by: Sequence[str] = (), replace: str = "all",
+    replace_values: Sequence[str] = (), operation: str | None = None,
+) -> int:
+    """Write ``table`` from this process as the Spark writer does (one file per partition, one
+    commit, ``replace`` as in :func:`commit_replacing`); returns the new version."""
+    prepare_layout(path, schema, partition_by, replace, operation)
+    writer = partition_writer(str(path), schema, list(partition_by))
+    added = [data_file(row) for batch in writer(iter(table.cast(schema).to_batches())) for row in batch.to_pylist()]
+    return commit_replacing(path, schema, added, partition_by, replace, replace_values, operation)
+
+
+def data_file(row: Mapping[str, object]) -> DataFile:
+    """A :func:`partition_writer` row as a :class:`DataFile`."""
+    return DataFile(str(row["path"]), int(row["size"]), int(row["num_records"]), json.loads(str(row["partition_values"])), str(row["stats"]))
+
+
 def live_files(path: Path, partition_column: str | None = None) -> dict[str, str | None]:
     """Relative path of every live file -> its value of ``partition_column`` (None if unpartitioned)."""
     if not exists(path):
@@ -234,6 +275,89 @@ def _remove_actions(table: DeltaTable, paths: set[str], now_ms: int) -> list[Rem
     if missing:
         raise ValueError(f"cannot remove files that are not live in {table.table_uri}: {sorted(missing)[:3]}")
     return removes
+
+
+def _files_to_replace(table_path: Path, partition_by: Sequence[str], replace: str, replace_values: Sequence[str], added: list[DataFile]) -> list[str]:
+    if replace == "none":
+        return []
+    live = live_files(table_path, partition_by[0] if partition_by else None)
+    if replace == "all":
+        return list(live)
+    if replace != "partitions" or not partition_by:
+        raise ValueError(f"replace={replace!r} needs one of all|partitions|none (partitions needs partition_by)")
+    # The log may type partition values (an int shard); compare their text, as Delta stores them.
+    targets = {str(v) for v in replace_values} | {str(f.partition_values[partition_by[0]]) for f in added}
+    return [p for p, value in live.items() if str(value) in targets]
+
+
+def partition_writer(table_root: str, schema: pa.Schema, partition_by: list[str]):
+    """The function that turns Arrow batches into Parquet files under ``table_root`` (one per
+    partition of the batches) and yields one row per file (path, size, num_records,
+    partition_values as JSON, stats): what each Spark executor task runs, and :func:`write_rows`."""
+    data_schema = pa.schema([f for f in schema if f.name not in partition_by])
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        collected = list(batches)
+        if not collected or sum(b.num_rows for b in collected) == 0:
+            return
+        table = pa.Table.from_batches(collected)
+        table = table.cast(schema)
+        for values, part in _split_by_partition(table, partition_by):
+            relative_dir = "/".join(f"{quote(c, safe='')}={quote(str(v), safe='')}" for c, v in zip(partition_by, values))
+            relative = f"{relative_dir}/" if relative_dir else ""
+            relative += f"part-{uuid.uuid4().hex}.parquet"
+            absolute = Path(table_root) / relative
+            absolute.parent.mkdir(parents=True, exist_ok=True)
+            pq.write_table(part.select(data_schema.names), absolute, compression="zstd")
+            yield pa.RecordBatch.from_pylist(
+                [
+                    {
+                        "path": relative,
+                        "size": absolute.stat().st_size,
+                        "num_records": part.num_rows,
+                        "partition_values": json.dumps({c: str(v) for c, v in zip(partition_by, values)}),
+                        "stats": parquet_stats(absolute),
+                    }
+                ]
+            )
+
+    return write
+
+
+def _split_by_partition(table: pa.Table, partition_by: list[str]):
+    if not partition_by:
+        yield (), table
+        return
+    keys = table.select(partition_by).group_by(partition_by).aggregate([]).to_pylist()
+    for key in keys:
+        mask = None
+        for column, value in key.items():
+            condition = pc.equal(table[column], value)
+            mask = condition if mask is None else pc.and_(mask, condition)
+        yield tuple(key[c] for c in partition_by), table.filter(mask)
+
+
+def parquet_stats(path: Path) -> str:
+    """Delta file statistics read from the Parquet footer (numRecords, min/max, null counts)."""
+    metadata = pq.ParquetFile(path).metadata
+    stats: dict = {"numRecords": metadata.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
+    for column_index in range(metadata.num_columns):
+        name = metadata.schema.column(column_index).path
+        mins, maxes, nulls = [], [], 0
+        for group in range(metadata.num_row_groups):
+            column_stats = metadata.row_group(group).column(column_index).statistics
+            if column_stats is None:
+                break
+            nulls += column_stats.null_count or 0
+            if column_stats.has_min_max:
+                mins.append(column_stats.min)
+                maxes.append(column_stats.max)
+        else:
+            stats["nullCount"][name] = nulls
+            if mins and all(isinstance(v, (int, float, str)) for v in mins + maxes):
+                stats["minValues"][name] = min(mins)
+                stats["maxValues"][name] = max(maxes)
+    return json.dumps(stats)
 
 
 class ConcurrentCommit(lease.LakeWriteError):

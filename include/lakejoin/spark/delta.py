@@ -1,8 +1,8 @@
 """Spark <-> Delta without the Delta jars (DESIGN "Delta without the Delta jars").
 
 Write: each executor task writes its rows as Parquet files inside the table directory
-(Hive-style ``col=value/`` folders for partition columns, which Delta keeps out of the data
-files) and returns one small row per file; the driver collects only those rows and commits
+(``lakejoin.lake.delta.partition_writer``: Hive-style ``col=value/`` folders for partition
+columns, which Delta keeps out of the data files) and returns one small row per file; the driver collects only those rows and commits
 them in one Delta transaction through ``lakejoin.lake.delta.commit_files``. A job that dies
 before the commit leaves unreferenced files, which readers never see and vacuum deletes.
 
@@ -12,21 +12,16 @@ Parquet, recovering partition columns from the paths.
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from urllib.parse import quote
 
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakejoin.lake import delta
 
-_FILE_ROWS = "path string, size long, num_records long, partition_values string, stats string"
+_FILE_ROWS = "path string, size long, num_records long, partition_values string, stats string"  # delta.partition_writer's rows
 
 
 def write_table(
@@ -51,20 +46,14 @@ def write_table(
     files of the partitions named in ``replace_values`` (plus those ``df`` writes to), which is
     how one dataset's cells are swapped without touching the others; ``"none"`` appends.
     """
-    table_path.mkdir(parents=True, exist_ok=True)
-    if replace == "all" and delta.exists(table_path) and delta.layout_differs(table_path, schema, partition_by):
-        delta.reset_layout(table_path, schema, partition_by, operation)
-    writer = _partition_writer(str(table_path), schema, list(partition_by))
+    delta.prepare_layout(table_path, schema, partition_by, replace, operation)
+    writer = delta.partition_writer(str(table_path), schema, list(partition_by))
     if produce is None:
         rows = df.select([f.name for f in schema]).mapInArrow(writer, _FILE_ROWS).collect()
     else:
         rows = df.mapInArrow(lambda batches: writer(produce(batches)), _FILE_ROWS).collect()
-    added = [
-        delta.DataFile(r.path, r.size, r.num_records, json.loads(r.partition_values), r.stats)
-        for r in rows
-    ]
-    removed = _files_to_replace(table_path, partition_by, replace, replace_values, added)
-    return delta.commit_files(table_path, schema, added, removed, partition_by, operation)
+    added = [delta.data_file(r.asDict()) for r in rows]
+    return delta.commit_replacing(table_path, schema, added, partition_by, replace, replace_values, operation)
 
 
 def read_table(
@@ -84,84 +73,3 @@ def read_table(
         return spark.createDataFrame([], spark_schema)
     frame = spark.read.option("basePath", str(table_path)).schema(spark_schema).parquet(*files)
     return frame.select([f.name for f in arrow_schema])
-
-
-def _files_to_replace(table_path: Path, partition_by: Sequence[str], replace: str, replace_values: Sequence[str], added: list[delta.DataFile]) -> list[str]:
-    if replace == "none":
-        return []
-    live = delta.live_files(table_path, partition_by[0] if partition_by else None)
-    if replace == "all":
-        return list(live)
-    if replace != "partitions" or not partition_by:
-        raise ValueError(f"replace={replace!r} needs one of all|partitions|none (partitions needs partition_by)")
-    # The log may type partition values (an int shard); compare their text, as Delta stores them.
-    targets = {str(v) for v in replace_values} | {str(f.partition_values[partition_by[0]]) for f in added}
-    return [p for p, value in live.items() if str(value) in targets]
-
-
-def _partition_writer(table_root: str, schema: pa.Schema, partition_by: list[str]):
-    """The function each executor task runs over its Arrow batches (see module docstring)."""
-    data_schema = pa.schema([f for f in schema if f.name not in partition_by])
-
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        collected = list(batches)
-        if not collected or sum(b.num_rows for b in collected) == 0:
-            return
-        table = pa.Table.from_batches(collected)
-        table = table.cast(schema)
-        for values, part in _split_by_partition(table, partition_by):
-            relative_dir = "/".join(f"{quote(c, safe='')}={quote(str(v), safe='')}" for c, v in zip(partition_by, values))
-            relative = f"{relative_dir}/" if relative_dir else ""
-            relative += f"part-{uuid.uuid4().hex}.parquet"
-            absolute = Path(table_root) / relative
-            absolute.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(part.select(data_schema.names), absolute, compression="zstd")
-            yield pa.RecordBatch.from_pylist(
-                [
-                    {
-                        "path": relative,
-                        "size": absolute.stat().st_size,
-                        "num_records": part.num_rows,
-                        "partition_values": json.dumps({c: str(v) for c, v in zip(partition_by, values)}),
-                        "stats": parquet_stats(absolute),
-                    }
-                ]
-            )
-
-    return write
-
-
-def _split_by_partition(table: pa.Table, partition_by: list[str]):
-    if not partition_by:
-        yield (), table
-        return
-    keys = table.select(partition_by).group_by(partition_by).aggregate([]).to_pylist()
-    for key in keys:
-        mask = None
-        for column, value in key.items():
-            condition = pc.equal(table[column], value)
-            mask = condition if mask is None else pc.and_(mask, condition)
-        yield tuple(key[c] for c in partition_by), table.filter(mask)
-
-
-def parquet_stats(path: Path) -> str:
-    """Delta file statistics read from the Parquet footer (numRecords, min/max, null counts)."""
-    metadata = pq.ParquetFile(path).metadata
-    stats: dict = {"numRecords": metadata.num_rows, "minValues": {}, "maxValues": {}, "nullCount": {}}
-    for column_index in range(metadata.num_columns):
-        name = metadata.schema.column(column_index).path
-        mins, maxes, nulls = [], [], 0
-        for group in range(metadata.num_row_groups):
-            column_stats = metadata.row_group(group).column(column_index).statistics
-            if column_stats is None:
-                break
-            nulls += column_stats.null_count or 0
-            if column_stats.has_min_max:
-                mins.append(column_stats.min)
-                maxes.append(column_stats.max)
-        else:
-            stats["nullCount"][name] = nulls
-            if mins and all(isinstance(v, (int, float, str)) for v in mins + maxes):
-                stats["minValues"][name] = min(mins)
-                stats["maxValues"][name] = max(maxes)
-    return json.dumps(stats)
