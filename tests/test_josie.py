@@ -439,7 +439,7 @@ def test_spark_incremental_updates_equal_in_memory_and_stay_exact(spark):
     lake = _random_lake(rng, 12)
     current = _arrow(build_tables(spark, _cells_of_lake(spark, lake), n_shards=N_SHARDS))
     _assert_same_tables(current, build_in_memory(*_sets(lake)[:1], dataset_ids=_sets(lake)[1], n_shards=N_SHARDS))
-    assert staleness(_spark(spark, {"dictionary": current["dictionary"]})) == 0.0
+    assert staleness({"dictionary": current["dictionary"]}) == 0.0
     for version in range(1, 6):
         lake, changed = _change(rng, lake, version)
         rewritten = shards_of(changed, N_SHARDS)
@@ -451,5 +451,5 @@ def test_spark_incremental_updates_equal_in_memory_and_stay_exact(spark):
         _assert_holds_exactly(current, lake, changed)
         _assert_answers_like_fresh_build(current, lake, rng)
     row = current["dictionary"].to_pylist()[0]
-    share = staleness(_spark(spark, {"dictionary": current["dictionary"]}))
+    share = staleness({"dictionary": current["dictionary"]})
     assert share == pytest.approx(row["appended_tokens"] / current["tokens"].num_rows) and share > 0

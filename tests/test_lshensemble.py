@@ -579,7 +579,7 @@ def test_spark_build_equals_in_memory_build_and_incremental(spark) -> None:
     _assert_same_tables(apply_update(built, update, rewritten, GLOBAL_TABLES), build_in_memory(second, dataset_ids=datasets, num_part=6, n_shards=N_SHARDS))
     from lakejoin.spark.lshensemble import STALENESS_LIMIT, staleness
 
-    assert staleness({name: _frame(spark, update[name]) for name in GLOBAL_TABLES}) == 0.0 < STALENESS_LIMIT
+    assert staleness({name: update[name] for name in GLOBAL_TABLES}) == 0.0 < STALENESS_LIMIT
 
 
 def _frame(spark, table: pa.Table):

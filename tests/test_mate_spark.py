@@ -92,8 +92,8 @@ def test_incremental_build_from_rewritten_shards_equals_full_build(spark) -> Non
         delta = cells.filter(pc.is_in(cells["dataset_id"], pa.array(sorted(changed))))
         previous = frames_of(spark, in_shards(current, rewritten, GLOBAL_TABLES))
         update = build_tables(spark, to_spark(spark, delta), n_shards=N_SHARDS, previous=previous, changed=changed)
-        assert staleness({name: update[name] for name in GLOBAL_TABLES}) == 0.0 < STALENESS_LIMIT
         update = collect(update)
+        assert staleness({name: update[name] for name in GLOBAL_TABLES}) == 0.0 < STALENESS_LIMIT
         assert set(update["postings"]["shard"].to_pylist()) <= set(rewritten)
         current = apply_update(current, update, rewritten, GLOBAL_TABLES)
         assert_same_tables(current, build_from_cells(cells, 256, n_shards=N_SHARDS))

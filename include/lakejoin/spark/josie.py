@@ -38,6 +38,9 @@ batches of 10% churn reached 13%) or many light ones.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -78,9 +81,10 @@ def build_tables(
     return _update(spark, raw, previous, sorted(changed), n_shards)
 
 
-def staleness(tables: dict[str, DataFrame]) -> float:
-    """Share of the token dictionary appended since the last full build (0 right after one)."""
-    row = tables["dictionary"].first()
+def staleness(tables: Mapping[str, pa.Table]) -> float:
+    """Share of the token dictionary appended since the last full build (0 right after one), from
+    the global tables just written (read as Arrow)."""
+    (row,) = tables["dictionary"].to_pylist()
     total = row["full_build_tokens"] + row["appended_tokens"]
     return row["appended_tokens"] / total if total else 0.0
 

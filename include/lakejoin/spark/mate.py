@@ -44,7 +44,6 @@ from lakejoin.index.mate.build import (
     PARAMS_SCHEMA,
     POSTINGS_SCHEMA,
     SUPERKEYS_SCHEMA,
-    WIDTHS_SCHEMA,
     check_bits,
     choose_bits,
     params_table,
@@ -103,13 +102,9 @@ def build_tables(
     }
 
 
-def staleness(tables: Mapping[str, DataFrame]) -> float:
-    """``lakejoin.index.mate.build.staleness`` of the global tables just written."""
-    params, widths = (
-        pa.Table.from_pylist([row.asDict() for row in tables[name].collect()], schema)
-        for name, schema in [("params", PARAMS_SCHEMA), ("widths", WIDTHS_SCHEMA)]
-    )
-    return width_staleness(params, widths)
+def staleness(tables: Mapping[str, pa.Table]) -> float:
+    """``lakejoin.index.mate.build.staleness`` of the global tables just written (read as Arrow)."""
+    return width_staleness(tables["params"], tables["widths"])
 
 
 def _previous_params(previous: Mapping[str, DataFrame], bits: int | None) -> pa.Table:

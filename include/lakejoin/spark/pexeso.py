@@ -27,7 +27,7 @@ counted towards :func:`staleness`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -240,9 +240,10 @@ def build_tables(
     return _tables(spark, mapped, _cells(mapped), plans, params)
 
 
-def staleness(tables: dict[str, DataFrame]) -> float:
-    """The share of vectors inserted since the last full build (``update.py``), from ``params``."""
-    return staleness_of(r.asDict() for r in tables["params"].select("n_vectors", "inserted").collect())
+def staleness(tables: Mapping[str, pa.Table]) -> float:
+    """The share of vectors inserted since the last full build (``update.py``), from the
+    ``params`` just written (read as Arrow)."""
+    return staleness_of(tables["params"].to_pylist())
 
 
 def _insert(spark: SparkSession, vectors: DataFrame, previous: dict[str, DataFrame], changed: list[str], n_shards: int) -> dict[str, DataFrame]:
