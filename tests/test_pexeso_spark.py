@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 import pytest
 
 from lakejoin.index.pexeso import build_in_memory, load
-from lakejoin.index.pexeso.update import APPEND_TABLES, GLOBAL_TABLES
+from lakejoin.index.pexeso.update import APPEND_TABLES, GLOBAL_TABLES, update_tables
 from lakejoin.index.shards import apply_update, in_shards, shards_of
 from test_pexeso import check_threshold, planted_lake, same_answers, unit
 
@@ -22,13 +22,19 @@ def dataset_of(column_id: int) -> str:
     return f"d{column_id % 7}"
 
 
+def vector_rows(columns: dict[int, np.ndarray], datasets=dataset_of, tag: dict[int, int] | None = None) -> list[tuple]:
+    return [(datasets(c), c, i, value(c, i, tag), v.tolist()) for c, vectors in columns.items() for i, v in enumerate(vectors)]
+
+
 def vectors_frame(spark, columns: dict[int, np.ndarray], datasets=dataset_of, tag: dict[int, int] | None = None):
-    rows = [
-        (datasets(c), c, i, value(c, i, tag), v.tolist())
-        for c, vectors in columns.items()
-        for i, v in enumerate(vectors)
-    ]
-    return spark.createDataFrame(rows, VECTOR_SCHEMA)
+    return spark.createDataFrame(vector_rows(columns, datasets, tag), VECTOR_SCHEMA)
+
+
+def vectors_table(columns: dict[int, np.ndarray], datasets=dataset_of, tag: dict[int, int] | None = None) -> pa.Table:
+    """``vectors_frame``'s rows as Arrow: what the in-process incremental build takes."""
+    names = ["dataset_id", "column_id", "vector_id", "value", "vector"]
+    types = [pa.string(), pa.int64(), pa.int64(), pa.string(), pa.list_(pa.float32())]
+    return pa.table({n: pa.array(list(v), t) for n, t, v in zip(names, types, zip(*vector_rows(columns, datasets, tag)))})
 
 
 def value(column: int, i: int, tag: dict[int, int] | None = None) -> str:
@@ -112,7 +118,7 @@ def test_spark_incremental_update_equals_oracle(spark, lake):
     assert sum(p["n_vectors"] for p in params) == tables["mapped"].num_rows
     assert sum(p["n_columns"] for p in params) == len(current_columns)
     inserted = sum(len(v) for v in changed.values())
-    assert staleness(update) == pytest.approx(inserted / tables["mapped"].num_rows)
+    assert staleness(arrow(update)) == pytest.approx(inserted / tables["mapped"].num_rows)
     searcher = load(tables)
     for query in queries:
         for tau, T in ((0.04, 0.2), (0.06, 0.4)):
@@ -175,6 +181,9 @@ def test_spark_random_change_batches_equal_fresh_builds(spark):
         previous = frames(spark, in_shards(current, rewritten, GLOBAL_TABLES))
         update = arrow(build_tables(spark, vectors_frame(spark, new, owner.get, version), n_shards=n, previous=previous, changed=changed))
         assert set(update["mapped"]["shard"].to_pylist()) <= set(rewritten)
+        # the same update built in this process (a small pipeline update) writes the same tables
+        local = update_tables(vectors_table(new, owner.get, version), n_shards=n, previous=in_shards(current, rewritten, GLOBAL_TABLES), changed=changed)
+        assert {name: rows(t, KEYS[name]) for name, t in local.items()} == {name: rows(t, KEYS[name]) for name, t in update.items()}
         current = apply_update(current, update, rewritten, GLOBAL_TABLES, APPEND_TABLES)
         # exactly the current rows: no old version of a changed column survives anywhere
         expected = sorted((owner[c], c, i, value(c, i, version)) for c, v in columns.items() for i in range(len(v)))

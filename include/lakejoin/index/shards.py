@@ -60,6 +60,30 @@ def shards_of(dataset_ids: set[str] | list[str], n_shards: int) -> list[int]:
     return sorted({shard_of(d, n_shards) for d in dataset_ids})
 
 
+def shard_column(dataset_ids: pa.Array | pa.ChunkedArray | list[str | None], n_shards: int) -> pa.Array:
+    """``shard_of(dataset_id, n_shards)`` of each row, computed once per distinct dataset; with one
+    shard every row is in shard 0 and needs no dataset id."""
+    ids = dataset_ids if isinstance(dataset_ids, (pa.Array, pa.ChunkedArray)) else pa.array(dataset_ids, pa.string())
+    if n_shards == 1:
+        return pa.array(np.zeros(len(ids), dtype=np.int32))
+    if ids.null_count:
+        raise ValueError(f"n_shards={n_shards} needs the dataset_id of every row")
+    encoded = pc.dictionary_encode(ids)
+    encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
+    shards = pa.array([shard_of(d, n_shards) for d in encoded.dictionary.to_pylist()], pa.int32())
+    return shards.take(encoded.indices)
+
+
+def column_sets(cells: pa.Table) -> tuple[dict[int, list[str]], dict[int, str]]:
+    """The sets in ``cells`` (``lake/cells`` rows): each column's distinct non-null values, sorted,
+    and each column's dataset — what JOSIE and LSH Ensemble index."""
+    present = cells.filter(pc.is_valid(cells["value"]))
+    grouped = present.group_by(["column_id", "dataset_id"]).aggregate([("value", "distinct")]).sort_by("column_id")
+    column_ids = grouped["column_id"].to_pylist()
+    sets = dict(zip(column_ids, (sorted(v) for v in grouped["value_distinct"].to_pylist())))
+    return sets, dict(zip(column_ids, grouped["dataset_id"].to_pylist()))
+
+
 def histogram_update(values: np.ndarray, counts: np.ndarray | None = None, what: str = "histogram") -> tuple[np.ndarray, np.ndarray]:
     """A global histogram kept across incremental builds: each distinct value ascending with its
     summed count (one each when ``counts`` is None; negative counts retract what a rewritten shard

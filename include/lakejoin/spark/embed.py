@@ -24,7 +24,7 @@ VECTORS_DDL = "value string, value_hash string, vector array<float>"
 CACHE_COLUMNS = ("model", "value_hash", "vector")
 
 
-def _vector_array(vectors: np.ndarray) -> pa.ListArray:
+def vector_array(vectors: np.ndarray) -> pa.ListArray:
     rows, dim = vectors.shape
     offsets = pa.array(np.arange(0, (rows + 1) * dim, dim, dtype=np.int32))
     return pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1), pa.float32()))
@@ -35,7 +35,7 @@ def _embedder(model: str):
         for batch in batches:
             if batch.num_rows:
                 vectors = embed(batch.column("value").to_pylist(), model)
-                yield pa.RecordBatch.from_arrays([batch.column("value"), batch.column("value_hash"), _vector_array(vectors)], names=["value", "value_hash", "vector"])
+                yield pa.RecordBatch.from_arrays([batch.column("value"), batch.column("value_hash"), vector_array(vectors)], names=["value", "value_hash", "vector"])
 
     return embed_batches
 

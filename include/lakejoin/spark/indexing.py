@@ -14,24 +14,39 @@ For each family (``lakejoin.index`` states the contract its build module follows
    shards' partitions are swapped in one Delta commit (add + remove actions), as ``lake/cells``
    swaps a dataset; global tables are replaced (or appended to) in one commit each; the manifest
    is committed ``pending`` before the first table and ``complete`` after the last.
+
+*Where an incremental build runs.* A Spark job costs about half a second to a second however
+little it does, and a family's incremental build on Spark is two to three dozen jobs (reads,
+broadcasts, shuffle stages, one write per table): 7-13 s for a one-table change that touches a
+few hundred thousand rows. So an incremental build whose rows — the rewritten shards' rows
+(the manifest counts them) plus the changed datasets' cells — number at most
+:func:`local_build_rows` runs in this process instead: delta-rs reads the same pruned
+partitions into Arrow, the family's ``update_tables`` (``lakejoin.index.<family>``, the
+in-memory twin of its Spark incremental build; the family tests hold them equal) computes the
+same tables, and :func:`lakejoin.lake.delta.write_rows` writes one file per shard and swaps
+the partitions in one commit, exactly as the Spark writer does. Full builds, and updates past
+the limit, run on Spark. Staleness is read from the global tables as Arrow either way.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import time
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from lakejoin.config import LakeConfig
-from lakejoin.embed import PEXESO_MODEL
+from lakejoin.embed import PEXESO_MODEL, embed, value_hash
 from lakejoin.index.shards import MANIFEST, SHARD, choose_shard_count, shards_of
 from lakejoin.lake import catalog, delta
 from lakejoin.lake.manifest import COMPLETE, PENDING, Manifest, read_manifest, rows_per_shard, write_manifest
@@ -39,7 +54,12 @@ from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, DATASETS, EMBEDD
 from lakejoin.pause import pause_point
 from lakejoin.progress import Progress
 from lakejoin.spark import delta as spark_delta
-from lakejoin.spark.embed import embed_values
+from lakejoin.spark.embed import embed_values, vector_array
+
+# An incremental build of at most this many rows runs in this process (module docstring);
+# LAKEJOIN_LOCAL_BUILD_ROWS overrides it (0: always on Spark).
+LOCAL_BUILD_ROWS = 2_000_000
+LOCAL_BUILD_ROWS_ENV = "LAKEJOIN_LOCAL_BUILD_ROWS"
 
 
 @dataclass
@@ -139,19 +159,12 @@ def build_family(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, buil
         f"{len(plan.changed)} changed dataset(s), {len(rewritten)} of {plan.n_shards} shard(s) to write"
     )
     write_manifest(config.home, family, _manifest(plan, previous_manifest, PENDING, build_id, {}, 0.0), operation=f"index:{family}:pending")
-    previous = None if plan.full else family_tables(config, spark, family, builder.GLOBAL_TABLES, rewritten)
-    inputs, params = family_inputs(config, spark, family, None if plan.full else plan.changed)
-    if not plan.full:  # the changed datasets' rows only: small, and every build reads them several times
-        inputs = inputs.persist(StorageLevel.MEMORY_AND_DISK)
-    incremental = {} if plan.full else {"previous": previous, "changed": plan.changed}
-    try:
-        tables = builder.build_tables(spark, inputs, n_shards=plan.n_shards, **incremental, **params)
-        for name, frame in tables.items():
-            _write(config, family, name, frame, plan, builder)
-            pause_point("index")
-    finally:
-        inputs.unpersist()
-    global_tables = {n: spark_delta.read_table(spark, config.table_path(f"index/{family}/{n}")) for n in builder.GLOBAL_TABLES}
+    if in_process(config, plan):
+        progress.say(f"  {family}: a small update, built in this process")
+        tables = _build_in_process(config, plan, builder)
+    else:
+        tables = _build_on_spark(config, spark, plan, builder)
+    global_tables = {n: delta.read_arrow(config.table_path(f"index/{family}/{n}")) for n in builder.GLOBAL_TABLES}
     staleness = 0.0 if not global_tables else float(builder.staleness(global_tables))
     shard_rows = _shard_rows(config, family, tables, builder.GLOBAL_TABLES)
     write_manifest(config.home, family, _manifest(plan, previous_manifest, COMPLETE, build_id, shard_rows, staleness), operation=f"index:{family}")
@@ -160,6 +173,116 @@ def build_family(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, buil
         for n in tables
     }
     return FamilyBuild(family, plan.full, plan.reason, plan.n_shards, rewritten, len(plan.changed), rows, staleness, time.perf_counter() - started)
+
+
+def _build_on_spark(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, builder: ModuleType) -> dict[str, DataFrame]:
+    """Build and write the family's tables with Spark; the tables written, by name."""
+    previous = None if plan.full else family_tables(config, spark, plan.family, builder.GLOBAL_TABLES, plan.rewritten)
+    inputs, params = family_inputs(config, spark, plan.family, None if plan.full else plan.changed)
+    if not plan.full:  # the changed datasets' rows only: small, and every build reads them several times
+        inputs = inputs.persist(StorageLevel.MEMORY_AND_DISK)
+    incremental = {} if plan.full else {"previous": previous, "changed": plan.changed}
+    try:
+        tables = builder.build_tables(spark, inputs, n_shards=plan.n_shards, **incremental, **params)
+        for name, frame in tables.items():
+            _write(config, plan.family, name, frame, plan, builder)
+            pause_point("index")
+    finally:
+        inputs.unpersist()
+    return tables
+
+
+def local_build_rows() -> int:
+    """The most rows an incremental build may have to run in this process (module docstring)."""
+    return int(os.environ.get(LOCAL_BUILD_ROWS_ENV, LOCAL_BUILD_ROWS))
+
+
+def in_process(config: LakeConfig, plan: FamilyPlan) -> bool:
+    """Whether ``plan`` is an incremental build small enough to run in this process: the
+    rewritten shards' rows (as the manifest counts them) plus the changed datasets' cells."""
+    if plan.full or plan.manifest is None:
+        return False
+    limit = local_build_rows()
+    rows = sum(sum(plan.manifest.shard_rows.get(s, {}).values()) for s in plan.rewritten)
+    if rows > limit:
+        return False
+    changed_cells = delta.row_count(config.table_path(CELLS), partitions={"dataset_id": plan.changed}) if plan.changed else 0
+    return changed_cells is not None and rows + changed_cells <= limit
+
+
+def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: ModuleType) -> dict[str, pa.Table]:
+    """The incremental build on Arrow (``lakejoin.index.<family>.update_tables``), written as
+    the Spark path writes it: the rewritten shards' partitions swapped, global tables replaced
+    or appended to; the tables written, by name."""
+    family = plan.family
+    previous = {
+        path.name: delta.read_arrow(path, partitions=None if path.name in builder.GLOBAL_TABLES else {SHARD: plan.rewritten})
+        for path in _table_dirs(config, family)
+        if path.name != MANIFEST and delta.exists(path)
+    }
+    cells = delta.read_arrow(config.table_path(CELLS), partitions={"dataset_id": plan.changed}) if plan.changed else CELLS_SCHEMA.empty_table()
+    cells = cells.filter(pc.is_in(cells["column_id"], value_set=_indexed_columns(config, family)))
+    inputs = _embedded_in_process(config, cells, PEXESO_MODEL) if family == "pexeso" else cells
+    update_tables = importlib.import_module(f"lakejoin.index.{family}").update_tables
+    tables = update_tables(inputs, n_shards=plan.n_shards, previous=previous, changed=plan.changed)
+    for name, table in tables.items():
+        path, operation = config.table_path(f"index/{family}/{name}"), f"index:{family}"
+        schema = previous[name].schema if name in previous else table.schema
+        if name in builder.GLOBAL_TABLES:
+            replace = "none" if name in getattr(builder, "APPEND_TABLES", ()) else "all"
+            delta.write_rows(path, table, schema, replace=replace, operation=operation)
+        else:
+            rewritten = [str(s) for s in plan.rewritten]
+            delta.write_rows(path, table, schema, partition_by=[SHARD], replace="partitions", replace_values=rewritten, operation=operation)
+        pause_point("index")
+    return tables
+
+
+def _indexed_columns(config: LakeConfig, family: str) -> pa.Array:
+    """The ids of the columns ``family`` indexes (``catalog/columns.indexed_by``)."""
+    columns = delta.read_arrow(config.table_path(COLUMNS), columns=["column_id", "indexed_by"]).to_pydict()
+    return pa.array([c for c, by in zip(columns["column_id"], columns["indexed_by"]) if by and family in by], pa.int64())
+
+
+def _embedded_in_process(config: LakeConfig, cells: pa.Table, model: str) -> pa.Table:
+    """:func:`embedded_values` in this process: the changed datasets' distinct (column, value)
+    rows with their vectors, from ``embed/values`` where cached, embedded here otherwise (and
+    appended to the cache)."""
+    distinct = cells.filter(pc.is_valid(cells["value"])).group_by(["dataset_id", "column_id", "value"]).aggregate([])
+    hashes = {v: value_hash(v) for v in pc.unique(distinct["value"]).to_pylist()}
+    vectors = _cached_vectors(config, model, set(hashes.values()))
+    misses = [v for v, h in hashes.items() if h not in vectors]
+    if misses:
+        embedded = vector_array(embed(misses, model))
+        rows = pa.table({"model": [model] * len(misses), "value_hash": [hashes[v] for v in misses], "vector": embedded}, schema=EMBEDDINGS_SCHEMA)
+        delta.write_rows(config.table_path(EMBEDDINGS), rows, EMBEDDINGS_SCHEMA, replace="none", operation=f"embed:{model}")
+        vectors.update(zip((hashes[v] for v in misses), embedded.to_pylist()))
+    texts = distinct["value"].to_pylist()
+    return pa.table(
+        {
+            "dataset_id": distinct["dataset_id"],
+            "column_id": distinct["column_id"],
+            "vector_id": pa.array([vector_id(hashes[v]) for v in texts], pa.int64()),
+            "value": distinct["value"],
+            "vector": pa.array([vectors[hashes[v]] for v in texts], pa.list_(pa.float32())),
+        }
+    )
+
+
+def _cached_vectors(config: LakeConfig, model: str, hashes: set[str]) -> dict[str, list[float]]:
+    """The cached ``embed/values`` vectors of ``hashes`` (value hash -> vector)."""
+    path = config.table_path(EMBEDDINGS)
+    if not hashes or not delta.exists(path):
+        return {}
+    wanted = (pc.field("model") == model) & pc.field("value_hash").isin(sorted(hashes))
+    cached = delta.read_arrow(path, columns=["value_hash", "vector"], filter=wanted)
+    return dict(zip(cached["value_hash"].to_pylist(), cached["vector"].to_pylist()))
+
+
+def vector_id(hex_hash: str) -> int:
+    """A value's PEXESO ``vector_id``: the first 60 bits of its ``embed/values`` hash (unique
+    within a column but for a 2^-60 chance; the Spark build computes the same from ``sha2``)."""
+    return int(hex_hash[:15], 16)
 
 
 def family_tables(config: LakeConfig, spark: SparkSession, family: str, global_tables: frozenset[str], shards: list[int]) -> dict[str, DataFrame]:
@@ -190,8 +313,9 @@ def embedded_values(config: LakeConfig, spark: SparkSession, cells: DataFrame, m
     distinct = cells.select("dataset_id", "column_id", "value").distinct()
     vectors, new_cache = embed_values(spark, distinct.select("value"), model, cache)
     spark_delta.write_table(new_cache, cache_path, EMBEDDINGS_SCHEMA, replace="none", operation=f"embed:{model}")
-    keyed = distinct.join(vectors.select("value", "vector"), "value")
-    return keyed.withColumn("vector_id", F.xxhash64("column_id", "value")).select("dataset_id", "column_id", "vector_id", "value", "vector")
+    keyed = distinct.join(vectors.select("value", "value_hash", "vector"), "value")
+    vector_ids = F.conv(F.substring("value_hash", 1, 15), 16, 10).cast("long")  # as vector_id() computes it
+    return keyed.withColumn("vector_id", vector_ids).select("dataset_id", "column_id", "vector_id", "value", "vector")
 
 
 def _write(config: LakeConfig, family: str, name: str, frame: DataFrame, plan: FamilyPlan, builder: ModuleType) -> None:

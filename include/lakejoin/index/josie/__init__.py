@@ -17,6 +17,7 @@ from lakejoin.index.josie.tokens import (
     SCHEMAS,
     build_in_memory,
     update_in_memory,
+    update_tables,
 )
 
-__all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "SCHEMAS", "JosieSearcher", "ReadCost", "build_in_memory", "load", "update_in_memory"]
+__all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "SCHEMAS", "JosieSearcher", "ReadCost", "build_in_memory", "load", "update_in_memory", "update_tables"]

@@ -33,7 +33,7 @@ shard) and ``postings`` (token_id, set_id, dataset_id, position, set_size, shard
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -41,7 +41,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
-from lakejoin.index.shards import SHARD, shard_of
+from lakejoin.index.shards import SHARD, column_sets, shard_of
 from lakejoin.normalize import normalize_set
 
 TOKENS_SCHEMA = pa.schema([("token", pa.string()), ("token_id", pa.int64())])
@@ -382,3 +382,11 @@ def update_in_memory(
         "sets": carried("sets", set_table),
         "postings": carried("postings", postings),
     }
+
+
+def update_tables(cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]) -> dict[str, pa.Table]:
+    """The incremental build of ``lakejoin.spark.josie.build_tables`` in this process (for an
+    update small enough to run here, ``lakejoin.spark.indexing``): ``cells`` are the changed
+    datasets' ``lake/cells`` rows, already normalized."""
+    sets, dataset_ids = column_sets(cells)
+    return update_in_memory(previous, sets, changed=changed, dataset_ids=dataset_ids, normalize=False, n_shards=n_shards)

@@ -14,6 +14,6 @@ or changed columns enter the next snapshot without re-hashing the others.
 
 from lakejoin.index.lshensemble.minhash import minhash_signatures
 from lakejoin.index.lshensemble.search import LshEnsembleSearcher, load
-from lakejoin.index.lshensemble.tables import build_in_memory
+from lakejoin.index.lshensemble.tables import build_in_memory, update_tables
 
-__all__ = ["LshEnsembleSearcher", "build_in_memory", "load", "minhash_signatures"]
+__all__ = ["LshEnsembleSearcher", "build_in_memory", "load", "minhash_signatures", "update_tables"]

@@ -25,6 +25,7 @@ produces, without Spark (benchmarks, small lakes, tests).
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -32,7 +33,7 @@ import pyarrow.compute as pc
 
 from lakejoin.index.lshensemble.minhash import minhash_signatures
 from lakejoin.index.lshensemble.partition import partition
-from lakejoin.index.shards import SHARD, histogram_update, shard_of
+from lakejoin.index.shards import SHARD, column_sets, histogram_update, shard_column
 
 GLOBAL_TABLES = frozenset({"sizes", "partitions"})
 SIGNATURES_SCHEMA = pa.schema(
@@ -83,15 +84,6 @@ def minhash_column(signatures: np.ndarray) -> pa.Array:
     offsets = np.arange(n + 1, dtype=np.int32) * np.int32(4 * num_perm)
     data = np.ascontiguousarray(signatures, dtype="<u4").tobytes()
     return pa.Array.from_buffers(pa.binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
-
-
-def shard_column(dataset_ids: list[str | None], n_shards: int) -> pa.Array:
-    """The ``shard`` of each row (``shard_of(dataset_id)``); one shard needs no dataset ids."""
-    if n_shards == 1:
-        return pa.array(np.zeros(len(dataset_ids), dtype=np.int32))
-    if None in dataset_ids:
-        raise ValueError(f"n_shards={n_shards} needs the dataset_id of every column")
-    return pa.array([shard_of(d, n_shards) for d in dataset_ids], pa.int32())
 
 
 def signatures_table(
@@ -243,3 +235,13 @@ def _carry_over(old: pa.Table, new: pa.Table, changed: Collection[str]) -> pa.Ta
     if pc.any(stale).as_py():
         old = old.filter(pc.invert(stale))
     return pa.concat_tables([old.select(new.schema.names).cast(new.schema), new])
+
+
+def update_tables(
+    cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str], **params: Any
+) -> dict[str, pa.Table]:
+    """The incremental build of ``lakejoin.spark.lshensemble.build_tables`` in this process (for
+    an update small enough to run here, ``lakejoin.spark.indexing``): ``cells`` are the changed
+    datasets' ``lake/cells`` rows; ``params`` as :func:`build_in_memory` takes them."""
+    sets, dataset_ids = column_sets(cells)
+    return build_in_memory(sets, dataset_ids=dataset_ids, n_shards=n_shards, previous=previous, changed=changed, **params)

@@ -11,7 +11,7 @@
 - ``duckdb_join``: the brute-force n-ary join over all column mappings (oracle and baseline).
 """
 
-from lakejoin.index.mate.build import build_from_cells, build_in_memory, cells_from_frames, choose_bits
+from lakejoin.index.mate.build import build_from_cells, build_in_memory, cells_from_frames, choose_bits, update_tables
 from lakejoin.index.mate.search import MateSearcher, SearchStats, load
 from lakejoin.index.mate.xash import super_key, xash
 
@@ -25,4 +25,5 @@ __all__ = [
     "load",
     "super_key",
     "xash",
+    "update_tables",
 ]

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakejoin.index.mate.xash import xash_words
-from lakejoin.index.shards import SHARD, histogram_update, shard_of
+from lakejoin.index.shards import SHARD, histogram_update, shard_column
 from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import normalize_value
 
@@ -153,14 +153,6 @@ def staleness(params: pa.Table, widths: pa.Table) -> float:
     return float(choose_bits(width_quantile(widths)) != params["bits"][0].as_py())
 
 
-def shard_column(dataset_ids: pa.ChunkedArray | pa.Array, n_shards: int) -> pa.Array:
-    """``shard_of(dataset_id, n_shards)`` per row, computed once per distinct dataset."""
-    encoded = pc.dictionary_encode(dataset_ids)
-    encoded = encoded.combine_chunks() if isinstance(encoded, pa.ChunkedArray) else encoded
-    shards = pa.array([shard_of(d, n_shards) for d in encoded.dictionary.to_pylist()], pa.int32())
-    return shards.take(encoded.indices)
-
-
 def build_from_cells(
     cells: pa.Table,
     bits: int | None = None,
@@ -242,3 +234,13 @@ def _carry_over(old: pa.Table, new: pa.Table, changed: Collection[str]) -> pa.Ta
 def build_in_memory(tables: Mapping[str, pd.DataFrame], bits: int | None = None, n_shards: int = 1) -> dict[str, pa.Table]:
     """MATE's index tables for data frames keyed by dataset id, without Spark."""
     return build_from_cells(cells_from_frames(tables), bits, n_shards=n_shards)
+
+
+def update_tables(
+    cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str], bits: int | None = None
+) -> dict[str, pa.Table]:
+    """The incremental build of ``lakejoin.spark.mate.build_tables`` in this process (for an
+    update small enough to run here, ``lakejoin.spark.indexing``): ``cells`` are the changed
+    datasets' ``lake/cells`` rows."""
+    present = cells.filter(pc.is_valid(cells["value"]))
+    return build_from_cells(present, bits, n_shards=n_shards, previous=previous, changed=changed)

@@ -24,8 +24,9 @@ distance 2) and ``l2-absolute`` (vectors built from numbers such as (latitude, l
 from typing import Any
 
 from lakejoin.index.pexeso.build import METRICS, build_in_memory
+from lakejoin.index.pexeso.update import update_tables
 
-__all__ = ["METRICS", "PexesoSearcher", "build_in_memory", "load"]
+__all__ = ["METRICS", "PexesoSearcher", "build_in_memory", "load", "update_tables"]
 
 
 def __getattr__(name: str) -> Any:
