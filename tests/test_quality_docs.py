@@ -85,6 +85,11 @@ def page_text(path: Path) -> str:
     return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
 
 
+def without_render_time(path: Path) -> str:
+    """A page's HTML less the time GE stamps into it when rendering (e.g. 20261125T150628.275257Z)."""
+    return re.sub(r"\d{8}T\d{6}\.\d+Z", "<time>", path.read_text())
+
+
 def test_each_run_renders_the_latest_validation_of_every_dataset(lake) -> None:
     config, first, second, ids, _ = lake
     site = docs.site_dir(config)
@@ -117,6 +122,28 @@ def test_an_unchanged_lake_renders_nothing_and_a_failure_never_fails_the_run(lak
     assert again.rendered == 0 and len(again.pages) == 6
     empty = LakeConfig(home=tmp_path / "no-lake", quiet=True)  # no published snapshot: building fails
     assert "NoSnapshot" in quality_docs(empty, Progress(quiet=True))["error"]
+
+
+def test_the_index_lists_recorded_results_exactly_as_ge_reads_them(lake) -> None:
+    """The index builder takes each result's listing from pages.json instead of reading the
+    result back; the page it writes equals the one GE writes reading every stored result."""
+    config, *_ = lake
+    site = docs.site_dir(config)
+    pages_file = site / docs.PAGES_FILE
+    saved = pages_file.read_text()
+    document = json.loads(saved)
+    assert all(entry["listed"] for entry in document["datasets"].values() if entry["pages"])
+    try:
+        docs._SiteWriter(config).build()  # nothing new to render: the index alone, from pages.json
+        from_pages = without_render_time(site / "index.html")
+        for entry in document["datasets"].values():
+            entry.pop("listed")
+        pages_file.write_text(json.dumps(document))
+        docs._SiteWriter(config).build()  # no listing recorded: GE reads every result back
+        assert without_render_time(site / "index.html") == from_pages
+        assert "Failed" in page_text(site / "index.html")
+    finally:
+        pages_file.write_text(saved)
 
 
 def test_a_new_version_that_did_not_parse_drops_the_old_page(lake, tmp_path) -> None:
