@@ -114,7 +114,7 @@ def build_indexes(
     last build are rebuilt. ``shards`` sets the shard count of a family's first build.
 
     Full builds run one family at a time (each can fill the machine); incremental builds are
-    small, their time mostly Spark's per-job latency, so they run side by side on one session
+    small (most run in this process, ``lakejoin.spark.indexing``), so they run side by side
     (the families share no table). Holds the lake's write lease."""
     with snapshots.writing(config, "build_indexes", build_id, wait) as held:
         return _build_indexes(config, progress, spark, families, held.build_id, shards)
