@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install system-deps demo test test-install bench airflow-setup clean
+.PHONY: install system-deps demo test test-install lint bench airflow-setup clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -26,6 +26,12 @@ demo: install
 
 test: install
 	$(VENV)/bin/pytest -q
+
+# Code hygiene (configured in pyproject.toml): lint, formatting and types. Fails on any finding.
+lint:
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # Only the check that `pip install .` (pyproject's dependencies, not the lock) gives a working main job.
 test-install: install
