@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pendulum
 from airflow.sdk import Param, dag
-from lakejoin_airflow.operators import LakeDiscoverOperator
 
 from lakejoin.index import FAMILIES
+from lakejoin_airflow.operators import LakeDiscoverOperator
 
 
 @dag(
