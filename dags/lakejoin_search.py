@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pendulum
 from airflow.sdk import Param, dag, task
-from lakejoin_airflow.operators import LakeJoinOperator, LakeSearchOperator
 
 from lakejoin.query import METHODS
 from lakejoin.query.join import HOWS, POLICIES
+from lakejoin_airflow.operators import LakeJoinOperator, LakeSearchOperator
 
 QUERY = {
     "method": "{{ params.method }}",
