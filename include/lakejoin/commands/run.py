@@ -32,7 +32,8 @@ def add_wait_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from lakejoin.spark.pipeline import RunOptions, run as run_pipeline
+    from lakejoin.spark.pipeline import RunOptions
+    from lakejoin.spark.pipeline import run as run_pipeline
 
     tables = None if args.tables == "all" else int(args.tables)
     if tables is not None and tables < 1:
