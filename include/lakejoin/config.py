@@ -28,7 +28,7 @@ class LakeConfig:
     quiet: bool = False
 
     @classmethod
-    def from_args(cls, home: str | None = None, spark_master: str | None = None, quiet: bool = False) -> "LakeConfig":
+    def from_args(cls, home: str | None = None, spark_master: str | None = None, quiet: bool = False) -> LakeConfig:
         master = spark_master or os.environ.get("LAKEJOIN_SPARK_MASTER", "local[*]")
         return cls(home=resolve_home(home), spark_master=master, quiet=quiet)
 
