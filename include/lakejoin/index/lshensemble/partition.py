@@ -17,7 +17,6 @@ import numpy as np
 from numba import njit
 
 
-
 def _check(sizes: np.ndarray, counts: np.ndarray, num_part: int) -> tuple[np.ndarray, np.ndarray]:
     sizes = np.asarray(sizes, dtype=np.int64)
     counts = np.asarray(counts, dtype=np.int64)
