@@ -24,6 +24,6 @@ __all__ = [
     "choose_bits",
     "load",
     "super_key",
-    "xash",
     "update_tables",
+    "xash",
 ]
