@@ -249,7 +249,7 @@ def column_shards(column_ids: Sequence[int], dataset_ids: Mapping[int, str] | No
     if dataset_ids is None:
         if n_shards != 1:
             raise ValueError("a sharded PEXESO build needs the columns' dataset_ids")
-        return {c: 0 for c in column_ids}
+        return dict.fromkeys(column_ids, 0)
     return {c: shard_of(dataset_ids[c], n_shards) for c in column_ids}
 
 
