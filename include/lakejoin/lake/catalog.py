@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -113,7 +113,7 @@ def _metadata_row(resource: Resource, stored: dict[str, Any] | None) -> dict[str
         publisher=resource.publisher,
         license=resource.license,
         format=resource.format,
-        fetched_at=datetime.now(timezone.utc),
+        fetched_at=datetime.now(UTC),
         etag=resource.etag,
         last_modified=resource.last_modified,
         metadata_modified=resource.metadata_modified,
