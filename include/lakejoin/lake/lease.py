@@ -40,7 +40,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -215,7 +215,7 @@ def is_live(record: dict[str, Any]) -> bool:
 
 def describe(record: dict[str, Any]) -> str:
     """The holder as people read it: who, where, what, since when, until when."""
-    since = datetime.fromtimestamp(record["acquired_at"], timezone.utc).strftime("%H:%M:%S UTC")
+    since = datetime.fromtimestamp(record["acquired_at"], UTC).strftime("%H:%M:%S UTC")
     left = max(float(record["expires_at"]) - time.time(), 0.0)
     return (
         f"pid {record['pid']} on {record['host']} ({record['command']}; build {record['build_id']}) since {since}, "
