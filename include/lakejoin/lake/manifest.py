@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -87,7 +87,7 @@ def read_manifest(home: Path, family: str, version: int | None = None) -> Manife
 
 def write_manifest(home: Path, family: str, manifest: Manifest, operation: str) -> int:
     """Replace the manifest in one commit; returns its new version."""
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     rows = [
         {
             SHARD: shard,
