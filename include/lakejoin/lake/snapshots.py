@@ -15,7 +15,7 @@ import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pyarrow as pa
@@ -140,7 +140,7 @@ def publish(config: LakeConfig, versions: dict[str, int], stats: dict[str, Any])
         stats = {**stats, "build_id": held.build_id, "adopted_builds": adopted}
     snapshot = Snapshot(
         snapshot_id=(existing[-1].snapshot_id + 1) if existing else 1,
-        created_at=datetime.now(timezone.utc),
+        created_at=datetime.now(UTC),
         status=PUBLISHED,
         table_versions=dict(sorted(versions.items())),
         stats=stats,
@@ -184,7 +184,7 @@ def vacuum(config: LakeConfig, retain: int) -> dict[str, Any]:
     if expired:
         _append(config, [Snapshot(s.snapshot_id, s.created_at, EXPIRED, s.table_versions, s.stats) for s in expired])
     cutoff = kept[0].created_at
-    hours = max((datetime.now(timezone.utc) - cutoff).total_seconds() / 3600.0, 0.0)
+    hours = max((datetime.now(UTC) - cutoff).total_seconds() / 3600.0, 0.0)
     deleted: dict[str, int] = {}
     for table in sorted({t for s in kept for t in s.table_versions}):
         path = config.table_path(table)
