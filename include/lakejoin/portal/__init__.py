@@ -47,7 +47,7 @@ class PortalServer:
         self._thread.join(timeout=5)
         self._cache.cleanup()
 
-    def __enter__(self) -> "PortalServer":
+    def __enter__(self) -> PortalServer:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
