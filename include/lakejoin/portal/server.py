@@ -95,7 +95,7 @@ class PortalHandler(BaseHTTPRequestHandler):
     server_version = "LakejoinPortal/0.1"
     state: PortalState  # set on the subclass made per server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
     # -- dispatch -----------------------------------------------------------------------------
