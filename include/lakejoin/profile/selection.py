@@ -25,8 +25,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from lakejoin.index import FAMILIES
-from lakejoin.profile.types import NUMERIC_TYPES, TYPES
 from lakejoin.lake.schemas import ROW_NAMES
+from lakejoin.profile.types import NUMERIC_TYPES, TYPES
 
 _ALL = frozenset(TYPES)
 
