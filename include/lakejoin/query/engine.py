@@ -42,7 +42,7 @@ import pyarrow as pa
 from lakejoin.config import LakeConfig
 from lakejoin.lake import snapshots
 from lakejoin.normalize import normalize_set
-from lakejoin.query.family import DEFAULT_T, DEFAULT_TAU, DEFAULT_THRESHOLD, ask, family_query, merge, results
+from lakejoin.query.family import DEFAULT_TAU, ask, family_query, merge, results
 from lakejoin.query.join import join as join_tables
 from lakejoin.query.join import key_pairs, provenance_of, table_prefix
 from lakejoin.query.snapshot import DEFAULT_REFRESH_SECONDS, LoadedSnapshot, MethodUnavailable, SnapshotCache
