@@ -35,7 +35,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -121,7 +121,7 @@ def join(
         "rows_in": query_table.num_rows,
         "rows_out": table.num_rows,
         "query_rows_matched": sum(1 for m in matches if m),
-        "created_at": datetime.now(timezone.utc).isoformat(),
+        "created_at": datetime.now(UTC).isoformat(),
     }
     return table.replace_schema_metadata({PROVENANCE_KEY: json.dumps(meta, default=str).encode()})
 
