@@ -86,7 +86,7 @@ class HttpPolicy:
             ipaddress.ip_network(network, strict=False)
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> "HttpPolicy":
+    def from_options(cls, options: Mapping[str, Any]) -> HttpPolicy:
         """Build a policy from source options; unknown names are an error, not silently ignored."""
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(options) - known)
