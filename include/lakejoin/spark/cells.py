@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -111,7 +111,7 @@ def _rejected(task: ParseTask, reason: str, result_json: str | None = None) -> P
         "suite": None,
         "success": False,
         "drift": [{"kind": "rejected", "column": None, "detail": reason}],
-        "validated_at": datetime.now(timezone.utc).isoformat(),
+        "validated_at": datetime.now(UTC).isoformat(),
         "result_json": result_json,
     }
     return ParseOutcome(task.dataset_id, False, reason, 0, [], [], validation)
