@@ -347,7 +347,7 @@ def _shard_rows(config: LakeConfig, family: str, tables: dict[str, DataFrame], g
 def _manifest(plan: FamilyPlan, previous: Manifest | None, state: str, build_id: str, shard_rows: dict[int, dict[str, int]], staleness: float) -> Manifest:
     keep_previous = previous is not None and not plan.full
     builds = dict(previous.shard_builds) if keep_previous else {}
-    builds.update({s: build_id for s in plan.rewritten})
+    builds.update(dict.fromkeys(plan.rewritten, build_id))
     return Manifest(
         n_shards=plan.n_shards,
         catalog_version=plan.catalog_version if state == COMPLETE else (previous.catalog_version if previous else None),
