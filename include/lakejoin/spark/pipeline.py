@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime
 from dataclasses import dataclass, field, replace
+from datetime import datetime
 from types import ModuleType
 from typing import Any
 
