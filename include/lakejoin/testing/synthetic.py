@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TypedDict
 
 import numpy as np
+
 from lakejoin.normalize import normalize_value
 
 # ---------------------------------------------------------------------------------------------
@@ -847,7 +848,7 @@ def keyed_tables(n_tables: int = 12, seed: int = 0, min_rows: int = 60, max_rows
         n_rows = int(rng.integers(min_rows, min(max_rows, int(np.prod([len(p.pool) for p in parts])) // 2) + 1))
         seen = dict.fromkeys(_distinct_tuples(rng, parts, n_rows - k, frozenset()))
         for j, part in enumerate(parts):  # a twin differing in column j alone, for each j
-            twin = next((t[:j] + (v,) + t[j + 1 :] for t in seen for v in part.pool if t[:j] + (v,) + t[j + 1 :] not in seen))
+            twin = next(t[:j] + (v,) + t[j + 1 :] for t in seen for v in part.pool if t[:j] + (v,) + t[j + 1 :] not in seen)
             seen[twin] = None
         tuples = [list(seen)[r] for r in rng.permutation(n_rows).tolist()]
         table = _Table(f"keyed_{i:03d}", n_rows + 1)
