@@ -22,7 +22,7 @@ import os
 import platform
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -82,7 +82,7 @@ def main() -> None:
     args = parser.parse_args()
     sizes = ["30", "60"] if args.quick else args.tables.split(",")
     get_spark(LakeConfig.from_args(None).spark_master)  # every run pays for a warm session only
-    print(f"bench_freshness — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, default main job")
+    print(f"bench_freshness — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, default main job")
     print(f"{'tables':>7}{'cells':>12}{'shards rewritten':>22}{'full s':>9}{'incr. s':>9}{'incr./full':>11}", flush=True)
     results = []
     for size in sizes:  # each row as soon as it is measured: the whole lake takes a while
