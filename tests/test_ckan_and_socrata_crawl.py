@@ -169,9 +169,8 @@ def test_faulty_portal_crawl_finishes_and_every_dataset_is_fetched_or_explained(
 @pytest.mark.parametrize("kind", KINDS)
 def test_listing_failure_raises_source_unavailable(kind: str, tmp_path: Path) -> None:
     (tmp_path / "t").mkdir()
-    with serve(tmp_path / "t", faults=Faults(error_rate=1.0)) as portal:
-        with pytest.raises(SourceUnavailable, match="HTTP 500"):
-            crawl(f"{kind}:{portal.url}", {}, tmp_path, max_retries=1)
+    with serve(tmp_path / "t", faults=Faults(error_rate=1.0)) as portal, pytest.raises(SourceUnavailable, match="HTTP 500"):
+        crawl(f"{kind}:{portal.url}", {}, tmp_path, max_retries=1)
 
 
 @pytest.mark.parametrize("kind", KINDS)
