@@ -63,7 +63,7 @@ def test_filter_query() -> None:
     assert filter_query(None, None, None) == ""
 
 
-@pytest.fixture()
+@pytest.fixture
 def mixed_portal(tmp_path: Path) -> Path:
     """Real tables in every format CKAN portals publish."""
     root = tmp_path / "portal"
