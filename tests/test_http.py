@@ -85,9 +85,8 @@ def test_connected_peer_is_checked_again_against_dns_rebinding(portal_root: Path
     # the name looked public when checked, but the connection landed on loopback
     client = HttpClient(HttpPolicy(**FAST))
     monkeypatch.setattr(client, "check_url", lambda url: None)
-    with serve(portal_root) as portal:
-        with pytest.raises(UnsafeUrl, match="refused connection to non-public address 127.0.0.1"):
-            client.get_json(f"{portal.url}/api/3/action/package_list")
+    with serve(portal_root) as portal, pytest.raises(UnsafeUrl, match="refused connection to non-public address 127.0.0.1"):
+        client.get_json(f"{portal.url}/api/3/action/package_list")
 
 
 def test_download_is_conditional_and_streams_within_the_limit(portal_root: Path, tmp_path: Path) -> None:
