@@ -16,6 +16,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+
 from lakejoin.index.josie import (
     APPEND_TABLES,
     GLOBAL_TABLES,
