@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import random
+
 import pandas as pd
 import pyarrow as pa
 import pytest
