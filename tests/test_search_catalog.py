@@ -3,7 +3,7 @@ method forms (in step with the engine's parameter checks) and the background war
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -36,7 +36,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> LoadedSnapshot:
         for ordinal, name in enumerate(names):
             column_id = len(columns) + 1
             columns[column_id] = ColumnInfo(column_id, dataset_id, ordinal, name, "string", 10, ["josie"], nulls=0, null_fraction=0.0, key_candidate=ordinal == 0)
-    snapshot = Snapshot(7, datetime.now(timezone.utc), "published", {}, {})
+    snapshot = Snapshot(7, datetime.now(UTC), "published", {}, {})
     return LoadedSnapshot(LakeConfig(home=tmp_path_factory.mktemp("catalog")), snapshot, datasets, columns)
 
 
