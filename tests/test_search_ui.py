@@ -262,7 +262,6 @@ def test_upload_a_table_and_let_auto_pick_mate(page, engine: QueryEngine, ids: d
 
 def test_bad_input_is_explained_next_to_its_control(page, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
-
     from test_plugin import MAX_UPLOAD_BYTES
 
     page.find_element(By.ID, "search").click()
