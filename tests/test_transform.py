@@ -13,8 +13,7 @@ from pathlib import Path
 import pytest
 
 from lakejoin.commands import transform as transform_command
-from lakejoin.transform import apply_transformation, learn_and_join, parse_program, program_text
-from lakejoin.transform import autojoin, cst
+from lakejoin.transform import apply_transformation, autojoin, cst, learn_and_join, parse_program, program_text
 from lakejoin.transform.units import (
     Literal,
     Split,
