@@ -37,7 +37,7 @@ def package_dir(package: str) -> Path:
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
         raise ModuleNotFoundError(f"package {package!r} is not installed; it ships the model's files")
-    return Path(list(spec.submodule_search_locations)[0])
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def l2_normalize(vectors: np.ndarray) -> np.ndarray:
