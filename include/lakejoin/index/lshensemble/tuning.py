@@ -34,7 +34,7 @@ import numpy as np
 from numba import njit
 
 _T_STEP = 0.0025  # integration grid on containment t in [0, 1] (trapezoid rule)
-_T_GRID = np.linspace(0.0, 1.0, int(round(1 / _T_STEP)) + 1)
+_T_GRID = np.linspace(0.0, 1.0, round(1 / _T_STEP) + 1)
 _THRESHOLDS = np.arange(1, 101) / 100  # t* grid for the parameter choice
 _LOG_RATIO_STEP = 0.05
 _LOG_RATIO_RANGE = (-240, 300)  # x/q from e^-12 to e^15, cells of the log grid
