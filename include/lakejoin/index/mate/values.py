@@ -23,7 +23,7 @@ def string_buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     if array.null_count:
         raise ValueError("the value dictionary holds a null")
     offset_type = np.int64 if pa.types.is_large_string(array.type) else np.int32
-    validity, offsets, data = array.buffers()
+    _validity, offsets, data = array.buffers()
     offsets = np.frombuffer(offsets, offset_type)[array.offset : array.offset + len(array) + 1]
     return (np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)), offsets
 
