@@ -90,7 +90,7 @@ class Progress:
 
 def format_seconds(seconds: float) -> str:
     """``42s``, ``3m05s``, ``1h02m``: short enough for a bar line."""
-    seconds = int(round(seconds))
+    seconds = round(seconds)
     if seconds < 60:
         return f"{seconds}s"
     if seconds < 3600:
