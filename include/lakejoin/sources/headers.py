@@ -20,6 +20,7 @@ to the columns table) with where the name came from (``lakejoin.lake.schemas.NAM
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -158,7 +159,7 @@ def _increasing_years(values: list[str | None]) -> bool:
     if len(values) < 2 or not all(v is not None and _INTEGER.match(v) for v in values):
         return False
     years = [int(v) for v in values]  # type: ignore[arg-type]
-    return all(1000 <= y <= 2999 for y in years) and all(a < b for a, b in zip(years, years[1:]))
+    return all(1000 <= y <= 2999 for y in years) and all(a < b for a, b in itertools.pairwise(years))
 
 
 def with_names(table: pa.Table, names: Sequence[ColumnName]) -> pa.Table:
