@@ -223,7 +223,7 @@ async def join(request: Request) -> Response:
 
 @app.post("/api/columns", summary="The columns of an uploaded table with their profile")
 async def columns(request: Request) -> dict[str, Any]:
-    form, table = await _read_form(request)
+    _form, table = await _read_form(request)
     if table is None:
         raise HTTPException(400, "upload a table as the multipart field 'file'")
     return {"table": table.name, "columns": lake_catalog.uploaded_profile(table.table), "rows": table.table.num_rows}
