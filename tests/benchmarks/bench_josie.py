@@ -20,6 +20,7 @@ and prints the build time and each index Delta table's rows and on-disk bytes.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 import tempfile
 import time
@@ -150,7 +151,7 @@ def print_size_table(results: dict[str, dict[str, np.ndarray]], sizes: np.ndarra
     (> 1: JOSIE faster), so a class where JOSIE loses is not hidden by the overall p50."""
     others = [m for m in METHODS if m not in ("josie", "duckdb")]
     print(f"{'|Q|':>14}{'queries':>9}{'JOSIE p50 ms':>14}" + "".join(f"{m + '/JOSIE':>18}" for m in others))
-    for lo, hi in zip(SIZE_BINS, SIZE_BINS[1:]):
+    for lo, hi in itertools.pairwise(SIZE_BINS):
         sel = (sizes >= lo) & (sizes < hi)
         if not sel.any():
             continue
@@ -222,7 +223,7 @@ def stale_table(shape: str, raw: list[list[str]], read_cost: ReadCost, n_queries
     JOSIE's reads on the same queries (sets of the changed lake) against a fresh full build of
     the same data. The read cost model is fixed, so only the order differs."""
     rng = np.random.default_rng(seed + 7)
-    lake = {i: values for i, values in enumerate(raw)}
+    lake = dict(enumerate(raw))
     dataset_ids = {i: f"d{i}" for i in lake}
     current = build_in_memory(lake, dataset_ids=dataset_ids, normalize=False, n_shards=STALE_SHARDS)
     print(f"\n{shape}: {STALE_BATCHES} batches, each replacing {CHURN:.0%} of the datasets (CPU ms, p50)")
