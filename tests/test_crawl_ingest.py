@@ -83,7 +83,7 @@ def test_recrawl_downloads_nothing_then_exactly_four_datasets_change(portal_lake
 
 
 def test_faults_never_fail_the_crawl_or_lose_what_was_stored(portal_lake):
-    config, root, tables, port, _ = portal_lake
+    config, root, _tables, port, _ = portal_lake
     before = stored(config)
     csvs = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.csv"))
     for name in csvs[:4]:  # new content for the fault targets, so the crawler must fetch them
