@@ -136,11 +136,11 @@ def test_threshold_equals_oracle(planted, tau, T):
 
 def test_planted_queries_find_columns(planted):
     """The oracle itself is not vacuous: the planted overlaps are found at τ = 6 %."""
-    columns, queries, searcher = planted
+    _columns, queries, searcher = planted
     assert sum(len(searcher.search(q, 0.06, 0.4)) for q in queries) >= len(queries)
 
 
-@pytest.mark.parametrize("tau", (0.02, 0.06))
+@pytest.mark.parametrize("tau", [0.02, 0.06])
 def test_exact_mode_counts_every_record(planted, tau):
     columns, queries, searcher = planted
     for query in queries:
@@ -151,7 +151,7 @@ def test_exact_mode_counts_every_record(planted, tau):
             assert len(r["sample_pairs"]) == len(query_rows)  # one pair per matched distinct value
 
 
-@pytest.mark.parametrize("seed", (11, 12, 13))
+@pytest.mark.parametrize("seed", [11, 12, 13])
 def test_scores_equal_brute_force_on_random_lakes(seed):
     """Fresh random lakes, queries and shapes: each returned column's jn is the brute-force jn
     (``check_threshold``), and the lower-bound mode returns the same columns with bounds."""
@@ -201,12 +201,12 @@ def test_topk_waves_equal_oracle(planted, monkeypatch):
             assert [r["column_id"] for r in searcher.search(query, 0.06, mode="topk", k=k)] == oracle_topk(counts, k)
 
 
-@pytest.mark.parametrize("options", ({}, {"exact": True}, {"lower_bound": True}, {"mode": "topk", "k": 3}, {"use_lemmas": False}))
+@pytest.mark.parametrize("options", [{}, {"exact": True}, {"lower_bound": True}, {"mode": "topk", "k": 3}, {"use_lemmas": False}])
 def test_parallel_verify_equals_single_thread(planted, monkeypatch, options):
     """Verify's column workers change nothing: results, record mappings and work counted."""
     from lakejoin.index.pexeso import verify
 
-    columns, queries, searcher = planted
+    _columns, queries, searcher = planted
     runs = []
     for workers in (1, 3):
         monkeypatch.setattr(verify, "_WORKERS", workers)
@@ -274,7 +274,7 @@ def test_match_is_inclusive_at_exactly_tau():
     assert searcher.search(query, 4.999, 1.0) == []
 
 
-@pytest.mark.parametrize("dim, scale", [(8, 1.0), (2, 100.0), (16, 1.0)])
+@pytest.mark.parametrize(("dim", "scale"), [(8, 1.0), (2, 100.0), (16, 1.0)])
 def test_head_bound_never_rejects_a_match(dim, scale):
     """Verify's principal-axis head is a lower bound widened for rounding: where it is the
     whole vector (dim ≤ 16), a pair at distance exactly τ still passes (without the margin
@@ -347,7 +347,7 @@ def text_queries(values: dict[int, list[str]]) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("tau", TAUS + (0.15,))  # 0.15: cos ≥ 0.955, where near-synonyms start to match
-@pytest.mark.parametrize("T", (0.2, 0.5, 0.8))
+@pytest.mark.parametrize("T", [0.2, 0.5, 0.8])
 def test_real_text_columns_equal_oracle(text_lake, tau, T):
     vectors, queries, searcher = text_lake
     for _, query in queries:
@@ -356,7 +356,7 @@ def test_real_text_columns_equal_oracle(text_lake, tau, T):
 
 
 def test_search_text_embeds_normalized_values(text_lake):
-    vectors, queries, searcher = text_lake
+    _vectors, queries, searcher = text_lake
     raw, query = queries[0]
     by_text = searcher.search_text(raw + [None, "  "], "glove-50", 0.04, 0.5)
     assert [r["column_id"] for r in by_text] == [r["column_id"] for r in searcher.search(query, 0.04, 0.5)]
@@ -394,9 +394,9 @@ def flight_airports() -> list[np.ndarray]:
     return [g[["lat", "lon"]].to_numpy(np.float32) for _, g in groups if len(g) >= 10]
 
 
-@pytest.mark.parametrize("tau", (0.001, 0.01, 0.05))
+@pytest.mark.parametrize("tau", [0.001, 0.01, 0.05])
 def test_spatial_join_equals_range_search(spatial_lake, tau):
-    columns, names, searcher = spatial_lake
+    columns, _names, searcher = spatial_lake
     assert searcher.metric == "l2-absolute"
     found_any = False
     for query in flight_airports():
@@ -411,8 +411,8 @@ def test_spatial_join_equals_range_search(spatial_lake, tau):
 
 
 def test_spatial_join_finds_alaska(spatial_lake):
-    columns, names, searcher = spatial_lake
-    anchorage = [q for q in flight_airports() if q[:, 0].mean() > 55][0]
+    _columns, names, searcher = spatial_lake
+    anchorage = next(q for q in flight_airports() if q[:, 0].mean() > 55)
     best = searcher.search(anchorage, 0.01, mode="topk", k=1)[0]
     assert names[best["column_id"]] == "Alaska"
 
@@ -471,7 +471,7 @@ def test_tables_record_parameters(planted):
 
 
 @pytest.mark.parametrize(
-    "call, message",
+    ("call", "message"),
     [
         (lambda s, q: s.search(q[:0]), "empty"),
         (lambda s, q: s.search(q[:, :5]), "dimension"),
