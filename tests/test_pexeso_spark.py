@@ -170,7 +170,7 @@ def test_spark_random_change_batches_equal_fresh_builds(spark):
     options = {"n_pivots": 3, "levels": 3, "n_partitions": 2}
     current = arrow(build_tables(spark, vectors_frame(spark, columns, owner.get, version), n_shards=n, **options))
     for batch in range(5):
-        before = {c: v for c, v in version.items()}
+        before = dict(version.items())
         changed = random_batch(rng, data, pool, next_id)
         columns, owner = flat()
         for d in changed:
@@ -198,7 +198,7 @@ def test_spark_random_change_batches_equal_fresh_builds(spark):
         assert len(posted) == mapped.num_rows and sorted(current["cells"]["column_id"].unique().to_pylist()) == sorted(columns)
         fresh = load(in_memory(columns, owner.get, version, n_shards=n, **options))
         searcher = load(current)
-        for q in range(4):
+        for _q in range(4):
             source = columns[int(rng.choice(sorted(columns)))]
             query = unit(np.concatenate([source[: int(rng.integers(3, len(source) + 1))], pool[rng.choice(len(pool), 5)]]) + rng.normal(scale=0.005, size=(1, dim)))
             same_answers(searcher, fresh, query)
