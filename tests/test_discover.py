@@ -171,7 +171,7 @@ def assert_batch_equals_engine(out: Path, engine: QueryEngine, family: str, desc
         try:
             whole = engine.search(family, query["columns"], dataset_id=query["dataset_id"], k=K, params=params)["results"]
         except ValueError as error:
-            assert [r["error"] for r in got] == [str(error)]
+            assert [r["error"] for r in got] == [str(error)]  # noqa: PT017 (the engine's own error is the expected value)
             continue
         assert [r["rank"] for r in got] == list(range(1, len(got) + 1))
         assert_same_ranking([json.loads(r["result"]) for r in got], whole, K)
@@ -265,7 +265,7 @@ def test_batch_discovery_on_a_standalone_cluster_equals_the_engine_and_survives_
     url, logs = two_workers
     batches = {family: batch_spec(family, in_memory["ids"]) for family in BATCHES}
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, FAIL_FIRST_ATTEMPT_VARIABLE: "2"}
-    completed = subprocess.run([sys.executable, "-c", _ON_CLUSTER, str(sharded_lake.home), url, str(tmp_path), json.dumps(batches), str(K)], capture_output=True, text=True, timeout=900, env=env)
+    completed = subprocess.run([sys.executable, "-c", _ON_CLUSTER, str(sharded_lake.home), url, str(tmp_path), json.dumps(batches), str(K)], check=False, capture_output=True, text=True, timeout=900, env=env)
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "failing this task's first attempt on purpose" in completed.stderr  # one task per family failed once, and was retried
     assert [json.loads(line)["shards"] for line in completed.stdout.splitlines()] == [N_SHARDS] * len(BATCHES)
