@@ -17,8 +17,7 @@ SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 def spark():
     from lakejoin.spark.session import get_spark
 
-    session = get_spark("local[2]")
-    yield session
+    return get_spark("local[2]")
 
 
 @pytest.fixture(scope="session")
