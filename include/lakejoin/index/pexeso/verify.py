@@ -251,7 +251,7 @@ def _verify_column(
     its events' order, reaches exactly the state the query-at-a-time loop leaves it in. Hits
     go to ``hit_q/hit_v[hit_start:]``, one per decided (q, S) hit, q ascending per phase.
     """
-    matched, undecided, status, n_hits, distances = 0, reach, OPEN, 0, 0
+    matched, undecided, n_hits, distances = 0, reach, 0, 0
     if use_lemmas and lemma7_unjoinable(0, undecided, bound):
         return matched, undecided, PRUNED, n_hits, distances
 
