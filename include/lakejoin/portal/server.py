@@ -147,7 +147,7 @@ class PortalHandler(BaseHTTPRequestHandler):
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.headers.get('Host') or '%s:%d' % self.server.server_address[:2]}"
+        return f"http://{self.headers.get('Host') or '{}:{}'.format(*self.server.server_address[:2])}"
 
     def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
