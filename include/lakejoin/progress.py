@@ -51,9 +51,7 @@ class Progress:
     def iterate(self, items: Iterable[T], label: str, total: int | None = None) -> Iterator[T]:
         """Yield ``items``, drawing a bar with a rate (and an ETA when ``total`` is known) on a terminal."""
         started = time.perf_counter()
-        count = 0
-        for item in items:
-            count += 1
+        for count, item in enumerate(items, start=1):
             if count % 10 == 0 or count == total:
                 self.update(label, count, total, started)
             yield item
