@@ -180,7 +180,7 @@ class SocrataSource:
                         if next(reader, []) != header:
                             raise FetchError(f"export page at offset {offset} has a different header")
                         rows = 0
-                        for rows, record in enumerate(reader, start=1):
+                        for rows, record in enumerate(reader, start=1):  # noqa: B007 (the count is read after the loop)
                             writer.writerow(record)
                     if rows < self.export_page_rows:
                         return
