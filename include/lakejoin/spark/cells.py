@@ -65,7 +65,7 @@ def stage_file(task: ParseTask) -> ParseOutcome:
         return _checked(task, table, warnings)
     except UnparseableFile as error:
         return _rejected(task, str(error))
-    except Exception as error:  # one bad file (or a check that cannot run on it) must never fail the run
+    except Exception as error:  # noqa: BLE001 - one bad file (or a check that cannot run on it) must never fail the run
         return _rejected(task, f"{type(error).__name__}: {error}")
 
 
