@@ -223,7 +223,7 @@ def distractor_columns(
             continue
         try:
             frame = pd.read_pickle(path, compression="xz")
-        except Exception:  # a few pickles need optional packages; skip them
+        except Exception:  # noqa: BLE001 - a few pickles need optional packages; skip them
             continue
         for column in frame.columns[:20]:
             if frame[column].dtype != object or any(w in str(column).lower() for w in COUNTRY_WORDS):
