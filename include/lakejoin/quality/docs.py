@@ -45,7 +45,7 @@ GX_PROJECT_DIR = "quality"  # GE puts its project in <this>/gx
 PAGES_FILE = "pages.json"
 # What the index lists of each recorded result (pages.json "listed"), for LakeSiteIndexBuilder:
 # GE builds it from the site config, so the writer hands it over here.
-_LISTED: ContextVar[dict[str, dict[str, Any]]] = ContextVar("lakejoin_docs_listed", default={})
+_LISTED: ContextVar[dict[str, dict[str, Any]]] = ContextVar("lakejoin_docs_listed")
 DRIFT_RESULT = "drift"  # the name of a drift row's single GE result (gate rows: table, structure)
 
 # The rows as plain HTML before GE's own table; a script removes whichever is not needed.
@@ -302,7 +302,7 @@ def _lake_site_index_builder() -> type:
         there (see the module doc) instead of reading the stored result back."""
 
         def _add_validations_to_index_links(self, index_links_dict: Any, site_keys: list[Any]) -> None:
-            listed = _LISTED.get()
+            listed = _LISTED.get({})
             run_filter = self.site_section_builders_config["validations"]["run_name_filter"]
             shown = [k for k in site_keys if resource_key_passes_run_name_filter(k, run_filter)]
             newest_first = sorted(shown, key=lambda k: k.run_id.run_time, reverse=True)
