@@ -10,8 +10,8 @@ from lakejoin_airflow.api import app
 
 class LakejoinPlugin(AirflowPlugin):
     name = "lakejoin"
-    fastapi_apps = [{"app": app, "url_prefix": "/lakejoin", "name": "Lakejoin search API"}]
-    external_views = [
+    fastapi_apps = [{"app": app, "url_prefix": "/lakejoin", "name": "Lakejoin search API"}]  # noqa: RUF012 (AirflowPlugin declares these as plain class-level lists)
+    external_views = [  # noqa: RUF012
         {
             "name": "Lakejoin search",
             "href": "/lakejoin/search",
