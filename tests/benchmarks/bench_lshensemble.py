@@ -164,7 +164,7 @@ def main() -> None:
 
     # --- builds (both: hash every set, then index) ---
     tables, ours_build_s = timed(lambda: build_in_memory(sets, num_perm, args.num_part))
-    searchers, ours_load_s = timed(lambda: {w: load(tables, weights=w) for w in (EQUAL_WEIGHTS, DEFAULT_WEIGHTS)})
+    searchers, ours_load_s = timed(lambda: {w: load(tables, weights=w) for w in (EQUAL_WEIGHTS, DEFAULT_WEIGHTS)})  # noqa: F821 (runs before the `del` below)
     ours_load_s /= 2
     bounds = list(zip(tables["partitions"]["lower"].to_pylist(), tables["partitions"]["upper"].to_pylist()))
     signatures = signature_matrix(tables["signatures"]["minhash"])
@@ -189,12 +189,12 @@ def main() -> None:
             ensemble = datasketch.MinHashLSHEnsemble(
                 threshold=threshold, num_perm=num_perm, num_part=len(bounds), m=MAX_DEPTH, weights=weights
             )
-            _, ds_index_s = timed(lambda: ensemble.index([(i, ds_minhashes[i], int(sizes[i])) for i in range(n_sets)]))
+            _, ds_index_s = timed(lambda: ensemble.index([(i, ds_minhashes[i], int(sizes[i])) for i in range(n_sets)]))  # noqa: B023, F821 (called at once, in this iteration, before the `del`)
             ds_index[threshold, weights] = (ds_index_s, rss_gib() - before)
             methods = {
-                "ds": lambda v: list(ensemble.query(datasketch_minhash(v, num_perm), len(v))),
-                "ours_keys": lambda v: ours.candidates(v, threshold).tolist(),
-                "ours_search": lambda v: ours.search(v, threshold),
+                "ds": lambda v: list(ensemble.query(datasketch_minhash(v, num_perm), len(v))),  # noqa: B023, F821 (the lambdas are used within this iteration only)
+                "ours_keys": lambda v: ours.candidates(v, threshold).tolist(),  # noqa: B023
+                "ours_search": lambda v: ours.search(v, threshold),  # noqa: B023
             }
             keys_of = {"ours_search": lambda results: [r["column_id"] for r in results]}
             interleaved(methods, queries[:5], keys_of)  # warm numba and the caches of both
