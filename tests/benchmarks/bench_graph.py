@@ -19,8 +19,7 @@ import argparse
 import os
 import platform
 import tempfile
-import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -67,7 +66,7 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="an existing lake to measure (one size: its own)")
     args = parser.parse_args()
     sizes = [None] if args.home else [None if s == "all" else int(s) for s in args.tables.split(",")]
-    print(f"bench_graph — {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, k = 10")
+    print(f"bench_graph — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, k = 10")
     print(f"{'tables':>7}{'queries j/m/p':>16}{'edges':>8}{'edges/query':>12}{'full s':>9}{'incr. s':>9}{'incr./full':>11}", flush=True)
     for size in sizes:
         r = measure(size, args.home)
