@@ -217,6 +217,7 @@ def _assert_one_writer_at_a_time(config: LakeConfig) -> None:
 EVERY_TABLE = {"airlines.csv": "active", "airports.csv": "active", "band_members.csv": "active", "band_instruments.csv": "active"}
 
 
+@pytest.mark.spark
 def test_two_runs_at_once_write_one_at_a_time_and_the_lake_gets_both(folders: dict[str, str], tmp_path: Path) -> None:
     home = tmp_path / "lake"
     first = subprocess.Popen(_cli_run(home, [folders["A"]]), stderr=subprocess.PIPE, text=True)
@@ -240,6 +241,7 @@ def test_two_runs_at_once_write_one_at_a_time_and_the_lake_gets_both(folders: di
 
 
 @pytest.mark.airflow
+@pytest.mark.spark
 def test_a_dag_run_and_a_cli_run_at_once_write_one_at_a_time(folders: dict[str, str], tmp_path: Path) -> None:
     from airflow_harness import prepare_airflow, run_dag_test
 
@@ -287,6 +289,7 @@ def published_a(folders: dict[str, str], tmp_path_factory: pytest.TempPathFactor
     return {"base": base, "answers": _josie_answers(base), "uninterrupted": _lake_state(reference)}
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("point", KILL_POINTS)
 def test_a_run_killed_at_any_point_loses_nothing_and_the_next_run_completes_it(point: str, folders: dict[str, str], published_a: dict, tmp_path: Path) -> None:
     from lakejoin.spark.pipeline import RunOptions, run
