@@ -12,6 +12,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -31,6 +32,7 @@ from lakejoin.progress import Progress
 from lakejoin.quality.docs import build_docs
 from lakejoin.quality.drift import validations_table
 from lakejoin.sources import SourceUnavailable, open_source
+from lakejoin.sources.base import Resource
 from lakejoin.sources.bundled import DEFAULT_TABLES, bundled_portal
 from lakejoin.sources.parse import DEFAULT_MAX_BYTES
 from lakejoin.spark import delta as spark_delta
@@ -126,11 +128,11 @@ def _build_indexes(
     if not delta.exists(config.table_path(COLUMNS)):
         progress.say("  nothing ingested yet: no index to build")
         return {}
-    plans = []
+    plans: list[tuple[FamilyPlan, ModuleType]] = []
     for family in families:
         builder = family_module(family)
         plan = plan_family(config, family, builder, shards) if builder is not None else None
-        if plan is not None and not plan.idle:
+        if builder is not None and plan is not None and not plan.idle:
             plans.append((plan, builder))
     if not plans:
         return {}
@@ -195,7 +197,8 @@ def run(config: LakeConfig, options: RunOptions, progress: Progress | None = Non
 
 
 def _list_resources(config, sources, previous, options, progress):
-    listed, failed = [], set()
+    listed: list[Resource] = []
+    failed: set[str] = set()
     workdir = config.home / "downloads"
     workdir.mkdir(parents=True, exist_ok=True)
     for spec in sources:
@@ -268,7 +271,7 @@ def _write_columns(config: LakeConfig, rewritten: list[dict[str, Any]], changed:
     _replace_rows(config.table_path(KEYS), keys, changed, "keys")
 
 
-def _replace_rows(path: str, rows: pa.Table, changed: set[str], operation: str) -> None:
+def _replace_rows(path: Path, rows: pa.Table, changed: set[str], operation: str) -> None:
     """Rewrite the table at ``path`` with ``rows`` in place of the ``changed`` datasets' rows."""
     if not delta.exists(path):
         delta.write_arrow(path, rows, operation=operation)
