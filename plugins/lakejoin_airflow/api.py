@@ -50,7 +50,7 @@ import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import quote
 
 import pyarrow.parquet as pq
@@ -342,7 +342,10 @@ def _search_arguments(body: SearchBody, table: QueryTable | None) -> dict[str, A
     }
 
 
-async def _read_request(request: Request, model: type[SearchBody]) -> tuple[SearchBody, QueryTable | None]:
+_Body = TypeVar("_Body", bound=SearchBody)
+
+
+async def _read_request(request: Request, model: type[_Body]) -> tuple[_Body, QueryTable | None]:
     content_type = request.headers.get("content-type", "")
     if content_type.startswith("multipart/form-data"):
         fields, table = await _read_form(request)
