@@ -33,7 +33,7 @@ class LakeSearchOperator(BaseOperator):
     (``params`` is Airflow's own operator argument).
     """
 
-    template_fields: Sequence[str] = QUERY_FIELDS + ("home",)
+    template_fields: tuple[str, ...] = (*QUERY_FIELDS, "home")
 
     def __init__(
         self,
@@ -79,7 +79,7 @@ class LakeJoinOperator(LakeSearchOperator):
     ``lakejoin-joins`` with the file and its provenance as the event's extra. Returns the join
     summary (to XCom)."""
 
-    template_fields: Sequence[str] = LakeSearchOperator.template_fields + ("output_path", "rank", "how", "policy", "transform")
+    template_fields: tuple[str, ...] = LakeSearchOperator.template_fields + ("output_path", "rank", "how", "policy", "transform")
 
     def __init__(
         self,
@@ -146,7 +146,8 @@ class LakeDiscoverOperator(SparkSubmitOperator):
         self.method, self.queries, self.out, self.k = method, queries, out, k
         self.method_params, self.columns, self.snapshot_id, self.home = method_params or {}, columns, snapshot_id, home
 
-    def execute(self, context: Any) -> dict[str, Any]:
+    # The summary goes to XCom; SparkSubmitOperator.execute is typed as returning None.
+    def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]
         home = LakeHook(self.home).get_config().home
         out = Path(self.out) if Path(self.out).is_absolute() else home / "discoveries" / self.out
         self.application_args = ["--home", str(home), self.method, "--queries", str(self.queries), "--out", str(out), "-k", str(int(self.k)), *self._optional_arguments()]
