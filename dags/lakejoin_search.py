@@ -45,7 +45,7 @@ QUERY = {
         "rank": Param(1, type="integer", minimum=1, maximum=100),
         "how": Param("left", enum=list(HOWS)),
         "policy": Param("first", enum=list(POLICIES), description="one-to-many: first, aggregate, explode"),
-        "transform": Param("", type="string", description="empty, cst, cst+, autojoin, or a program text"),
+        "transform": Param("", type="string", description="empty, learn (the default method), cst, cst+, cst++, autojoin, or a program text"),
         "output_path": Param("joined.parquet", type="string", description=".parquet or .csv; relative = under <lake home>/joins/"),
     },
 )

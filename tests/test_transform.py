@@ -383,3 +383,148 @@ def test_unsampled_targets_keep_the_true_pairs_of_big_columns():
     source_only = learn_and_join(sources, targets, method="cst+", direction="forward")
     assert _joined(source_only) == set(people)
     assert _joined(both) != set(people)  # mostly false matches survive two-sided sampling
+
+
+# -- number, date and character-class units; the default method --------------------------------------
+
+from datetime import date, timedelta  # noqa: E402
+
+from lakejoin.normalize import normalize_value  # noqa: E402
+from lakejoin.transform import DEFAULT_METHOD, METHODS  # noqa: E402
+from lakejoin.transform.formats import Date, Number, date_formats  # noqa: E402
+from lakejoin.transform.units import Chars  # noqa: E402
+
+
+def test_number_unit_reads_maps_rounds_and_prints():
+    assert Number(0, ".", "1", "0", None, None, ",", ".", 0).apply("1234567.5") == "1,234,567.5"
+    assert Number(0, ",", "1", "0", 2, None, "", ".", 0).apply("1.234,567") == "1234.57"  # half-up
+    assert Number(-1, ".", "1.8", "32", 1, None, "", ".", 0).apply("id 7, -40.0 c") == "-40.0"
+    assert Number(0, ".", "100", "0", 1, None, "", ".", 0).apply("0.1234") == "12.3"
+    assert Number(0, ".", "1", "0", None, 3, "", ".", 0).apply("4779736") == "4780000"
+    assert Number(0, ".", "1", "0", 0, None, "", ".", 5).apply("42") == "00042"
+    assert Number(0, ".", "1", "0", None, None, "", ".", 0).apply("1.5e3") == "1500"
+    assert Number(0, ".", "1", "0", None, None, "", ".", 0).apply("1,23") is None  # not grouped by three
+    assert Number(0, ".", "1", "0", None, None, "", ".", 0).apply("1e999999") is None  # no million-digit output
+    assert Number(1, ".", "1", "0", None, None, "", ".", 0).apply("7") is None
+
+
+def test_date_unit_parses_and_prints_learned_formats():
+    assert Date("%Y-%m-%d", "%B %-d, %Y").apply("2024-01-05") == "january 5, 2024"
+    assert Date("%-m/%-d/%y", "%a %d.%m.%Y").apply("1/5/24") == "fri 05.01.2024"
+    assert Date("%-d-%b-%y", "%Y-%m-%d").apply("7-apr-70") == "1970-04-07"  # POSIX pivot at 69
+    assert Date("%Y-%m-%d %-H:%M:%S", "%-I:%M %p").apply("2024-01-05 00:30:00") == "12:30 am"
+    assert Date("%Y-%m-%d", "%Y").apply("2023-02-29") is None  # no such day
+    assert Date("%a, %Y-%m-%d", "%Y").apply("mon, 2024-01-05") is None  # it was a friday
+    assert "%Y-%m-%d" in date_formats("2024-01-05") and "%B %-d, %Y" in date_formats("january 5, 2024")
+    assert date_formats("12.5") == [] and date_formats("x" * 5000) == []
+
+
+def test_new_units_print_and_parse_back():
+    program = (Chars("digit", None), Literal("-"), Number(0, ",", "0.3048", "-1.5", 2, None, ".", ",", 0),
+               Date("%d.%m.%Y", "%A %-d %B %y"), Chars("alpha", -1))
+    assert parse_program(program_text(program)) == program
+    assert Chars("digit", None).apply("(780) 492-5411") == "7804925411"
+    assert Chars("alnum", 1).apply("ab-12 cd") == "12"
+    for bad in ["Chars('digits', 0)", "Number(0, '.', 'x', '0', 1, None, '', '.', 0)", "Date('%Y', 5)"]:
+        with pytest.raises(ValueError, match="bad arguments"):
+            parse_program(bad)
+
+
+def _days(n: int) -> list[date]:
+    rng = random.Random(5)
+    return sorted({date(1990, 1, 1) + timedelta(days=rng.randrange(12_000)) for _ in range(n)})
+
+
+def _numbers(n: int) -> list[str]:
+    rng = random.Random(6)
+    return sorted({f"{rng.uniform(-40, 900):.1f}" for _ in range(n)})
+
+
+REFORMATS = {  # name -> (pairs, the program cst++ must learn)
+    "celsius -> fahrenheit": ([(c, f"{float(c) * 1.8 + 32:.2f}") for c in _numbers(60)],
+                              "Number(0, '.', '1.8', '32', None, None, '', '.', 0)"),  # normalized: 33.80 is 33.8
+    "thousands": ([(str(n ** 3 * 7919), f"{n ** 3 * 7919:,} kg") for n in range(1, 60)],  # 4 to 10 digits
+                  "Number(0, '.', '1', '0', None, None, ',', '.', 0) + Literal(' kg')"),
+    "iso -> month name": ([(d.isoformat(), f"{d:%B} {d.day}, {d.year}") for d in _days(60)],
+                          "Date('%Y-%m-%-d', '%B %-d, %Y')"),
+    "us -> european": ([(f"{d.month}/{d.day}/{d:%y}", f"{d:%d.%m.%Y}") for d in _days(60)],
+                       "Date('%-m/%-d/%y', '%d.%m.%Y')"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFORMATS))
+def test_cst_plus_plus_learns_number_and_date_reformatting(name):
+    pairs, expected = REFORMATS[name]
+    sources, targets = [s for s, _ in pairs[5:]], [t for _, t in pairs[:-5]]  # partial overlap, shuffled
+    random.Random(1).shuffle(targets)
+    result = learn_and_join(sources, targets)
+    assert result["method"] == DEFAULT_METHOD == "cst++"
+    assert _joined(result) == set(pairs[5:-5])
+    assert result["transformations"][0]["program"] == expected
+    assert apply_transformation(result["transformations"][0], [pairs[0][0]]) == [normalize_value(pairs[0][1])]
+    if name != "thousands":  # cst+ learns that one too, splitting at the commas
+        old = learn_and_join(sources, targets, method="cst+")
+        assert len(_joined(old) & set(pairs)) < len(pairs[5:-5]) // 2
+
+
+def test_cst_plus_plus_is_identical_across_hash_seeds():
+    pairs = REFORMATS["celsius -> fahrenheit"][0] + REFORMATS["us -> european"][0] + NAMES
+    script = ("import json, sys; from lakejoin.transform import learn_and_join; "
+              f"r = learn_and_join({[s for s, _ in pairs]!r}, {[t for _, t in pairs]!r}); r.pop('seconds'); "
+              "print(json.dumps(r, sort_keys=True))")
+    outputs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                              env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout for seed in ("2", "991")]
+    assert outputs[0] == outputs[1] and len(json.loads(outputs[0])["pairs"]) > 20
+
+
+def test_the_default_method_is_read_from_one_place():
+    from lakejoin.commands import join as join_command
+    from lakejoin.query.params import transform_default
+
+    assert DEFAULT_METHOD in METHODS and transform_default() == DEFAULT_METHOD
+    parser = argparse.ArgumentParser()
+    transform_command.add_arguments(parser)
+    assert parser.parse_args(["--source", "a", "--source-column", "x", "--target", "b", "--target-column", "y"]).method == DEFAULT_METHOD
+    parser = argparse.ArgumentParser()
+    join_command.add_arguments(parser)
+    assert parser.parse_args(["josie", "--table", "q.csv", "--column", "c", "--out", "o.csv", "--transform"]).transform == "learn"
+
+
+BAD_INPUT = {  # name -> (source, target, expected error or None for "no transformation found")
+    "empty column": ([], ["a"], "no non-empty values"),
+    "one-row columns": (["rafiei, davood"], ["d rafiei"], None),
+    "non-text": ([1.5, "2"], ["3"], "not text"),
+    "no learnable program": ([f"{random.Random(i).random():.9f}qz" for i in range(50)],
+                             [f"k{random.Random(-i).choice('wxyz') * 3}" for i in range(50)], None),
+    "very long values": ([f"{i}-" + "0123456789/" * 90 for i in range(60)],
+                         [f"{i}." + "2024-01-05 " * 90 for i in range(60)], None),
+    "long numbers and dates": ([f"{i}" * 300 for i in range(1, 10)] + [f"2024-01-0{i}" for i in range(1, 10)],
+                               [f"{i}" * 299 for i in range(1, 10)] + [f"1/{i}/24" for i in range(1, 10)], None),
+}
+
+
+@pytest.fixture(scope="module")
+def bad_input_results() -> dict:
+    """Every BAD_INPUT case in one fresh interpreter with a hard limit: a hang fails the tests
+    instead of stalling the suite."""
+    script = ("import json, sys; from lakejoin.transform import learn_and_join; "
+              "from lakejoin.commands.transform import summarize\n"
+              "results = {}\n"
+              f"for name, (source, target, _) in {BAD_INPUT!r}.items():\n"
+              "    try:\n        r = learn_and_join(source, target)\n"
+              "    except ValueError as exc:\n        results[name] = {'error': str(exc)}\n"
+              "    else:\n        results[name] = {'pairs': r['pairs'], 'summary': summarize(r)}\n"
+              "print(json.dumps(results))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
+    return json.loads(done.stdout)
+
+
+@pytest.mark.parametrize("name", sorted(BAD_INPUT))
+def test_bad_input_gives_an_error_or_no_transformation_in_bounded_time(bad_input_results, name):
+    error, result = BAD_INPUT[name][2], bad_input_results[name]
+    if error:
+        assert error in result["error"]
+    elif name == "long numbers and dates":
+        assert {(p["source"], p["target"]) for p in result["pairs"]} >= {(f"2024-01-0{i}", f"1/{i}/24") for i in range(1, 10)}
+    else:
+        assert result["pairs"] == [] and "no transformation found" in result["summary"]

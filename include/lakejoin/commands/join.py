@@ -2,7 +2,7 @@
 
     lakejoin join {josie,lshensemble,mate,pexeso,auto} (--table FILE | --dataset ID) \
         (--column NAME | --columns A,B) [--rank 1] [--how left|inner] \
-        [--policy first|aggregate|explode] [--transform cst|cst+|autojoin|PROGRAM] \
+        [--policy first|aggregate|explode] [--transform [learn|cst|cst+|cst++|autojoin|PROGRAM]] \
         [--prefix P] --out FILE [--format parquet|csv] [family params as for search] --json
 """
 
@@ -16,6 +16,7 @@ from lakejoin.config import LakeConfig
 from lakejoin.query import engine_for
 from lakejoin.query.engine import LOCAL_LIMITS
 from lakejoin.query.join import FORMATS, HOWS, POLICIES, write_table
+from lakejoin.transform import DEFAULT_METHOD, LEARN, METHODS
 
 NAME = "join"
 
@@ -25,7 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rank", type=int, default=1, help="join the result at this rank (default 1)")
     parser.add_argument("--how", choices=HOWS, default="left")
     parser.add_argument("--policy", choices=POLICIES, default="first", help="one-to-many matches: first row, aggregate values, or one row per match")
-    parser.add_argument("--transform", help="learn a transformation (cst, cst+, autojoin) or apply a program text to the query key")
+    parser.add_argument("--transform", nargs="?", const=LEARN,
+                        help=f"learn a transformation ({LEARN} = {DEFAULT_METHOD}, the default when no value is given; "
+                             f"or one of {', '.join(METHODS)}) or apply a program text to the query key")
     parser.add_argument("--prefix", help="prefix of the joined columns (default: the found table's name)")
     parser.add_argument("--out", required=True, help="output file (.parquet or .csv)")
     parser.add_argument("--format", choices=FORMATS, help="output format (default: from --out's suffix)")

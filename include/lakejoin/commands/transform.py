@@ -1,7 +1,7 @@
 """``lakejoin transform``: learn the transformations that make two CSV columns joinable, and join.
 
     lakejoin transform --source a.csv --source-column name --target b.csv --target-column email \
-        [--method cst|cst+|autojoin] [--direction auto|forward|backward|longer] --json
+        [--method cst|cst+|cst++|autojoin] [--direction auto|forward|backward|longer] --json
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 from tabulate import tabulate
 
-from lakejoin.transform import METHODS, learn_and_join
+from lakejoin.transform import DEFAULT_METHOD, METHODS, learn_and_join
 from lakejoin.transform.join import DIRECTIONS
 
 NAME = "transform"
@@ -23,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source-column", required=True)
     parser.add_argument("--target", required=True, help="CSV file holding the column to join with")
     parser.add_argument("--target-column", required=True)
-    parser.add_argument("--method", choices=sorted(METHODS), default="cst")
+    parser.add_argument("--method", choices=sorted(METHODS), default=DEFAULT_METHOD)
     parser.add_argument("--direction", choices=DIRECTIONS, default="auto")
 
 
@@ -53,8 +53,8 @@ def summarize(result: dict) -> str:
     """One aligned row per learned transformation: used for the join (*), the share of the
     example pairs it covers (and how many), the rows it joined, the program."""
     head = f"{result['method']} ({result['direction']}), {len(result['pairs'])} joined pairs, {result['seconds']:.2f} s"
-    if not result["transformations"]:
-        return head
+    if not any(t["used"] for t in result["transformations"]):
+        return head + "\nno transformation found"
     rows = [
         ["*" if t["used"] else "", f"{t['coverage']:.3f} ({t['covered_pairs']:,})", f"{t['joined']:,}", t["program"]]
         for t in result["transformations"]

@@ -12,7 +12,8 @@ Key matching, by result:
   (MATE: its column ``mapping``);
 - PEXESO: each distinct query value joins the found values within the search's distance ``τ`` in
   the search's embedding model (the semantic match PEXESO counted);
-- ``transform="cst" | "cst+" | "autojoin"``: a transformation learned between the two key columns
+- ``transform="learn"`` (the default method, ``lakejoin.transform.DEFAULT_METHOD``) or a method
+  name ``"cst" | "cst+" | "cst++" | "autojoin"``: a transformation learned between the two key columns
   (``lakejoin.transform.learn_and_join``) maps each query value to the found values it joins;
   any other string is applied as a program text (``apply_transformation``). One key column only.
 
@@ -182,9 +183,11 @@ def _expand(keys: Sequence[Key | None], mapping: Mapping[Key, Sequence[Key]]) ->
 
 
 def _transform_mapping(query: pa.Table, found: pa.Table, pair: KeyPair, transform: str) -> tuple[dict[Key, list[Key]], dict[str, Any]]:
-    from lakejoin.transform import METHODS, apply_transformation, learn_and_join
+    from lakejoin.transform import DEFAULT_METHOD, LEARN, METHODS, apply_transformation, learn_and_join
 
     source = _distinct_text(query.column(pair.query_column).to_pylist())
+    if transform == LEARN:
+        transform = DEFAULT_METHOD
     if transform in METHODS:
         learned = learn_and_join(source, _distinct_text(found.column(pair.found_column).to_pylist()), method=transform)
         mapping: dict[Key, list[Key]] = {}

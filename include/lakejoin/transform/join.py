@@ -22,7 +22,12 @@ from lakejoin.transform.units import Program, apply_program, is_constant, normal
 
 MAX_VALUE_LENGTH = 1_000
 METHODS = {"cst": cst.FAITHFUL, "cst+": cst.IMPROVED, "cst++": cst.IMPROVED_FORMATS, "autojoin": autojoin.AutoJoinConfig()}
+# The method everything uses when none is named (CLI, join --transform, REST, UI, operators), chosen
+# by bench_transform.py: the best F1 on every dataset and category measured (README).
+DEFAULT_METHOD = "cst++"
+LEARN = "learn"  # the name a join passes to learn with DEFAULT_METHOD
 DIRECTIONS = ("auto", "forward", "backward", "longer")
+WIDER_BOUNDS_BELOW = 0.9  # on short values, CST retries with cst.SHORT_BOUNDS when its cover explains less
 REFORMAT_SUFFICES = 0.5  # share of the sampled source rows the value-paired units must explain to skip CST
 
 
@@ -96,10 +101,13 @@ def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tup
     matched = match_rows([source[i] for i in learn_source], [target[j] for j in learn_target],
                          n_fallback=config.gram_fallback)
     pairs = [(source[learn_source[s]], target[learn_target[t]]) for s, t in matched]
+    if config.max_learn_chars is not None:
+        pairs = [(s, t) for s, t in pairs if max(len(s), len(t)) <= config.max_learn_chars]
     result = cst.learn(pairs, config)
     if config.short_values is not None and max(_mean_length(source), _mean_length(target)) <= config.short_values \
-            and _explained(result) < REFORMAT_SUFFICES:  # short values afford the wider bounds: retry
-        result = cst.learn(pairs, dataclasses.replace(config, **cst.SHORT_BOUNDS))
+            and _explained(result) < WIDER_BOUNDS_BELOW:  # short values afford the wider bounds: retry
+        wider = cst.learn(pairs, dataclasses.replace(config, **cst.SHORT_BOUNDS, max_generated=cst.SHORT_BOUNDS_WORK))
+        result = wider if _explained(wider) > _explained(result) else result
     for learned in result.cover:
         coverage = len(learned.rows) / result.pairs
         used = coverage >= config.join_support and not is_constant(learned.program)
@@ -159,13 +167,15 @@ def _run_autojoin(source: list[str], target: list[str], config: autojoin.AutoJoi
     return transformations, set(result.pairs), False
 
 
-def learn_and_join(source_values: Sequence[str], target_values: Sequence[str], method: str = "cst",
+def learn_and_join(source_values: Sequence[str], target_values: Sequence[str], method: str = DEFAULT_METHOD,
                    direction: str = "auto", **params) -> dict:
     """Learn transformations from ``source_values`` to ``target_values`` and equi-join with them.
 
     ``method``: "cst" (the paper's web configuration; ``max_placeholders=4`` gives its spreadsheet
     one), "cst+" (:data:`cst.IMPROVED`: indices from the end, punctuation separators, separator
-    runs, constant target text, the n-gram fallback) or "autojoin"; ``params`` override fields
+    runs, constant target text, the n-gram fallback), "cst++" (the default, :data:`DEFAULT_METHOD`:
+    cst+ with the number, date and character-class units and bounds chosen by value length) or
+    "autojoin"; ``params`` override fields
     of :class:`cst.CSTConfig` or
     :class:`autojoin.AutoJoinConfig`. Returns ``{"method", "direction", "transformations",
     "pairs", "seconds"}``; ``pairs`` are ``{"source", "target"}`` raw values of the two inputs.

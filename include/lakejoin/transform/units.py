@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import functools
 import re
+import typing
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple, Union
 
@@ -305,7 +306,12 @@ def _parse_unit(node: ast.expr, text: str) -> Unit:
     if cls is None:
         raise ValueError(f"unknown unit {node.func.id!r} in program {text!r}")
     try:
-        unit = cls(*[ast.literal_eval(arg) for arg in node.args])
+        args = [ast.literal_eval(arg) for arg in node.args]
+        for name, arg in zip(cls._fields, args):
+            expected = typing.get_args(hints := typing.get_type_hints(cls)[name]) or (hints,)
+            if not isinstance(arg, tuple(type(None) if kind is None else kind for kind in expected)):
+                raise TypeError(f"{name} must be {hints}, got {arg!r}")
+        unit = cls(*args)
         for probe in _PROBES:  # arguments only a unit's use can check (a class name, a decimal text)
             unit.apply(probe)
         return unit
