@@ -93,6 +93,8 @@ def normalized_table(table: pa.Table | pd.DataFrame | Sequence[NormalizedColumn]
     if isinstance(table, (pa.Table, pd.DataFrame)):
         text = as_text_table(table)
         table, names = NormalizedColumn.of_columns(text.columns), text.column_names
+    if names is None:
+        raise TypeError("normalized_table: names are needed with NormalizedColumns")
     return pa.table({name: column.values() for name, column in zip(names, table)})
 
 
@@ -119,7 +121,7 @@ def build_suite(dataset_id: str, profiles: Sequence[Mapping[str, Any]]):
     ordered = sorted(profiles, key=lambda p: p["ordinal"])
     # Collected first and handed to the constructor: ``add_expectation`` compares each new
     # expectation with every one already added (quadratic: 89 s for a 642-column table).
-    expectations = [expect.ExpectTableColumnsToMatchSet(column_set=[p["name"] for p in ordered], exact_match=True)]
+    expectations: list[gx.expectations.Expectation] = [expect.ExpectTableColumnsToMatchSet(column_set=[p["name"] for p in ordered], exact_match=True)]
     for profile in ordered:
         column, meta = profile["name"], {"type": profile["type"]}
         expectations.append(expect.ExpectColumnToExist(column=column))
