@@ -98,7 +98,7 @@ def parse_package(package: Mapping[str, Any], key: str, formats: Sequence[str] =
     listings = []
     for resource in resources:
         fmt = canonical_format(resource.get("format"), resource["url"])
-        if fmt not in formats:
+        if fmt is None or fmt not in formats:
             continue
         title = package.get("title") or package.get("name") or package["id"]
         if len(resources) > 1:

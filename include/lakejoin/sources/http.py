@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, TypeGuard
 from urllib.parse import urljoin, urlsplit
 
 import requests
@@ -403,7 +403,7 @@ def local_download_path(workdir: Path, dataset_id: str, suffix: str) -> Path:
     return workdir / f"{digest}{suffix}"
 
 
-def metadata_unchanged(previous: Mapping[str, Any] | None, token: str | None, url: str) -> bool:
+def metadata_unchanged(previous: Mapping[str, Any] | None, token: str | None, url: str) -> TypeGuard[Mapping[str, Any]]:
     """True when the stored row has the same portal change token (and, if stored, the same URL):
     the dataset is not downloaded again."""
     if not previous or not token:
@@ -412,7 +412,12 @@ def metadata_unchanged(previous: Mapping[str, Any] | None, token: str | None, ur
     return previous.get("metadata_modified") == token and (not stored_url or stored_url == url)
 
 
-def conditional_validators(previous: Mapping[str, Any] | None, url: str) -> dict[str, str | None]:
+class Validators(TypedDict):
+    etag: str | None
+    last_modified: str | None
+
+
+def conditional_validators(previous: Mapping[str, Any] | None, url: str) -> Validators:
     """ETag / Last-Modified of the stored version, for If-None-Match / If-Modified-Since."""
     if not previous or (previous.get("url") and previous.get("url") != url):
         return {"etag": None, "last_modified": None}
