@@ -25,11 +25,11 @@ from __future__ import annotations
 import csv
 import gc
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import TypedDict
+from typing import TypedDict, TypeVar
 
 import numpy as np
 
@@ -96,7 +96,7 @@ SHAPES: dict[str, SetLakeShape] = {
 }
 
 
-def _overridden(defaults, overrides: dict[str, object], caller: str):
+def _overridden(defaults, overrides: Mapping[str, object], caller: str):
     """``defaults`` (a dataclass) with ``overrides`` replaced; a clear error names unknown fields."""
     known = {f.name for f in fields(defaults)}
     unknown = sorted(set(overrides) - known)
@@ -105,7 +105,7 @@ def _overridden(defaults, overrides: dict[str, object], caller: str):
     return replace(defaults, **overrides)
 
 
-def _shape(shape: str, overrides: dict[str, object]) -> SetLakeShape:
+def _shape(shape: str, overrides: Mapping[str, object]) -> SetLakeShape:
     if shape not in SHAPES:
         raise ValueError(f"unknown set lake shape {shape!r}; expected one of {sorted(SHAPES)}")
     params = _overridden(SHAPES[shape], overrides, "set_lake")
@@ -301,7 +301,10 @@ _STREET_TYPE = {
 _LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def _pick(rng: np.random.Generator, options: Sequence[str]) -> str:
+_T = TypeVar("_T")
+
+
+def _pick(rng: np.random.Generator, options: Sequence[_T]) -> _T:
     return options[int(rng.integers(len(options)))]
 
 
@@ -365,7 +368,7 @@ _NEAR_DUPLICATE_DOMAINS = ("person", "city", "company", "address")
 
 def _distinct(rng: np.random.Generator, domain: _Domain, n: int) -> list[str]:
     """``n`` raw values of ``domain`` that are distinct after normalization."""
-    seen: dict[str, str] = {}
+    seen: dict[str | None, str] = {}
     for _ in range(50 * n + 100):
         if len(seen) == n:
             break
