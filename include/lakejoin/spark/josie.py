@@ -154,6 +154,8 @@ def _dictionary(spark: SparkSession, full_build_tokens: int, appended_tokens: in
 def _update(spark: SparkSession, raw: DataFrame, previous: dict[str, DataFrame], changed: list[str], n_shards: int) -> dict[str, DataFrame]:
     """Replace the sets of the ``changed`` datasets in their shards, appending new tokens."""
     old = previous["dictionary"].first()
+    if old is None:
+        raise ValueError("previous JOSIE dictionary table is empty")
     first_new = old["full_build_tokens"] + old["appended_tokens"]  # TokenIDs are consecutive from 0
     known = previous["tokens"].select("token", "token_id")
     fresh, count = _ordered_tokens(spark, raw.join(known.select("token"), "token", "left_anti"), first_new)

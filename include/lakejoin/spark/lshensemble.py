@@ -121,7 +121,7 @@ def staleness(tables: Mapping[str, pa.Table]) -> float:
 
 def _check_previous(previous: Mapping[str, DataFrame] | None, num_perm: int, seed: int) -> None:
     missing = {"signatures", "sets", "sizes"} - set(previous or {})
-    if missing:
+    if previous is None or missing:
         raise ValueError(f"previous lacks the tables {sorted(missing)}")
     first = previous["signatures"].select("seed", F.length("minhash").alias("bytes")).limit(1).collect()
     if first and (first[0]["seed"] != seed or first[0]["bytes"] != 4 * num_perm):

@@ -76,7 +76,7 @@ def build_tables(
     if (previous is None) != (changed is None):
         raise ValueError("pass both previous and changed for an incremental build, or neither")
     cells = inputs.where(F.col("value").isNotNull())
-    if previous is not None:
+    if previous is not None and changed is not None:  # both or neither (checked above)
         params = _previous_params(previous, bits)
         changed_ids = sorted(changed)
         cells = cells.where(F.col("dataset_id").isin(changed_ids))

@@ -193,6 +193,7 @@ def _count_and_dimension(vectors: DataFrame) -> tuple[int, int]:
     if missing:
         raise ValueError(f"PEXESO vectors lack column(s) {', '.join(missing)}")
     sizes = vectors.agg(F.min(F.size("vector")).alias("lo"), F.max(F.size("vector")).alias("hi"), F.count("*").alias("n")).first()
+    assert sizes is not None  # an aggregate without groups has exactly one row
     if sizes["n"] and (sizes["lo"] != sizes["hi"] or sizes["lo"] < 1):
         raise ValueError(f"vectors must share one positive dimension, got sizes {sizes['lo']}..{sizes['hi']}")
     return int(sizes["n"]), int(sizes["lo"] or 0)
