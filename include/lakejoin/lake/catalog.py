@@ -81,7 +81,7 @@ def apply_parse_outcome(plan: Plan, dataset_id: str, ok: bool, reason: str | Non
     resource = plan.to_parse[dataset_id]
     stored = plan.rows.get(dataset_id)
     was_good = stored is not None and stored["status"] == ACTIVE
-    if not ok and was_good:
+    if not ok and was_good and stored is not None:
         stored["reason"] = f"latest content rejected, previous version kept: {reason}"
         return False
     row = _metadata_row(resource, stored)

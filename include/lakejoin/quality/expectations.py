@@ -74,7 +74,7 @@ def _validate_one(expectation: Any, metrics: _TableMetrics) -> Any:
     """``Expectation.metrics_validate`` minus its per-call dependency planning (which rebuilds
     the expectation's configuration dozens of times): the metric names an expectation class
     declares are the same for every instance, so they are asked once per class."""
-    names, runtime = _declared_metrics(type(expectation))
+    names, runtime = _declared_metrics(expectation.__class__)
     column = getattr(expectation, "column", None)
     try:
         provided = {name: metrics.resolve(name, column, expectation, runtime["result_format"]["partial_unexpected_count"]) for name in names}
@@ -116,7 +116,7 @@ class _TableMetrics:
 
     def __init__(self, table: pa.Table) -> None:
         self.table = table
-        self._columns = {name: table.column(i) for i, name in enumerate(table.column_names)}  # by name in O(1): tables reach 7,000 columns
+        self._columns: dict[str, pa.ChunkedArray] = {name: table.column(i) for i, name in enumerate(table.column_names)}  # by name in O(1): tables reach 7,000 columns
         self._encoded: dict[str, pa.DictionaryArray] = {}
         self._masks: dict[int, pa.Array] = {}  # per expectation: its count and its values share one mask
 

@@ -180,9 +180,11 @@ class QueryEngine:
         return joined, summary
 
     def query_table(self, loaded: LoadedSnapshot, table: QueryTable | None, dataset_id: str | None) -> QueryTable:
-        if (table is None) == (dataset_id is None):
-            raise ValueError("give the query as exactly one of a table file or a dataset_id")
-        return table if table is not None else dataset_table(loaded, dataset_id)
+        if table is not None and dataset_id is None:
+            return table
+        if table is None and dataset_id is not None:
+            return dataset_table(loaded, dataset_id)
+        raise ValueError("give the query as exactly one of a table file or a dataset_id")
 
     def datasets(self, snapshot_id: int | None = None) -> dict[str, Any]:
         """The active datasets of a snapshot with their columns (for pickers and scripts)."""
