@@ -22,14 +22,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
-from typing import Any
+from typing import Any, cast
 
 Result = dict[str, Any]
 
 # Each family's ranking, as its searcher sorts: best score first, then the smaller id.
 RANK_KEYS: dict[str, Callable[[Result], tuple]] = {
     "josie": lambda r: (-r["overlap"], r["column_id"]),
-    "lshensemble": lambda r: (-r.get("containment", r["containment_estimate"]), r["column_id"]),
+    "lshensemble": lambda r: (-cast(float, r.get("containment", r["containment_estimate"])), r["column_id"]),
     "mate": lambda r: (-r["joinability"], r["dataset_id"]),
     "pexeso": lambda r: (-r["matched"], r["column_id"]),
 }

@@ -13,6 +13,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 from types import TracebackType
+from typing import cast
 
 from lakejoin.portal.server import Faults, make_server
 
@@ -33,7 +34,7 @@ class PortalServer:
 
     @property
     def url(self) -> str:
-        host, port = self._server.server_address[:2]
+        host, port = cast(tuple[str, int], self._server.server_address[:2])  # an AF_INET(6) server bound to a str host
         return f"http://{host}:{port}"
 
     @property

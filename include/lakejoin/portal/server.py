@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from email.utils import parsedate_to_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, quote, urlsplit
 
 from lakejoin.portal.catalog import MIME_TYPES, SOCRATA_FORMATS, Catalog, RowIndexCache, Table, slug
@@ -147,7 +147,7 @@ class PortalHandler(BaseHTTPRequestHandler):
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.headers.get('Host') or '{}:{}'.format(*self.server.server_address[:2])}"
+        return f"http://{self.headers.get('Host') or '{}:{}'.format(*cast(tuple[str, int], self.server.server_address)[:2])}"
 
     def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
