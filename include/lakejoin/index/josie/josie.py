@@ -86,6 +86,7 @@ import dataclasses
 import threading
 import time
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -658,7 +659,7 @@ class JosieSearcher:
         }
 
 
-def load(tables: Mapping[str, pa.Table], **params: object) -> JosieSearcher:
+def load(tables: Mapping[str, pa.Table], **params: Any) -> JosieSearcher:
     """Build the in-memory searcher from the ``tokens``/``sets``/``postings`` tables.
 
     ``params``: ``batch_size`` (a fixed λ for every query; default: chosen per query, about

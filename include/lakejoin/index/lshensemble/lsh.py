@@ -99,7 +99,7 @@ class PrefixForest:
             np.asarray(b, dtype=np.int64),
             np.asarray(r, dtype=np.int64),
         )
-        return _union(self.keys, self.ids, self.directory, *probes, min_row)
+        return _union(self.keys, self.ids, self.directory, *probes, min_row)  # type: ignore[call-arg]  # numba's Dispatcher.__call__ is typed with fewer parameters than _union has
 
 
 @njit(cache=True)
@@ -227,7 +227,7 @@ def _popcount(word: np.uint64) -> int:
     word = word - ((word >> np.uint64(1)) & np.uint64(0x5555555555555555))
     word = (word & np.uint64(0x3333333333333333)) + ((word >> np.uint64(2)) & np.uint64(0x3333333333333333))
     word = (word + (word >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return np.int64((word * np.uint64(0x0101010101010101)) >> np.uint64(56))
+    return np.int64((word * np.uint64(0x0101010101010101)) >> np.uint64(56))  # type: ignore[return-value]  # numba: the count as a machine int
 
 
 # A de Bruijn sequence: the top 6 bits of _DE_BRUIJN << i are distinct for i = 0..63, so they

@@ -170,7 +170,7 @@ class LshEnsembleSearcher:
         q = len(tokens)
         estimate = _containment_estimates(self.signatures, self.sizes, rows, signature, q)
         scores = {"estimate": estimate, "rank_score": estimate}
-        if verify:
+        if verify and self._verifier is not None:  # search() refuses verify without the sets table
             scores["containment"] = self._verifier.overlaps(rows, tokens) / q
             scores["rank_score"] = scores["containment"]
         return scores

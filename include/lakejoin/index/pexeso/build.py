@@ -140,7 +140,7 @@ class PartitionPlan:
 
     def outside(self, mapped: np.ndarray) -> np.ndarray:
         """Whether each mapped vector lies outside the grid bounds (clamped into a border cell)."""
-        return ((mapped < self.lo) | (mapped > self.hi)).any(axis=1)
+        return np.asarray(((mapped < self.lo) | (mapped > self.hi)).any(axis=1))
 
 
 def plan_partition(

@@ -329,7 +329,7 @@ def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = N
     values = vectors["value"].to_pylist()
     dataset = vectors["dataset_id"].to_pylist()
     pivots = tables["pivots"]
-    partitions = []
+    loaded: list[PartitionIndex] = []
     for s in sorted(settings, key=lambda s: s["partition"]):
         p, n_pivots = s["partition"], int(s["n_pivots"])
         # joined is sorted by partition: a partition is a slice of it
@@ -346,7 +346,7 @@ def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = N
         order = posting_order(keys, column_index, vector_heads[:, 0], vector_ids)
         part_rows = rows[sel][order]
         piv = pivots.filter(pc.equal(pivots["partition"], p)).sort_by("pivot")
-        partitions.append(
+        loaded.append(
             PartitionIndex(
                 partition=p,
                 pivots=_flat(piv["vector"], np.float32).reshape(piv.num_rows, dim),
@@ -365,4 +365,4 @@ def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = N
                 vector_heads=vector_heads[order],
             )
         )
-    return PexesoSearcher(partitions, metric, model, dim)
+    return PexesoSearcher(loaded, metric, model, dim)

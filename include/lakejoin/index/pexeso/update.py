@@ -116,7 +116,8 @@ def update_tables(vectors: pa.Table, *, n_shards: int, previous: Mapping[str, pa
     old = previous["mapped"].filter(gone)
     removed = _partition_sizes(old["partition"].to_numpy(), old["column_id"].to_numpy(), np.zeros(old.num_rows, bool), old["inserted"].to_numpy(zero_copy_only=False))
     kept_cells = previous["cells"].filter(pc.invert(pc.is_in(previous["cells"]["column_id"], value_set=pc.unique(old["column_id"]))))
-    mapped_parts, cells_parts, added = [previous["mapped"].filter(pc.invert(gone))], [kept_cells], {}
+    added: dict[int, tuple[int, int, int, int]] = {}
+    mapped_parts, cells_parts = [previous["mapped"].filter(pc.invert(gone))], [kept_cells]
     if vectors.num_rows:
         new_mapped, new_cells, added = _map_new(vectors, plans, metric, dim, n_shards)
         mapped_parts.append(new_mapped)

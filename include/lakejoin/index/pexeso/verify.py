@@ -326,7 +326,7 @@ def _verify_columns(
     return distances
 
 
-_WORKERS = max(1, numba.config.NUMBA_NUM_THREADS)  # honours NUMBA_NUM_THREADS; sets nothing
+_WORKERS = max(1, numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # numba.config is filled from the environment at import; honours NUMBA_NUM_THREADS; sets nothing
 _pool: ThreadPoolExecutor | None = None
 
 
