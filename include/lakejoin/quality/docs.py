@@ -184,7 +184,7 @@ class _SiteWriter:
         for name in [n for n in sites if n != SITE_NAME]:  # the project template's local_site
             self.context.delete_data_docs_site(name)
         configure = self.context.update_data_docs_site if SITE_NAME in sites else self.context.add_data_docs_site
-        configure(SITE_NAME, _site_config(site_dir(config)))
+        configure(SITE_NAME, _site_config(site_dir(config)))  # type: ignore[arg-type]  # GE's DataDocsSiteConfigTypedDict lists only some of a site config's keys
         self.config = config
         self.new_keys: list[Any] = []
         self.results = 0
@@ -288,6 +288,7 @@ def _static_index_view() -> type:
         def __init__(self, custom_styles_directory=None, custom_views_directory=None) -> None:
             super().__init__(custom_styles_directory, custom_views_directory)
             original = PrefixLoader({"gx": PackageLoader("great_expectations", "render/view/templates")})
+            assert self.env.loader is not None  # GE's page view always sets its template loader
             self.env.loader = ChoiceLoader([DictLoader({"bootstrap_table.j2": _STATIC_TABLE}), original, self.env.loader])
 
     return StaticIndexPageView

@@ -263,5 +263,5 @@ def _cell(values: list[str | None], rows: list[int]) -> str | None:
         return None
     if len(rows) == 1:
         return values[rows[0]]
-    kept = list(dict.fromkeys(values[r] for r in rows if values[r] is not None))
+    kept = list(dict.fromkeys(value for r in rows if (value := values[r]) is not None))
     return AGGREGATE_SEPARATOR.join(kept) if kept else None
