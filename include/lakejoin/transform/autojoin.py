@@ -30,6 +30,7 @@ import random
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from lakejoin.transform.units import (
     Literal,
@@ -111,7 +112,7 @@ def _longest_matching_prefix(suffix: str, index: SuffixArray) -> int:
 def qgram_pairs(source: Sequence[str], target: Sequence[str]) -> list[tuple[float, int, int]]:
     """(score, source row, target row), best first."""
     source_index, target_index = SuffixArray(source), SuffixArray(target)
-    scored = []
+    scored: list[tuple[float, int, int]] = []
     for row, value in enumerate(source):
         best: tuple[float, list[int]] | None = None
         for i in range(len(value) - MIN_Q + 1):
@@ -193,11 +194,12 @@ def _longest_common_substrings(texts: Sequence[str]) -> list[str]:
 def _ranked_ops(inputs: Sequence[str], outputs: Sequence[str]) -> list[tuple[Unit, list[str]]]:
     """Operators consistent with every example, by progress (sum of output lengths), ties by
     simplicity (Constant first, as the thesis's footnote says); one per distinct output."""
-    scored = {}
+    scored: dict[tuple[str, ...], tuple[tuple[Any, ...], Unit, list[str]]] = {}
     for op in _candidate_ops(inputs[0], outputs[0], outputs[1:]):
-        produced = [op.apply(value) for value in inputs]
-        if any(not out or out not in goal for out, goal in zip(produced, outputs)):
+        applied = [op.apply(value) for value in inputs]
+        if any(not out or out not in goal for out, goal in zip(applied, outputs)):
             continue
+        produced = cast(list[str], applied)  # no None left after the check
         key = (-sum(map(len, produced)), simplicity_key((op,)))
         signature = tuple(produced)
         if signature not in scored or key < scored[signature][0]:
@@ -265,7 +267,8 @@ def _distances(derived: Sequence[str], targets: Sequence[str], tokenize) -> list
 def _matches(distances, threshold: float) -> list[tuple[int, int]] | None:
     """The pairs within ``threshold``, or None when Eq. 4.10's constraints are violated."""
     chosen = [(c, k) for distance, c, k in distances if distance <= threshold]
-    per_c, per_k = {}, {}
+    per_c: dict[int, int] = {}
+    per_k: dict[int, int] = {}
     for c, k in chosen:
         if per_c.setdefault(c, k) != k or per_k.setdefault(k, c) != c:
             return None
@@ -320,7 +323,8 @@ def learn(source: Sequence[str], target: Sequence[str], config: AutoJoinConfig =
         if program:
             programs.setdefault(program, None)
     target_row = {value: row for row, value in enumerate(target)}
-    ranked, best_pairs = [], []
+    ranked: list[tuple[Program, list[tuple[int, int]]]] = []
+    best_pairs: list[tuple[int, int]] = []
     for program in programs:
         joined = [(row, target_row[out]) for row, value in enumerate(source)
                   if (out := apply_program(program, value)) is not None and out in target_row]
