@@ -34,7 +34,7 @@ import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from difflib import SequenceMatcher
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from lakejoin.transform.units import (
     Literal,
@@ -310,7 +310,8 @@ def _maximal_skeletons(source: str, target: str, config: CSTConfig,
         partials = _extend(partials, _segment_skeletons(source, target[cut:start], config, memo), config)
         if start < end:
             text = target[start:end]
-            options = [(Block(text, at),) for at in _occurrences(source, text)] + [(Block(text, None),)]
+            options: list[tuple[Block, ...]] = [(Block(text, at),) for at in _occurrences(source, text)]
+            options.append((Block(text, None),))
             partials = _extend(partials, options, config)
         cut = end
     return partials
@@ -422,7 +423,7 @@ def generate_programs(source: str, target: str, config: CSTConfig, programs: dic
         if shared is not None and not all(block.start is not None or shared(block.text) for block in skeleton):
             stats["pruned_skeletons"] = stats.get("pruned_skeletons", 0) + 1
             continue
-        choices = []
+        choices: list[list[Unit]] = []
         for block in skeleton:
             if block.start is None:
                 choices.append([Literal(block.text)])
@@ -449,7 +450,7 @@ def _unit_order(unit: Unit) -> tuple:
 
 # -- coverage with the per-row cache of failing units (§4.1.5) ----------------------------------
 
-_MISSING = object()
+_MISSING: Any = object()  # Any: a cache lookup's result is then the cached str | None to the type checker
 
 
 def _build_trie(programs: Sequence[Program]) -> tuple[dict, list]:
@@ -537,9 +538,9 @@ def _simplest_first(items: list[tuple[Program, int]]) -> list[tuple[Program, int
     """Sort (program, coverage) by coverage then :func:`simplicity_key`, building the texts
     only inside runs tied on coverage and shape."""
     items = sorted(items, key=lambda item: (-item[1], shape_key(item[0])))
-    ordered = []
-    for _, run in itertools.groupby(items, key=lambda item: (-item[1], shape_key(item[0]))):
-        run = list(run)
+    ordered: list[tuple[Program, int]] = []
+    for _, group in itertools.groupby(items, key=lambda item: (-item[1], shape_key(item[0]))):
+        run = list(group)
         ordered.extend(sorted(run, key=lambda item: program_text(item[0])) if len(run) > 1 else run)
     return ordered
 
