@@ -124,7 +124,7 @@ IMPROVED_SPREADSHEET = replace(IMPROVED, max_placeholders=4, max_blocks=7)
 # Pairs with values over 200 characters are not learned from (their skeletons and units grow with
 # the length: 60 pairs of 1,000-character values ran for minutes); programs still apply to them.
 IMPROVED_FORMATS = replace(IMPROVED, formats=True, short_values=20, max_learn_chars=200)
-SHORT_BOUNDS = {"max_placeholders": 4, "max_blocks": 7}
+SHORT_BOUNDS: dict[str, Any] = {"max_placeholders": 4, "max_blocks": 7}  # CSTConfig fields (dataclasses.replace)
 SHORT_BOUNDS_WORK = 200_000  # programs generated at most in the retry with SHORT_BOUNDS
 
 

@@ -21,7 +21,7 @@ from lakejoin.transform.matching import match_rows
 from lakejoin.transform.units import Program, apply_program, is_constant, normalized_output, parse_program, program_text
 
 MAX_VALUE_LENGTH = 1_000
-METHODS = {"cst": cst.FAITHFUL, "cst+": cst.IMPROVED, "cst++": cst.IMPROVED_FORMATS, "autojoin": autojoin.AutoJoinConfig()}
+METHODS: dict[str, cst.CSTConfig | autojoin.AutoJoinConfig] = {"cst": cst.FAITHFUL, "cst+": cst.IMPROVED, "cst++": cst.IMPROVED_FORMATS, "autojoin": autojoin.AutoJoinConfig()}
 # The method everything uses when none is named (CLI, join --transform, REST, UI, operators), chosen
 # by bench_transform.py: the best F1 on every dataset and category measured (README).
 DEFAULT_METHOD = "cst++"
@@ -192,15 +192,18 @@ def learn_and_join(source_values: Sequence[str], target_values: Sequence[str], m
     config = dataclasses.replace(METHODS[method], **params)
     columns = {"forward": prepare_column(source_values, "source"),
                "backward": prepare_column(target_values, "target")}
-    run = _run_autojoin if method == "autojoin" else _run_cst
-    best = None
+    best: tuple[str, list[dict], set, list[str], list[str]] | None = None
     for name in _directions(direction, columns):
         learn_from, join_to = columns[name], columns["backward" if name == "forward" else "forward"]
-        transformations, joined, settled = run(list(learn_from), list(join_to), config)
+        if isinstance(config, autojoin.AutoJoinConfig):  # method == "autojoin"
+            transformations, joined, settled = _run_autojoin(list(learn_from), list(join_to), config)
+        else:
+            transformations, joined, settled = _run_cst(list(learn_from), list(join_to), config)
         if best is None or len(joined) > len(best[2]):
             best = (name, transformations, joined, list(learn_from), list(join_to))
         if settled:  # number, date or class programs explain this direction: the other is not tried
             break
+    assert best is not None  # _directions gives at least one direction
     name, transformations, joined, left, right = best
     pairs = []
     for row, target_row in sorted(joined):
