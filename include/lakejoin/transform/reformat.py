@@ -62,9 +62,9 @@ def learn(sources: Sequence[str], targets: Sequence[str], min_rows: int) -> list
             found.setdefault(program, _scored(program, sources, screen, screen_rows, target_set))
         for program in _number_candidates(sources, targets, linear):
             found.setdefault(program, _scored(program, sources, screen, screen_rows, target_set))
-    kept = [(program, hits, hits / produced) for program, (hits, produced) in found.items() if hits >= min_rows]
-    best_rate = max((rate for _, _, rate in kept), default=0.0)
-    kept = [(program, hits) for program, hits, rate in kept if rate * 2 >= best_rate]
+    rated = [(program, hits, hits / produced) for program, (hits, produced) in found.items() if hits >= min_rows]
+    best_rate = max((rate for _, _, rate in rated), default=0.0)
+    kept = [(program, hits) for program, hits, rate in rated if rate * 2 >= best_rate]
     return sorted(kept, key=lambda item: -item[1])  # ties: candidate order, simplest styles first
 
 
