@@ -26,7 +26,7 @@ import functools
 import re
 import typing
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple, Union
+from typing import NamedTuple
 
 from lakejoin.normalize import normalize_value
 from lakejoin.transform.formats import Date, Number
@@ -136,7 +136,8 @@ class TwoCharSplitSubstr(NamedTuple):
 
 def pieces_between(value: str, left: str, right: str) -> list[str]:
     """All non-overlapping texts between a ``left`` char and the next ``right`` char."""
-    found, pos = [], 0
+    found: list[str] = []
+    pos = 0
     while True:
         open_at = value.find(left, pos)
         if open_at < 0:
@@ -216,12 +217,12 @@ class Chars(NamedTuple):
         return runs[self.index] if -len(runs) <= self.index < len(runs) else None
 
 
-Unit = Union[
-    Literal, Substr, Split, SplitSubstr, TwoCharSplitSubstr,
-    Substring, SplitSubstring, SplitSplitSubstring, Chars, Number, Date,
-]
+Unit = (
+    Literal | Substr | Split | SplitSubstr | TwoCharSplitSubstr
+    | Substring | SplitSubstring | SplitSplitSubstring | Chars | Number | Date
+)
 Program = tuple  # tuple[Unit, ...]
-UNIT_TYPES = {cls.__name__: cls for cls in Unit.__args__}
+UNIT_TYPES = {cls.__name__: cls for cls in typing.get_args(Unit)}
 
 
 def apply_program(program: Sequence[Unit], value: str) -> str | None:
@@ -275,7 +276,8 @@ def _unit_text(kind: type, fields: tuple) -> str:  # keyed on the kind: Substr(0
 
 
 def unit_text(unit: Unit) -> str:
-    return _unit_text(type(unit), tuple(unit))
+    kind: type = type(unit)
+    return _unit_text(kind, tuple(unit))
 
 
 def program_text(program: Sequence[Unit]) -> str:
