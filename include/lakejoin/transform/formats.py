@@ -74,10 +74,8 @@ def _shortest(number: Decimal) -> str:
     return "0" if text in ("-0", "0") else text
 
 
-class Number(NamedTuple):
-    """A number of the value, mapped linearly and reprinted (module docstring)."""
-
-    index: int
+class _NumberFields(NamedTuple):
+    index: int  # type: ignore[assignment]  # a field named like tuple.index: the name is part of the unit's repr
     point: str
     scale: str
     offset: str
@@ -86,6 +84,12 @@ class Number(NamedTuple):
     thousands: str
     out_point: str
     width: int
+
+
+class Number(_NumberFields):
+    """A number of the value, mapped linearly and reprinted (module docstring)."""
+
+    __slots__ = ()
     COST = 3
     RANK = 6
 
@@ -222,11 +226,15 @@ def print_date(fmt: str, fields: dict[str, int]) -> str | None:
     return "".join(out)
 
 
-class Date(NamedTuple):
-    """Parse the whole value with ``parse``, print it with ``print`` (module docstring)."""
-
+class _DateFields(NamedTuple):
     parse: str
     print: str
+
+
+class Date(_DateFields):
+    """Parse the whole value with ``parse``, print it with ``print`` (module docstring)."""
+
+    __slots__ = ()
     COST = 2
     RANK = 7
 

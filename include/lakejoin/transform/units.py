@@ -60,10 +60,14 @@ def _substring(piece: str | None, start: int, length: int | None) -> str | None:
     return piece[begin : begin + length]
 
 
-class Literal(NamedTuple):
+class _LiteralFields(NamedTuple):
+    text: str
+
+
+class Literal(_LiteralFields):
     """Literal(str): emits a constant (CST §2; Auto-Join's ``Constant``)."""
 
-    text: str
+    __slots__ = ()
     COST = 1
     RANK = 0
 
@@ -71,14 +75,18 @@ class Literal(NamedTuple):
         return self.text
 
 
-class Substr(NamedTuple):
+class _SubstrFields(NamedTuple):
+    start: int
+    end: int
+
+
+class Substr(_SubstrFields):
     """Substr(s, e) = value[s:e], strict: fails when e > len(value) (CST code semantics).
 
     Negative ``start`` means both ends count from the end (``end == 0`` is the end itself).
     """
 
-    start: int
-    end: int
+    __slots__ = ()
     COST = 2
     RANK = 2
 
@@ -90,11 +98,15 @@ class Substr(NamedTuple):
         return value[begin:stop]
 
 
-class Split(NamedTuple):
+class _SplitFields(NamedTuple):
+    sep: str
+    index: int  # type: ignore[assignment]  # a field named like tuple.index: the name is part of the unit's repr
+
+
+class Split(_SplitFields):
     """Split(c, i): the i-th piece of value.split(c); a negative i counts from the end."""
 
-    sep: str
-    index: int
+    __slots__ = ()
     COST = 2
     RANK = 1
 
@@ -102,13 +114,17 @@ class Split(NamedTuple):
         return _piece(value, self.sep, self.index)
 
 
-class SplitSubstr(NamedTuple):
-    """SplitSubstr(c, i, s, e) = Split(c, i)[s:min(e, len)] (end clipped, as in the CST code)."""
-
+class _SplitSubstrFields(NamedTuple):
     sep: str
-    index: int
+    index: int  # type: ignore[assignment]  # a field named like tuple.index: the name is part of the unit's repr
     start: int
     end: int
+
+
+class SplitSubstr(_SplitSubstrFields):
+    """SplitSubstr(c, i, s, e) = Split(c, i)[s:min(e, len)] (end clipped, as in the CST code)."""
+
+    __slots__ = ()
     COST = 4
     RANK = 3
 
@@ -116,17 +132,21 @@ class SplitSubstr(NamedTuple):
         return _clipped(_piece(value, self.sep, self.index), self.start, self.end)
 
 
-class TwoCharSplitSubstr(NamedTuple):
+class _TwoCharSplitSubstrFields(NamedTuple):
+    left: str
+    right: str
+    index: int  # type: ignore[assignment]  # a field named like tuple.index: the name is part of the unit's repr
+    start: int
+    end: int
+
+
+class TwoCharSplitSubstr(_TwoCharSplitSubstrFields):
     """TwoCharSplitSubstr(c1, c2, i, s, e): the i-th text between c1 and the next c2, then [s:e].
 
     The pieces are the non-overlapping, non-greedy matches of ``c1(.*?)c2`` (CST code).
     """
 
-    left: str
-    right: str
-    index: int
-    start: int
-    end: int
+    __slots__ = ()
     COST = 5
     RANK = 4
 
@@ -154,11 +174,15 @@ def _piece_between(value: str, left: str, right: str, index: int) -> str | None:
     return pieces[index] if -len(pieces) <= index < len(pieces) else None
 
 
-class Substring(NamedTuple):
-    """Auto-Join logical ``Substr(array, m, start, len)`` on the one-cell row: value[start:+len]."""
-
+class _SubstringFields(NamedTuple):
     start: int
     length: int
+
+
+class Substring(_SubstringFields):
+    """Auto-Join logical ``Substr(array, m, start, len)`` on the one-cell row: value[start:+len]."""
+
+    __slots__ = ()
     COST = 2
     RANK = 2
 
@@ -166,13 +190,17 @@ class Substring(NamedTuple):
         return _substring(value, self.start, self.length)
 
 
-class SplitSubstring(NamedTuple):
-    """Auto-Join ``SplitSubstr``: Substring(SelectK(Split(value, sep), m), start, len)."""
-
+class _SplitSubstringFields(NamedTuple):
     sep: str
     m: int
     start: int
     length: int | None
+
+
+class SplitSubstring(_SplitSubstringFields):
+    """Auto-Join ``SplitSubstr``: Substring(SelectK(Split(value, sep), m), start, len)."""
+
+    __slots__ = ()
     COST = 4
     RANK = 3
 
@@ -180,15 +208,19 @@ class SplitSubstring(NamedTuple):
         return _substring(_piece(value, self.sep, self.m), self.start, self.length)
 
 
-class SplitSplitSubstring(NamedTuple):
-    """Auto-Join ``SplitSplitSubstr``: two Split/SelectK levels, then Substring."""
-
+class _SplitSplitSubstringFields(NamedTuple):
     sep1: str
     m1: int
     sep2: str
     m2: int
     start: int
     length: int | None
+
+
+class SplitSplitSubstring(_SplitSplitSubstringFields):
+    """Auto-Join ``SplitSplitSubstr``: two Split/SelectK levels, then Substring."""
+
+    __slots__ = ()
     COST = 6
     RANK = 5
 
@@ -201,12 +233,16 @@ class SplitSplitSubstring(NamedTuple):
 _CHAR_CLASSES = {"digit": re.compile(r"\d+"), "alpha": re.compile(r"[^\W\d_]+"), "alnum": re.compile(r"[^\W_]+")}
 
 
-class Chars(NamedTuple):
+class _CharsFields(NamedTuple):
+    cls: str
+    index: int | None  # type: ignore[assignment]  # a field named like tuple.index: the name is part of the unit's repr
+
+
+class Chars(_CharsFields):
     """Chars(cls, i): the characters of one class ("digit", "alpha", "alnum"), all of them in
     order (i = None: "(780) 492-5411" -> "7804925411") or the i-th run of them."""
 
-    cls: str
-    index: int | None
+    __slots__ = ()
     COST = 2
     RANK = 5
 
