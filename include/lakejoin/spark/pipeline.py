@@ -8,6 +8,7 @@ snapshot serving, and the next run redoes what was not committed).
 
 from __future__ import annotations
 
+import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -40,6 +41,13 @@ from lakejoin.spark.cells import ParseTask, cells_tasks, melt_staged, stage_file
 from lakejoin.spark.indexing import FamilyBuild, FamilyPlan, build_family, family_module, plan_family
 from lakejoin.spark.progress import spark_tasks
 from lakejoin.spark.session import get_spark
+
+
+# A run that adds or changes at most this many files, of at most this many bytes in all, in a
+# lake that exists parses and melts them in this process (``small_ingest``): Spark's start and
+# per-job latency would cost more than the work. First ingests run on Spark.
+LOCAL_INGEST_FILES, LOCAL_INGEST_FILES_ENV = 16, "LAKEJOIN_LOCAL_INGEST_FILES"
+LOCAL_INGEST_BYTES, LOCAL_INGEST_BYTES_ENV = 16 * 2**20, "LAKEJOIN_LOCAL_INGEST_BYTES"
 
 
 @dataclass
@@ -85,13 +93,13 @@ def _ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_f
     counts = {"listed": len(listed), "to_parse": len(plan.to_parse), "removed": len(plan.removed), "fetch_errors": len(plan.errors)}
     progress.say(f"  {len(listed)} datasets listed, {len(plan.to_parse)} new or changed, {len(plan.removed)} removed, {len(plan.errors)} fetch errors")
     rewritten: list[dict[str, Any]] = []
+    spark = _ingest_session(config, plan, bool(previous), spark_factory)
     if plan.to_parse:
-        spark = (spark_factory or get_spark)(config.spark_master)
-        with progress.stage("parse", f"{len(plan.to_parse)} files on {spark.sparkContext.defaultParallelism} cores"), spark_tasks(spark, progress, "parse"):
+        where = f"on {spark.sparkContext.defaultParallelism} cores" if spark else "in this process"
+        with progress.stage("parse", f"{len(plan.to_parse)} files {where}"), spark_tasks(spark, progress, "parse"):
             rewritten = _parse(config, spark, plan, options)
     changed = {r["dataset_id"] for r in rewritten} | plan.removed
     if changed:
-        spark = (spark_factory or get_spark)(config.spark_master)
         with progress.stage("cells", f"{len(rewritten)} datasets"):
             with spark_tasks(spark, progress, "cells"):
                 version = _write_cells(config, spark, rewritten, changed)
@@ -136,7 +144,8 @@ def _build_indexes(
             plans.append((plan, builder))
     if not plans:
         return {}
-    spark = spark or get_spark(config.spark_master)
+    if spark is None and not all(plan.local for plan, _ in plans):
+        spark = get_spark(config.spark_master)
 
     def build(plan: FamilyPlan, builder: ModuleType) -> FamilyBuild:
         with progress.stage(f"index:{plan.family}"), spark_tasks(spark, progress, plan.family):
@@ -213,7 +222,7 @@ def _list_resources(config, sources, previous, options, progress):
     return listed, failed
 
 
-def _parse(config: LakeConfig, spark: SparkSession, plan: catalog.Plan, options: RunOptions) -> list[dict[str, Any]]:
+def _parse(config: LakeConfig, spark: SparkSession | None, plan: catalog.Plan, options: RunOptions) -> list[dict[str, Any]]:
     """Parse, gate and drift-check the new or changed files on the executors; record the
     validations (``quality/validations``) and apply each outcome to the catalog plan."""
     pause_point("parse")
@@ -253,8 +262,32 @@ def _baseline_suites(config: LakeConfig) -> dict[str, str]:
     return {k: suite for k, (_, suite) in first.items()}
 
 
-def _write_cells(config: LakeConfig, spark: SparkSession, rewritten: list[dict[str, Any]], changed: set[str]) -> int:
+def _ingest_session(config: LakeConfig, plan: catalog.Plan, lake_exists: bool, spark_factory) -> SparkSession | None:
+    """The Spark session the ingest runs on; None when there is nothing to write, or when a
+    small update of an existing lake is parsed and melted in this process."""
+    if not (plan.to_parse or plan.removed) or (lake_exists and small_ingest(plan)):
+        return None
+    return (spark_factory or get_spark)(config.spark_master)
+
+
+def small_ingest(plan: catalog.Plan) -> bool:
+    """Whether the files to parse are few and small enough to parse and melt in this process
+    (at most ``LAKEJOIN_LOCAL_INGEST_FILES``, 16, files and ``LAKEJOIN_LOCAL_INGEST_BYTES``,
+    16 MiB, in all; 0 keeps every ingest on Spark)."""
+    files = int(os.environ.get(LOCAL_INGEST_FILES_ENV, LOCAL_INGEST_FILES))
+    size = int(os.environ.get(LOCAL_INGEST_BYTES_ENV, LOCAL_INGEST_BYTES))
+    paths = [Path(r.local_path) for r in plan.to_parse.values() if r.local_path]
+    return len(paths) <= files and sum(p.stat().st_size for p in paths) <= size
+
+
+def _write_cells(config: LakeConfig, spark: SparkSession | None, rewritten: list[dict[str, Any]], changed: set[str]) -> int:
     staged = [{k: r[k] for k in ("dataset_id", "content_sha256", "staged_path")} for r in rewritten]
+    if spark is None:  # a small ingest: the same melt and writer, in this process
+        cells = melt_staged(iter([pa.RecordBatch.from_pylist(staged)])) if staged else iter(())
+        return delta.write_rows(
+            config.table_path(CELLS), cells, CELLS_SCHEMA, partition_by=["dataset_id"], replace="partitions",
+            replace_values=sorted(changed), operation="cells",
+        )
     tasks = cells_tasks(spark, staged) if staged else spark.createDataFrame([], "dataset_id string, content_sha256 string, staged_path string")
     return spark_delta.write_table(
         tasks, config.table_path(CELLS), CELLS_SCHEMA, partition_by=["dataset_id"], replace="partitions",

@@ -26,9 +26,10 @@ _GROUP = "spark.jobGroup.id"
 
 
 @contextmanager
-def spark_tasks(spark: SparkSession, progress: Progress, label: str, poll_seconds: float = POLL_SECONDS) -> Iterator[None]:
-    """Show the tasks of the Spark jobs this thread starts inside the block."""
-    if not progress.interactive:
+def spark_tasks(spark: SparkSession | None, progress: Progress, label: str, poll_seconds: float = POLL_SECONDS) -> Iterator[None]:
+    """Show the tasks of the Spark jobs this thread starts inside the block (nothing when the
+    stage runs without Spark: ``spark`` None)."""
+    if spark is None or not progress.interactive:
         yield
         return
     context = spark.sparkContext
