@@ -257,8 +257,9 @@ def test_join_learns_a_transformation(engine: QueryEngine, lake: dict) -> None:
     bakers = engine.snapshot().staged_table(lake["ids"]["bakeoff_bakers.csv"])
     full = [f for f in dict.fromkeys(bakers["baker_full"].to_pylist()) if f and " " in f][:60]
     query = pa.table({"name": [f.split(" ", 1)[1] + ", " + f.split(" ", 1)[0] for f in full], "n": [str(i) for i in range(len(full))]})
-    joined = join(query, bakers, [KeyPair("name", "baker_full")], transform="cst", prefix="b")
+    joined = join(query, bakers, [KeyPair("name", "baker_full")], transform="learn", prefix="b")  # the default method
     assert joined["b__baker_full"].to_pylist() == full
+    assert provenance_of(joined)["transform"]["method"] == "cst++"
     programs = provenance_of(joined)["transform"]["programs"]
     assert programs
     by_program = join(query, bakers, [KeyPair("name", "baker_full")], transform=programs[0], prefix="b")
