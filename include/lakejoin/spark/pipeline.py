@@ -42,7 +42,6 @@ from lakejoin.spark.indexing import FamilyBuild, FamilyPlan, build_family, famil
 from lakejoin.spark.progress import spark_tasks
 from lakejoin.spark.session import get_spark
 
-
 # A run that adds or changes at most this many files, of at most this many bytes in all, in a
 # lake that exists parses and melts them in this process (``small_ingest``): Spark's start and
 # per-job latency would cost more than the work. First ingests run on Spark.
