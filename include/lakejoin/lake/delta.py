@@ -17,6 +17,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Literal
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -132,7 +133,7 @@ def row_count(
     return None if any(c is None for c in counts) else int(sum(counts))
 
 
-def write_arrow(path: Path, table: pa.Table, mode: str = "overwrite", partition_by: Sequence[str] | None = None, operation: str | None = None) -> int:
+def write_arrow(path: Path, table: pa.Table, mode: Literal["error", "append", "overwrite", "ignore"] = "overwrite", partition_by: Sequence[str] | None = None, operation: str | None = None) -> int:
     """Write a small table from the driver in one commit; returns the new version."""
     path.mkdir(parents=True, exist_ok=True)
     with committing(path, operation) as properties:
@@ -243,7 +244,7 @@ def write_rows(
     return commit_replacing(path, schema, added, partition_by, replace, replace_values, operation)
 
 
-def data_file(row: Mapping[str, object]) -> DataFile:
+def data_file(row: Mapping[str, Any]) -> DataFile:
     """A :func:`partition_writer` row as a :class:`DataFile`."""
     return DataFile(str(row["path"]), int(row["size"]), int(row["num_records"]), json.loads(str(row["partition_values"])), str(row["stats"]))
 
