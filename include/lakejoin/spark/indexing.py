@@ -350,15 +350,15 @@ def _shard_rows(config: LakeConfig, family: str, tables: dict[str, DataFrame], g
 
 
 def _manifest(plan: FamilyPlan, previous: Manifest | None, state: str, build_id: str, shard_rows: dict[int, dict[str, int]], staleness: float) -> Manifest:
-    keep_previous = previous is not None and not plan.full
-    builds = dict(previous.shard_builds) if keep_previous else {}
+    kept = previous if previous is not None and not plan.full else None  # the shards this build keeps
+    builds = dict(kept.shard_builds) if kept is not None else {}
     builds.update(dict.fromkeys(plan.rewritten, build_id))
     return Manifest(
         n_shards=plan.n_shards,
         catalog_version=plan.catalog_version if state == COMPLETE else (previous.catalog_version if previous else None),
         state=state,
         full_build_id=build_id if plan.full else previous.full_build_id,  # type: ignore[union-attr]
-        staleness=staleness if state == COMPLETE else (previous.staleness if keep_previous else 0.0),
+        staleness=staleness if state == COMPLETE else (kept.staleness if kept is not None else 0.0),
         shard_rows=shard_rows,
         shard_builds=builds,
     )

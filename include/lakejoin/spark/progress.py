@@ -56,7 +56,7 @@ def spark_tasks(spark: SparkSession | None, progress: Progress, label: str, poll
         stop.set()
         poller.join()
         draw()  # the final count, so the line left on screen is the truth
-        context.setLocalProperty(_GROUP, previous)
+        context.setLocalProperty(_GROUP, previous)  # type: ignore[arg-type]  # None removes the property again (PySpark's stub says str)
         progress.done()
 
 
@@ -66,7 +66,9 @@ def task_counts(tracker: StatusTracker, group: str) -> tuple[int, int]:
     done = total = 0
     for job_id in tracker.getJobIdsForGroup(group):
         job = tracker.getJobInfo(job_id)
-        for stage_id in job.stageIds if job else ():
+        if job is None:
+            continue
+        for stage_id in job.stageIds:
             stage = tracker.getStageInfo(stage_id)
             if stage is None or (job.status == "SUCCEEDED" and stage.numCompletedTasks == 0):
                 continue
