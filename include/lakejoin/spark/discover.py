@@ -158,7 +158,7 @@ def resolve_queries(loaded: LoadedSnapshot, family: str, spec: str | Sequence[st
 def _query_tables(loaded: LoadedSnapshot, spec: str | Sequence[str]) -> list[dict[str, Any]]:
     if isinstance(spec, str) and spec == "all":
         ids = sorted(d for d, row in loaded.datasets.items() if row["status"] == "active")
-    elif isinstance(spec, str) and Path(spec).exists():
+    elif isinstance(spec, str) and _is_path(spec):
         path = Path(spec)
         files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES) if path.is_dir() else [path]
         return [_file_query(f) for f in files]
@@ -166,6 +166,14 @@ def _query_tables(loaded: LoadedSnapshot, spec: str | Sequence[str]) -> list[dic
         ids = [d.strip() for d in spec.split(",")] if isinstance(spec, str) else list(spec)
         ids = [d for d in ids if d]
     return [_dataset_query(loaded, d) for d in ids]
+
+
+def _is_path(spec: str) -> bool:
+    """Whether ``spec`` names a file or folder (a long list of dataset ids is no file name)."""
+    try:
+        return Path(spec).exists()
+    except OSError:
+        return False
 
 
 def _file_query(path: Path) -> dict[str, Any]:
@@ -202,10 +210,16 @@ def _shard_files(loaded: LoadedSnapshot, family: str) -> dict[int, dict[str, Any
         by_shard = {s: delta.files_of(opened, {SHARD: [s]}) if SHARD in partition_columns else delta.files_of(opened) for s in shards}
         for shard, files in by_shard.items():
             for uri in files:
-                if not Path(uri.removeprefix("file://")).exists() and "://" not in uri.removeprefix("file://"):
+                if _missing_locally(uri):
                     raise FileNotFoundError(f"shard {shard} of index/{family}/{name} in snapshot {loaded.snapshot_id}: data file {uri} is missing on disk (deleted by hand, or vacuumed while pinned?)")
         tables[name] = {"path": str(loaded.config.table_path(f"index/{family}/{name}")), "schema": pa.schema(opened.schema().to_arrow()).serialize().to_pybytes().hex(), "partition_columns": partition_columns, "by_shard": by_shard}
     return {s: {name: {**{k: v for k, v in t.items() if k != "by_shard"}, "files": t["by_shard"][s]} for name, t in tables.items()} for s in shards}
+
+
+def _missing_locally(uri: str) -> bool:
+    """A local data file that is not on disk (object-store URIs are not checked here)."""
+    path = uri.removeprefix("file://")
+    return "://" not in path and not Path(path).exists()
 
 
 def _read_values(home: str):
