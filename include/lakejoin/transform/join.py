@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 
 from lakejoin.normalize import normalize_value
 from lakejoin.transform import autojoin, cst, reformat
+from lakejoin.transform.formats import Date, Number
 from lakejoin.transform.matching import match_rows
 from lakejoin.transform.units import Program, apply_program, is_constant, normalized_output, parse_program, program_text
 
@@ -92,8 +93,7 @@ def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tup
     learn_source, learn_target = _learning_sample(len(source), len(target), config.seed)
     target_row = {value: row for row, value in enumerate(target)}
     joined: set[tuple[int, int]] = set()
-    transformations = _reformat(source, learn_source, target_row, config, joined) if config.formats else []
-    claimed = {row for row, _ in joined}  # a row joined by a number or date program keeps its pairs
+    transformations, claimed = _reformat(source, learn_source, target_row, config, joined) if config.formats else ([], set())
     if config.formats and len(claimed.intersection(learn_source)) >= REFORMAT_SUFFICES * len(learn_source):
         return transformations, joined, True
     if not config.sample_targets:
@@ -136,21 +136,24 @@ def _explained(result: cst.CSTResult) -> float:
 
 
 def _reformat(source: list[str], learn_source: list[int], target_row: Mapping[str, int], config: cst.CSTConfig,
-              joined: set) -> list[dict]:
+              joined: set) -> tuple[list[dict], set[int]]:
     """Number, date and character-class programs (:mod:`.reformat`) learned on the sampled
     source rows, each kept when it joins at least the support threshold of rows no program
-    before it joined (those rows' pairs are added to ``joined``)."""
+    before it joined (those rows' pairs are added to ``joined``). Returns the entries and the
+    rows the number and date programs claimed: CST joins only the others. Character classes
+    claim none, being string units that CST's programs refine."""
     min_rows = max(2, math.ceil(config.join_support * len(learn_source)))
-    entries = []
+    entries, claimed = [], set()
     for program, count in reformat.learn([source[i] for i in learn_source], list(target_row), min_rows):
-        claimed = {row for row, _ in joined}
         rows = [pair for pair in _equi_join(program, source, target_row) if pair[0] not in claimed]
-        if len({row for row, _ in rows}) >= min_rows:
+        gain = len({row for row, _ in rows} - {row for row, _ in joined})
+        if gain >= min_rows:
             joined.update(rows)
+            if any(isinstance(unit, (Number, Date)) for unit in program):
+                claimed.update(row for row, _ in rows)
             entries.append({"program": program_text(program), "coverage": round(count / len(learn_source), 6),
-                            "covered_pairs": count, "gain": len({row for row, _ in rows}), "used": True,
-                            "joined": len(rows)})
-    return entries
+                            "covered_pairs": count, "gain": gain, "used": True, "joined": len(rows)})
+    return entries, claimed
 
 
 def _run_autojoin(source: list[str], target: list[str], config: autojoin.AutoJoinConfig) -> tuple[list[dict], set, bool]:
