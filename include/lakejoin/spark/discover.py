@@ -189,7 +189,7 @@ def _dataset_query(loaded: LoadedSnapshot, dataset_id: str) -> dict[str, Any]:
 
 
 def _query_columns(family: str, names: list[str], columns: Sequence[str] | None) -> list[list[str]]:
-    if family == "mate":
+    if family == "mate" and columns:  # always true: the caller refuses MATE without columns
         return [list(columns)] if set(columns) <= set(names) else []
     return [[c] for c in names if not columns or c in columns]
 

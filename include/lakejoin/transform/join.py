@@ -143,7 +143,8 @@ def _reformat(source: list[str], learn_source: list[int], target_row: Mapping[st
     rows the number and date programs claimed: CST joins only the others. Character classes
     claim none, being string units that CST's programs refine."""
     min_rows = max(2, math.ceil(config.join_support * len(learn_source)))
-    entries, claimed = [], set()
+    entries: list[dict] = []
+    claimed: set[int] = set()
     for program, count in reformat.learn([source[i] for i in learn_source], list(target_row), min_rows):
         rows = [pair for pair in _equi_join(program, source, target_row) if pair[0] not in claimed]
         gain = len({row for row, _ in rows} - {row for row, _ in joined})
