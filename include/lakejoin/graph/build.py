@@ -106,9 +106,11 @@ def compute(loaded: LoadedSnapshot, previous: Graph | None = None, k: int = DEFA
     for kind in kinds:
         kind_started = time.perf_counter()
         before = previous if previous is not None and kind in previous.kinds else None
-        computed, searched = _KIND_RUNNERS[kind](loaded, columns, changed if before else set(columns), before.lists if before else {}, k)
+        force = {(kind, tuple(q)) for q in before.stats.get(kind, {}).get("skipped", [])} if before else set()
+        skipped: set[Query] = set()
+        computed, searched = _KIND_RUNNERS[kind](loaded, columns, changed if before else set(columns), before.lists if before else {}, k, force, skipped)
         lists.update(computed)
-        stats[kind] = {"queries": len(computed), "searched": searched, "seconds": round(time.perf_counter() - kind_started, 3)}
+        stats[kind] = {"queries": len(computed), "searched": searched, "seconds": round(time.perf_counter() - kind_started, 3), "skipped": sorted(list(q[1]) for q in skipped)}
     stats["seconds"] = round(time.perf_counter() - started, 3)
     return Graph(lists, columns, kinds, k, stats)
 
@@ -119,18 +121,26 @@ def _changed(before: Mapping[str, frozenset[int]], now: Mapping[str, frozenset[i
 
 def _merge(
     queries: _Queries, changed: set[str], previous: Lists, k: int,
-    forward: Callable[[list[Query]], Lists], reverse: Callable[[list[Query]], Lists],
+    forward: Callable[[list[Query]], Lists], reverse: Callable[[list[Query]], Lists], force: set[Query] = frozenset(),
 ) -> tuple[Lists, int]:
-    """The incremental rule of the module docstring (a full computation when every dataset changed)."""
+    """The incremental rule of the module docstring (a full computation when every dataset changed).
+    ``force``: unchanged queries to search in full anyway (the ones the last graph skipped); a
+    query whose reverse search was refused (``None``) is searched in full too."""
     unchanged = queries.of(changed, inside=False)
-    stale = [q for q in unchanged if any(e.dataset_id in changed for e in previous.get(q, []))]
-    kept = [q for q in unchanged if not any(e.dataset_id in changed for e in previous.get(q, []))]
-    searched = queries.of(changed) + stale
+
+    def stale(q: Query) -> bool:
+        return q in force or any(e.dataset_id in changed for e in previous.get(q, []))
+
+    kept = [q for q in unchanged if not stale(q)]
+    searched = queries.of(changed) + [q for q in unchanged if stale(q)]
     lists = forward(searched)
     extra = reverse(kept) if kept and changed else {}
+    refused = [q for q in kept if q in extra and extra[q] is None]
+    lists.update(forward(refused))
     for q in kept:
-        lists[q] = best([*previous.get(q, []), *extra.get(q, [])], k)
-    return {q: lists.get(q, []) for q in queries.dataset_of}, len(searched)
+        if q not in refused:
+            lists[q] = best([*previous.get(q, []), *extra.get(q, [])], k)
+    return {q: lists.get(q) or [] for q in queries.dataset_of}, len(searched) + len(refused)
 
 
 def _searches(
@@ -149,7 +159,9 @@ def _searches(
     return forward, reverse
 
 
-def _josie(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int) -> tuple[Lists, int]:
+def _josie(
+    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]
+) -> tuple[Lists, int]:
     index = OverlapIndex.of_sets(loaded.read("index/josie/sets"))
     queries = _Queries(JOSIE, {(JOSIE, (int(c),)): d for c, d in zip(index.column_ids.tolist(), index.dataset_ids.tolist())})
     changed_rows = index.rows_of(c for d in changed for c in columns.get(d, ()))
@@ -163,14 +175,27 @@ def _josie(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], change
     return _merge(queries, changed, previous, k, forward, reverse)
 
 
-def _mate(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int) -> tuple[Lists, int]:
+def _mate(
+    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]
+) -> tuple[Lists, int]:
+    """MATE refuses a key whose values match too many (mapping, row) pairs in one table
+    (``lakejoin.index.mate.kernels.SUPPORTED_LIMIT``): such a key has no edges and is recorded as
+    skipped, and every later graph searches it in full again (a reverse search cannot tell)."""
     keys = _mate_keys(loaded, columns)
     queries = _Queries(MATE, {q: d for q, (d, _) in keys.items()})
 
     def search(searcher: Any, wanted: list[Query]) -> Lists:
-        return {q: mate_edges(searcher, _key_table(loaded, *keys[q]), keys[q][0], keys[q][1], k) for q in wanted}
+        lists: Lists = {}
+        for q in wanted:
+            try:
+                lists[q] = mate_edges(searcher, _key_table(loaded, *keys[q]), keys[q][0], keys[q][1], k)
+                skipped.discard(q)
+            except ValueError:
+                lists[q] = None  # type: ignore[assignment]
+                skipped.add(q)
+        return lists
 
-    return _merge(queries, changed, previous, k, *_searches(loaded, MATE, changed, columns, search))
+    return _merge(queries, changed, previous, k, *_searches(loaded, MATE, changed, columns, search), force)
 
 
 def _key_table(loaded: LoadedSnapshot, dataset_id: str, key: Mapping[str, int]) -> pa.Table:
@@ -192,7 +217,9 @@ def _mate_keys(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]) ->
     return keys
 
 
-def _pexeso(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int) -> tuple[Lists, int]:
+def _pexeso(
+    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]
+) -> tuple[Lists, int]:
     vectors, dataset_of = column_vectors(loaded)
     queries = _Queries(PEXESO, {(PEXESO, (c,)): dataset_of[c] for c in vectors})
 
