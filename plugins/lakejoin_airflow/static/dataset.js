@@ -118,13 +118,24 @@ function showNeighbourhood(answer, title) {
 }
 
 async function previewJoin(entry) {
+  $("preview-card").hidden = false;
+  $("preview-summary").textContent = `Joining with ${entry.table}…`;
+  $("preview").replaceChildren();
+  try {
+    await showJoin(entry);
+  } catch (error) {
+    $("preview-summary").textContent = `Could not preview the join with ${entry.table}: ${error.message}`;
+  }
+}
+
+async function showJoin(entry) {
   const columns = entry.columns.map(([mine]) => mine);
   const found = await getJson("api/search", { method: "POST", headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ method: entry.method, dataset_id: datasetId, columns, k: 50 }) });
   const others = entry.columns.map(([, theirs]) => theirs).join(",");
   const rank = found.results.findIndex((r) => r.dataset_id === entry.dataset_id && [r.column].flat().join(",") === others) + 1
     || found.results.findIndex((r) => r.dataset_id === entry.dataset_id) + 1;
-  if (!rank) { $("preview-summary").textContent = `${entry.table} is not among the search's first 50 results any more.`; $("preview-card").hidden = false; return; }
+  if (!rank) { $("preview-summary").textContent = `${entry.table} is not among the search's first 50 results any more.`; return; }
   const joined = await getJson("api/join", { method: "POST", headers: { "Content-Type": "application/json" },
     body: JSON.stringify({ method: entry.method, dataset_id: datasetId, columns, rank, k: 50, format: "json", preview_rows: 10 }) });
   $("preview-summary").textContent = `Joined with ${entry.table} on ${pairsText(entry.columns)} (${entry.method}): ${joined.rows} rows.`;
@@ -136,7 +147,6 @@ async function previewJoin(entry) {
   const body = table.createTBody();
   for (const record of joined.preview) { const row = body.insertRow(); for (const name of names) cell(row, record[name] ?? ""); }
   $("preview").replaceChildren(table);
-  $("preview-card").hidden = false;
 }
 
 async function main() {
