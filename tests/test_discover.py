@@ -264,10 +264,12 @@ def test_batch_discovery_on_a_standalone_cluster_equals_the_engine_and_survives_
 
     url, logs = two_workers
     batches = {family: batch_spec(family, in_memory["ids"]) for family in BATCHES}
+    batches["josie"] = (in_memory["ids"]["bakeoff_challenges.csv"] + "," + in_memory["ids"]["planes.csv"], None, {})  # `all` ran on local[2]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, FAIL_FIRST_ATTEMPT_VARIABLE: "2"}
     completed = subprocess.run([sys.executable, "-c", _ON_CLUSTER, str(sharded_lake.home), url, str(tmp_path), json.dumps(batches), str(K)], check=False, capture_output=True, text=True, timeout=900, env=env)
     assert completed.returncode == 0, completed.stderr[-3000:]
-    assert "failing this task's first attempt on purpose" in completed.stderr  # one task per family failed once, and was retried
+    executor_logs = "".join(path.read_text(errors="replace") for path in logs.rglob("stderr"))
+    assert "failing this task's first attempt on purpose" in executor_logs  # shard 2's task failed once, and Spark retried it
     assert [json.loads(line)["shards"] for line in completed.stdout.splitlines()] == [N_SHARDS] * len(BATCHES)
     loaded = in_memory["engine"].snapshot()
     for family, (spec, columns, params) in batches.items():
