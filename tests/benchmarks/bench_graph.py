@@ -7,7 +7,7 @@ appended), the main job runs again, and the graph is updated incrementally. Prin
 query units per kind (columns; composite keys for MATE), edges per query, the full and the
 incremental graph seconds and their ratio, and each kind's seconds.
 
-    python tests/benchmarks/bench_graph.py [--tables 500,all] [--home DIR]
+    python tests/benchmarks/bench_graph.py [--tables 500,all] [--home DIR] [--families josie,mate,...]
 
 Goals (issue "join graph"): the 500-table graph in <= 3 minutes on the 2-core machine; the
 incremental graph after a two-table change <= 5 % of the full one.
@@ -26,18 +26,20 @@ import pandas as pd
 
 from lakejoin.config import LakeConfig
 from lakejoin.graph import KINDS, refresh
+from lakejoin.index import FAMILIES
 from lakejoin.lake import snapshots
 from lakejoin.progress import Progress
 from lakejoin.spark.pipeline import RunOptions, run
 
 
-def measure(tables: int | None, home: Path | None) -> dict:
+def measure(tables: int | None, home: Path | None, families: tuple[str, ...]) -> dict:
     config = LakeConfig.from_args(str(home or tempfile.mkdtemp(prefix="lakejoin-bench-graph-")), quiet=True)
+    options = RunOptions(tables=tables, families=families)
     if not snapshots.list_snapshots(config):
-        run(config, RunOptions(tables=tables), Progress(quiet=True))
+        run(config, options, Progress(quiet=True))
     full = refresh(config, full=True)
     changed = change_tables(config.home / "inputs" / "bundled", 2)
-    run(config, RunOptions(tables=tables), Progress(quiet=True))
+    run(config, options, Progress(quiet=True))
     incremental = refresh(config)
     return {"tables": len(active(config)), "full": full, "incremental": incremental, "changed": changed}
 
@@ -63,13 +65,14 @@ def change_tables(folder: Path, n: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tables", default="500", help="comma-separated sizes; 'all' = the whole bundled lake")
-    parser.add_argument("--home", type=Path, help="an existing lake to measure (one size: its own)")
+    parser.add_argument("--home", type=Path, help="an existing lake to measure (one size: its own; --tables must be the size it was built with)")
+    parser.add_argument("--families", default=",".join(FAMILIES), help="index families the runs build (default all)")
     args = parser.parse_args()
-    sizes = [None] if args.home else [None if s == "all" else int(s) for s in args.tables.split(",")]
+    sizes = [None if s == "all" else int(s) for s in args.tables.split(",")][:1 if args.home else None]
     print(f"bench_graph — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, k = 10")
     print(f"{'tables':>7}{'queries j/m/p':>16}{'edges':>8}{'edges/query':>12}{'full s':>9}{'incr. s':>9}{'incr./full':>11}", flush=True)
     for size in sizes:
-        r = measure(size, args.home)
+        r = measure(size, args.home, tuple(args.families.split(",")))
         full, incr = r["full"], r["incremental"]
         queries = "/".join(str(full["stats"].get(kind, {}).get("queries", 0)) for kind in KINDS)
         print(
