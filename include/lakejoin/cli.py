@@ -16,7 +16,7 @@ from lakejoin.config import SPARK_CONSOLE_LOG_ENV, resolve_home
 from lakejoin.lake.lease import LakeWriteError
 
 # One module per command under lakejoin.commands (see its docstring for the convention).
-COMMAND_MODULES = ("run", "snapshots", "datasets", "columns", "vacuum")
+COMMAND_MODULES = ("run", "snapshots", "datasets", "columns", "vacuum", "graph", "related")
 OPTIONAL_COMMAND_MODULES = ("transform", "quality", "portal", "search", "join", "discover")
 
 
