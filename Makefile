@@ -24,11 +24,12 @@ system-deps:
 demo: install
 	$(VENV)/bin/lakejoin run
 
-test: install
+# The whole check CI runs: lint and types first (a minute), then every test.
+test: lint
 	$(VENV)/bin/pytest -q
 
 # Code hygiene (configured in pyproject.toml): lint, formatting and types. Fails on any finding.
-lint:
+lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy
