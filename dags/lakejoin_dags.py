@@ -115,8 +115,16 @@ def quality_docs(snapshot_id: int) -> dict:
     return {"after_snapshot": snapshot_id, **quality_docs_stage(_config(), Progress())}
 
 
-@dag(dag_id="lakejoin_pipeline", schedule=None, start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"],
-     params={**LAKE_PARAMS, "sources": Param([], type="array", description="source specs (folder:PATH, ckan:URL, socrata:URL); empty = bundled lake")})
+@dag(
+    dag_id="lakejoin_pipeline",
+    schedule=None,
+    start_date=START,
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    tags=["lakejoin"],
+    params={**LAKE_PARAMS, "sources": Param([], type="array", description="source specs (folder:PATH, ckan:URL, socrata:URL); empty = bundled lake")},
+)
 def lakejoin_pipeline():
     @task
     def ingest() -> dict:
@@ -154,8 +162,16 @@ def lakejoin_index():
     quality_docs(published)
 
 
-@dag(dag_id="lakejoin_graph", schedule=[SNAPSHOT_ASSET], start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"],
-     params={key: LAKE_PARAMS[key] for key in ("home", "lease_wait")} | {"k": Param(10, type="integer", minimum=1, maximum=100, description="neighbours per column or key")})
+@dag(
+    dag_id="lakejoin_graph",
+    schedule=[SNAPSHOT_ASSET],
+    start_date=START,
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    tags=["lakejoin"],
+    params={key: LAKE_PARAMS[key] for key in ("home", "lease_wait")} | {"k": Param(10, type="integer", minimum=1, maximum=100, description="neighbours per column or key")},
+)
 def lakejoin_graph():
     @task(outlets=[GRAPH_ASSET])
     def join_graph() -> dict:

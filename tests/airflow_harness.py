@@ -55,7 +55,11 @@ def prepare_airflow(home: Path) -> dict[str, str]:
 def run_dag_test(env: dict[str, str], dag_file: str, dag_id: str, conf: dict, timeout: int = 1200) -> dict:
     completed = subprocess.run(
         [sys.executable, "-c", _RUNNER, str(REPO / "dags" / dag_file), dag_id, json.dumps(conf)],
-        env=env, capture_output=True, text=True, timeout=timeout, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
     )
     for line in completed.stdout.splitlines():
         if line.startswith("DAGRUN_RESULT "):

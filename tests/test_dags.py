@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from airflow_harness import prepare_airflow, run_dag_test
+
 from lakejoin.config import LakeConfig
 from lakejoin.deploy import airflow_cli
 from lakejoin.index.shards import shard_of

@@ -202,7 +202,9 @@ def test_batch_discovery_equals_the_engine_for_every_family_on_local(sharded_lak
 
 def test_search_with_spark_equals_the_engine(sharded_lake: LakeConfig, in_memory: dict, spark) -> None:
     dataset_id = in_memory["ids"]["bakeoff_challenges.csv"]
-    answered = run_cli("search", "lshensemble", "--home", str(sharded_lake.home), "--dataset", dataset_id, "--column", "baker", "-k", str(K), "--threshold", "0.4", "--spark", "--spark-master", "local[2]", "--json")
+    answered = run_cli(
+        "search", "lshensemble", "--home", str(sharded_lake.home), "--dataset", dataset_id, "--column", "baker", "-k", str(K), "--threshold", "0.4", "--spark", "--spark-master", "local[2]", "--json"
+    )
     whole = in_memory["engine"].search("lshensemble", ["baker"], dataset_id=dataset_id, k=K, params={"threshold": 0.4})
     assert answered["spark"]["shards"] == N_SHARDS
     assert {k: v for k, v in answered.items() if k not in ("seconds", "spark")} == without_timing(whole)
@@ -266,7 +268,9 @@ def test_batch_discovery_on_a_standalone_cluster_equals_the_engine_and_survives_
     batches = {family: batch_spec(family, in_memory["ids"]) for family in BATCHES}
     batches["josie"] = (in_memory["ids"]["bakeoff_challenges.csv"] + "," + in_memory["ids"]["planes.csv"], None, {})  # `all` ran on local[2]
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, FAIL_FIRST_ATTEMPT_VARIABLE: "2"}
-    completed = subprocess.run([sys.executable, "-c", _ON_CLUSTER, str(sharded_lake.home), url, str(tmp_path), json.dumps(batches), str(K)], check=False, capture_output=True, text=True, timeout=900, env=env)
+    completed = subprocess.run(
+        [sys.executable, "-c", _ON_CLUSTER, str(sharded_lake.home), url, str(tmp_path), json.dumps(batches), str(K)], check=False, capture_output=True, text=True, timeout=900, env=env
+    )
     assert completed.returncode == 0, completed.stderr[-3000:]
     executor_logs = "".join(path.read_text(errors="replace") for path in logs.rglob("stderr"))
     assert "failing this task's first attempt on purpose" in executor_logs  # shard 2's task failed once, and Spark retried it

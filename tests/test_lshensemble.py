@@ -146,9 +146,7 @@ def test_optimal_partitions_reach_brute_force_minimum() -> None:
         assert len(got) == parts and got[0][0] == sizes[0] and got[-1][1] == sizes[-1]
         assert all(u < lo for (_, u), (lo, _) in itertools.pairwise(got))
         best = min(
-            partition_cost(sizes, counts, [(sizes[e[i]], sizes[e[i + 1] - 1]) for i in range(parts)])
-            for cuts in itertools.combinations(range(1, n_sizes), parts - 1)
-            for e in [(0, *cuts, n_sizes)]
+            partition_cost(sizes, counts, [(sizes[e[i]], sizes[e[i + 1] - 1]) for i in range(parts)]) for cuts in itertools.combinations(range(1, n_sizes), parts - 1) for e in [(0, *cuts, n_sizes)]
         )
         assert partition_cost(sizes, counts, got) == pytest.approx(best, abs=1e-9)
 
@@ -179,9 +177,7 @@ def test_equi_depth_partitions_are_disjoint_and_balanced() -> None:
 # --- (b, r) tuning and the forest ---------------------------------------------------------------
 
 
-def _rate_optimal_param(
-    threshold: float, num_perm: int, max_r: int, ratio: float, w_fp: float, w_fn: float
-) -> tuple[int, int]:
+def _rate_optimal_param(threshold: float, num_perm: int, max_r: int, ratio: float, w_fp: float, w_fn: float) -> tuple[int, int]:
     """Eq. 2.26 on error rates by brute force over datasketch's own (scipy quad) integrals of
     Eqs. 2.23 and 2.24, each divided by the length of its containment range."""
     fp_range, fn_range = min(threshold, ratio), min(1.0, ratio) - threshold

@@ -105,9 +105,7 @@ def test_flights_initial_column_override(real_lake) -> None:
         check_all_methods(searcher, oracle, query, FLIGHT_KEY, 2, initial_column=initial)
 
 
-@pytest.mark.parametrize(
-    ("columns", "target"), [(["series", "episode"], "bakeoff/ratings"), (["series", "baker"], "bakeoff/bakers")]
-)
+@pytest.mark.parametrize(("columns", "target"), [(["series", "episode"], "bakeoff/ratings"), (["series", "baker"], "bakeoff/bakers")])
 @pytest.mark.parametrize("k", [1, 3, 10])
 def test_bakeoff(real_lake, columns, target, k) -> None:
     _, frames, searcher, oracle_db = real_lake
@@ -167,9 +165,7 @@ def test_planted_composite_keys(synthetic_lake) -> None:
     for key in truth.composite_keys:
         sizes.add(len(key["query_columns"]))
         query = frames[key["query_table"]]
-        results, _, oracle = check_all_methods(
-            searcher, oracle_db, query, key["query_columns"], 5, exclude=[key["query_table"]]
-        )
+        results, _, oracle = check_all_methods(searcher, oracle_db, query, key["query_columns"], 5, exclude=[key["query_table"]])
         target = oracle.set_index("dataset_id").loc[key["target_table"]]
         assert target["joinability"] == key["joinability"]
         columns = list(frames[key["target_table"]].columns)
@@ -208,9 +204,7 @@ def running_example() -> dict[str, pd.DataFrame]:
 def test_one_to_one_mapping_and_set_semantics() -> None:
     frames = running_example()
     searcher = load(build_in_memory(frames))
-    query = pd.DataFrame(
-        {"F.Name": ["Muhammad", "Ali", "Muhammad", "Muhammad"], "L.Name": ["Lee", "Muhammad", "Lee", "Ali"], "Country": ["US", "Germany", "US", "US"]}
-    )
+    query = pd.DataFrame({"F.Name": ["Muhammad", "Ali", "Muhammad", "Muhammad"], "L.Name": ["Lee", "Muhammad", "Lee", "Ali"], "Country": ["US", "Germany", "US", "US"]})
     results = searcher.search(query, ["F.Name", "L.Name", "Country"], k=5)
     by_id = {r["dataset_id"]: r for r in results}
     # Distinct key tuples: (muhammad, lee, us) twice in the query and twice in T1 counts once.
@@ -299,9 +293,7 @@ def test_best_mapping_counts_distinct_tuples_per_mapping(wide, id_range, n_query
     rng = np.random.default_rng(wide)
     columns = rng.choice(id_range, wide, replace=False)
     rows = 100_000
-    supported = np.column_stack(
-        [columns[rng.integers(0, 3, rows)] for _ in range(3)] + [columns[rng.integers(0, wide, rows)], rng.integers(0, 40, rows)]
-    )
+    supported = np.column_stack([columns[rng.integers(0, 3, rows)] for _ in range(3)] + [columns[rng.integers(0, wide, rows)], rng.integers(0, 40, rows)])
     score, mapping, matched = best_mapping(supported, n_query)
     distinct = pd.DataFrame(supported).drop_duplicates()
     counts = distinct.groupby([0, 1, 2, 3]).size()
@@ -520,9 +512,7 @@ def test_incremental_batches_equal_full_build() -> None:
             got = postings[postings.dataset_id == dataset_id].sort_values(["column_id", "row_id"])
             want = delta.filter(pc.equal(delta["dataset_id"], dataset_id)).to_pandas().sort_values(["column_id", "row_id"])
             assert got["value"].tolist() == want["value"].tolist()
-        assert mate_staleness(current["params"], current["widths"]) == float(
-            choose_bits(np.quantile(row_widths(stable_cells(frames)), 0.9)) != current["params"]["bits"][0].as_py()
-        )
+        assert mate_staleness(current["params"], current["widths"]) == float(choose_bits(np.quantile(row_widths(stable_cells(frames)), 0.9)) != current["params"]["bits"][0].as_py())
         queries = random_queries(rng, frames, 8)
         assert answers(load(current), queries) == answers(load(full), queries)
 

@@ -82,9 +82,7 @@ def test_incremental_build_from_rewritten_shards_equals_full_build(spark) -> Non
     # The added dataset sorts last, so cells_from_frames keeps every other column id.
     added = {"zz/episodes": lake(["episodes"])["bakeoff/episodes"]}
     after = cells_from_frames(lake(["challenges", "bakers"], {"bakeoff/ratings": edited, **added}))
-    assert set(after.filter(pc.equal(after["dataset_id"], "bakeoff/bakers"))["column_id"].to_pylist()) == set(
-        before.filter(pc.equal(before["dataset_id"], "bakeoff/bakers"))["column_id"].to_pylist()
-    )
+    assert set(after.filter(pc.equal(after["dataset_id"], "bakeoff/bakers"))["column_id"].to_pylist()) == set(before.filter(pc.equal(before["dataset_id"], "bakeoff/bakers"))["column_id"].to_pylist())
     for changed, cells in [({"bakeoff/ratings", "zz/episodes"}, after), ({"bakeoff/bakers"}, None)]:  # edit + add, remove
         if cells is None:
             cells = after.filter(pc.invert(pc.is_in(after["dataset_id"], pa.array(sorted(changed)))))

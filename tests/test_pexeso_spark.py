@@ -127,6 +127,7 @@ def test_spark_incremental_update_equals_oracle(spark, lake):
 
 def random_batch(rng, data: dict[str, dict[int, np.ndarray]], pool: np.ndarray, next_id: list[int]) -> list[str]:
     """Adds, changes and removes a few datasets of ``data`` (dataset → column → vectors)."""
+
     def new_column() -> tuple[int, np.ndarray]:
         next_id[0] += 1
         size = int(rng.integers(8, 40))

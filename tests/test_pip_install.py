@@ -56,7 +56,12 @@ def test_pip_install_into_a_fresh_venv_runs_the_main_job_with_every_family(tmp_p
     home = tmp_path / "home"
     result = subprocess.run(
         [str(venv / "bin" / "lakejoin"), "run", "--tables", str(TABLES), "--home", str(home), "--json"],
-        cwd=tmp_path, env=env, check=False, capture_output=True, text=True, timeout=420,
+        cwd=tmp_path,
+        env=env,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=420,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stderr.strip() == "", "--json must keep stderr silent"

@@ -82,7 +82,10 @@ def start_api_server(root: Path, lake_home: Path, timeout: float = 240) -> ApiSe
     log = root / "api-server.log"
     process = subprocess.Popen(
         [sys.executable, "-m", "airflow", "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+        env=env,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout

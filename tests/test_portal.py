@@ -66,6 +66,7 @@ def test_metadata_modified_follows_the_file_mtime(root: Path, tmp_path: Path) ->
     table = folder / "org" / "one.csv"
     table.write_text("a,b\n1,2\n")
     with serve(folder) as portal:
+
         def modified() -> str:
             return requests.get(f"{portal.url}/api/3/action/package_show", params={"id": "org-one"}, timeout=10).json()["result"]["metadata_modified"]
 

@@ -41,6 +41,7 @@ def _ge_pandas(suite, table: pa.Table) -> dict:
 def _by_expectation(validation: dict) -> dict[str, dict]:
     """Results keyed by their expectation (GE's validator returns them in its own order and
     adds the batch id to the kwargs)."""
+
     def key(config: dict) -> str:
         return json.dumps([config["type"], {k: v for k, v in config["kwargs"].items() if k != "batch_id"}, config["meta"]], sort_keys=True)
 

@@ -55,11 +55,7 @@ def lake(engine: QueryEngine) -> dict:
 
 
 def family_sets(lake: dict, family: str, exclude_dataset: str) -> dict[int, set[str]]:
-    return {
-        cid: lake["values"][cid]
-        for cid, c in lake["columns"].items()
-        if family in (c["indexed_by"] or []) and c["dataset_id"] != exclude_dataset and lake["values"][cid]
-    }
+    return {cid: lake["values"][cid] for cid, c in lake["columns"].items() if family in (c["indexed_by"] or []) and c["dataset_id"] != exclude_dataset and lake["values"][cid]}
 
 
 QUERIES = [("weather.csv", "origin"), ("bakeoff_challenges.csv", "baker"), ("planes.csv", "manufacturer"), ("airports.csv", "tzone")]
@@ -274,7 +270,7 @@ def test_engine_join_writes_provenance(engine: QueryEngine, lake: dict, tmp_path
     assert provenance["snapshot_id"] == summary["snapshot_id"] and provenance["method"] == "mate"
     assert provenance["dataset_id"] == summary["result"]["dataset_id"] != dataset_id
     assert provenance["query_rows_matched"] == table.num_rows  # every (series, episode) is in the found table
-    parquet, = write_table(table, tmp_path / "out.parquet")
+    (parquet,) = write_table(table, tmp_path / "out.parquet")
     assert provenance_of(pq.read_table(parquet)) == provenance
     csv, sidecar = write_table(table, tmp_path / "out.csv")
     assert json.loads(sidecar.read_text()) == provenance

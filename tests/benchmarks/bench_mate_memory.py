@@ -43,10 +43,7 @@ def build(cache: Path, n_tables: int) -> Path:
         return lake
     started = time.perf_counter()
     csv = cache / "csv"
-    frames = {
-        str(p.relative_to(csv).with_suffix("")): pd.read_csv(p, dtype=str, keep_default_na=False, na_values=[""])
-        for p in materialize(csv, n_tables)
-    }
+    frames = {str(p.relative_to(csv).with_suffix("")): pd.read_csv(p, dtype=str, keep_default_na=False, na_values=[""]) for p in materialize(csv, n_tables)}
     lake.mkdir(parents=True, exist_ok=True)
     for name, table in build_in_memory(frames).items():
         pq.write_table(table, lake / f"{name}.parquet")
@@ -89,8 +86,14 @@ def measure(lake: Path, csv: Path) -> dict:
     except (ValueError, MemoryError) as error:
         outcome = f"{type(error).__name__}: {str(error)[:70]}"
     return {
-        "module": mate.__file__, "postings": postings, "load_s": load_s, "load_peak": load_peak,
-        "resident": resident, "flags": outcome, "flags_s": time.perf_counter() - started, "flags_peak": _peak(),
+        "module": mate.__file__,
+        "postings": postings,
+        "load_s": load_s,
+        "load_peak": load_peak,
+        "resident": resident,
+        "flags": outcome,
+        "flags_s": time.perf_counter() - started,
+        "flags_peak": _peak(),
     }
 
 
@@ -101,8 +104,12 @@ def run_tree(tree: Path, lake: Path, csv: Path, limit_gib: float) -> dict:
 
     env = dict(os.environ, PYTHONPATH=str(tree / "include"))
     done = subprocess.run(
-        [sys.executable, __file__, "--measure", str(lake), "--csv", str(csv)], env=env, preexec_fn=limit,
-        capture_output=True, text=True, check=False,
+        [sys.executable, __file__, "--measure", str(lake), "--csv", str(csv)],
+        env=env,
+        preexec_fn=limit,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     if done.returncode != 0:
         return {"module": str(tree), "error": done.stderr.strip().splitlines()[-1] if done.stderr else f"exit {done.returncode}"}
@@ -130,8 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         if "error" in r:
             print(f"{tree!s:<28} failed: {r['error']}")
             continue
-        print(f"{tree!s:<28}{r['postings']:>12,}{r['load_s']:>8.1f}{r['load_peak'] / 2**30:>15.2f}{r['resident'] / 2**30:>14.2f}"
-              f"  {r['flags']} after {r['flags_s']:.1f} s, peak {r['flags_peak'] / 2**30:.2f} GiB")
+        print(
+            f"{tree!s:<28}{r['postings']:>12,}{r['load_s']:>8.1f}{r['load_peak'] / 2**30:>15.2f}{r['resident'] / 2**30:>14.2f}"
+            f"  {r['flags']} after {r['flags_s']:.1f} s, peak {r['flags_peak'] / 2**30:.2f} GiB"
+        )
     return 0
 
 

@@ -34,10 +34,7 @@ def topic_columns(rng: np.random.Generator, anchor: np.ndarray, n_columns: int, 
     """``n_columns`` columns, each from one of 8 topics around ``anchor``."""
     dim = len(anchor)
     topics = unit(anchor + 0.6 * rng.normal(size=(8, dim)) / np.sqrt(dim))
-    return {
-        first_id + c: unit(topics[rng.integers(8)] + rng.normal(scale=1 / np.sqrt(dim), size=(int(rng.integers(20, 120)), dim)))
-        for c in range(n_columns)
-    }
+    return {first_id + c: unit(topics[rng.integers(8)] + rng.normal(scale=1 / np.sqrt(dim), size=(int(rng.integers(20, 120)), dim))) for c in range(n_columns)}
 
 
 def insert(tables: dict[str, pa.Table], columns: dict[int, np.ndarray]) -> tuple[dict[str, pa.Table], int]:
@@ -112,10 +109,7 @@ def main() -> None:
             assert answers[0] == answers[1], "the incremental index must answer as the fresh build"
         p = fresh["params"].to_pylist()[0]
         n = total + n_base
-        print(
-            f"{total / n:14.2f}  {outside / n:13.3f}  {work[0] / QUERIES:18.0f}  {work[1] / QUERIES:12.0f}  "
-            f"{work[0] / work[1]:5.2f}  {p['n_pivots']}×{p['levels']}"
-        )
+        print(f"{total / n:14.2f}  {outside / n:13.3f}  {work[0] / QUERIES:18.0f}  {work[1] / QUERIES:12.0f}  {work[0] / work[1]:5.2f}  {p['n_pivots']}×{p['levels']}")
 
 
 if __name__ == "__main__":

@@ -52,11 +52,7 @@ def read_table(path: str) -> pd.DataFrame:
 
 def table_at_a_time(tables: list[pa.Table]) -> tuple[list[dict], float]:
     start = time.perf_counter()
-    profiles = [
-        finish_profile(a)
-        for t in tables
-        for a in table_aggregates(NormalizedColumn.of_columns(t.columns), t.column_names, column_ids=[0] * t.num_columns)
-    ]
+    profiles = [finish_profile(a) for t in tables for a in table_aggregates(NormalizedColumn.of_columns(t.columns), t.column_names, column_ids=[0] * t.num_columns)]
     return profiles, time.perf_counter() - start
 
 

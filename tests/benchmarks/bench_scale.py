@@ -33,7 +33,7 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -103,7 +103,7 @@ class PeakMemory:
         self.marker, self.peak, self._stop = marker, 0, threading.Event()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
-    def __enter__(self) -> "PeakMemory":
+    def __enter__(self) -> PeakMemory:
         self._thread.start()
         return self
 
@@ -125,7 +125,7 @@ class PeakMemory:
 def batch(home: Path, master: str, spec: str, out: Path, marker: str) -> dict:
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     with PeakMemory(marker) as memory:
-        completed = subprocess.run([sys.executable, "-c", _JOB, str(home), master, spec, str(out)], capture_output=True, text=True, env=env, timeout=3600)
+        completed = subprocess.run([sys.executable, "-c", _JOB, str(home), master, spec, str(out)], check=False, capture_output=True, text=True, env=env, timeout=3600)
     if completed.returncode != 0:
         raise RuntimeError(completed.stderr[-3000:])
     result = json.loads(next(line for line in completed.stdout.splitlines() if line.startswith("RESULT ")).removeprefix("RESULT "))
@@ -191,7 +191,7 @@ def main() -> None:
 
 
 def report(args, n_sets, written, built, runs, in_memory, sharded, budget, whole_bytes) -> None:
-    now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"bench_scale — {now} — {platform.machine()}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB (shared with other sessions)")
     print(f"lake: {n_sets:,} sets in {n_sets // COLUMNS_PER_TABLE:,} tables (CSV written in {written:.0f} s); build {built['minutes']:.1f} min on local[2]")
     for family, info in built["families"].items():

@@ -42,8 +42,7 @@ from lakejoin.transform import METHODS, cst, learn_and_join, parse_program
 from lakejoin.transform.units import apply_program
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-DATASETS = {"web": SHARED / "benchmarks" / "autojoin-web", "spreadsheet": SHARED / "benchmarks" / "flashfill",
-            "generated": None}  # reformat_cases.py, built at run time
+DATASETS = {"web": SHARED / "benchmarks" / "autojoin-web", "spreadsheet": SHARED / "benchmarks" / "flashfill", "generated": None}  # reformat_cases.py, built at run time
 # the paper's setting differs per dataset (p = 4 on spreadsheets, §6.2); so does the improved one
 SETTINGS = {("spreadsheet", "cst"): cst.FAITHFUL_SPREADSHEET, ("spreadsheet", "cst+"): cst.IMPROVED_SPREADSHEET}
 PAPER = {  # CST paper Tables 2-3 (n-gram matching): top cov., F1 of CST and of Auto-Join, s/table
@@ -96,8 +95,7 @@ def method_params(dataset: str, method: str) -> dict:
     setting = SETTINGS.get((dataset, method))
     if setting is None:
         return {}
-    return {name: value for name, value in dataclasses.asdict(setting).items()
-            if getattr(METHODS[method], name) != value}
+    return {name: value for name, value in dataclasses.asdict(setting).items() if getattr(METHODS[method], name) != value}
 
 
 def load_cases(dataset: str, limit: int | None) -> list[tuple[str, list[str], list[str], list[tuple[str, str]]]]:
@@ -108,8 +106,7 @@ def load_cases(dataset: str, limit: int | None) -> list[tuple[str, list[str], li
 
         built = reformat_cases.cases()
         if limit is not None:  # a few of each category
-            built = [case for category in ("string", "number", "date")
-                     for case in [c for c in built if c.category == category][:limit]]
+            built = [case for category in ("string", "number", "date") for case in [c for c in built if c.category == category][:limit]]
         return [(case.category, case.source, case.target, case.golden) for case in built]
     folders = sorted(path for path in DATASETS[dataset].iterdir() if path.is_dir())[:limit]
     return [("string", *load_case(folder)) for folder in folders]
@@ -125,13 +122,13 @@ def run(datasets: list[str], methods: list[str], limit: int | None) -> list[dict
                 cpu = time.process_time()
                 result = learn_and_join(source, target, method=method, **method_params(dataset, method))
                 cpu = time.process_time() - cpu
-                per_case.setdefault(category, []).append(
-                    (*coverage_scores(result, golden), *join_scores(result["pairs"], golden), result["seconds"], cpu))
+                per_case.setdefault(category, []).append((*coverage_scores(result, golden), *join_scores(result["pairs"], golden), result["seconds"], cpu))
             for category, scores in per_case.items():
                 means = [statistics.fmean(column) for column in zip(*scores)]
-                rows.append(dict(zip(["dataset", "category", "method", "cases", "top", "cover", "P", "R", "F1", "seconds"],
-                                     [dataset, category, method, len(scores), *means]))
-                            | {"cpu": means[-1], "median_s": statistics.median(score[-2] for score in scores)})
+                rows.append(
+                    dict(zip(["dataset", "category", "method", "cases", "top", "cover", "P", "R", "F1", "seconds"], [dataset, category, method, len(scores), *means]))
+                    | {"cpu": means[-1], "median_s": statistics.median(score[-2] for score in scores)}
+                )
             print(f"  done {dataset} {method}", file=sys.stderr, flush=True)
     return rows
 
@@ -150,17 +147,21 @@ def baseline_rows(checkout: Path, datasets: list[str], limit: int | None) -> lis
 def print_table(rows: list[dict], old: list[dict]) -> None:
     print(f"machine: {platform.machine()} {platform.system()}, python {platform.python_version()}")
     old_f1 = {(row["dataset"], row["category"], row["method"]): row["F1"] for row in old}
-    header = (f"{'dataset':<12} {'category':<8} {'method':<9} {'cases':>5} {'top cov':>8} {'cover cov':>9} {'P':>6} "
-              f"{'R':>6} {'F1':>6} {'old F1':>6} {'s/table':>8} {'median s':>8} {'cpu s':>6}  paper (top, F1, s)")
+    header = (
+        f"{'dataset':<12} {'category':<8} {'method':<9} {'cases':>5} {'top cov':>8} {'cover cov':>9} {'P':>6} "
+        f"{'R':>6} {'F1':>6} {'old F1':>6} {'s/table':>8} {'median s':>8} {'cpu s':>6}  paper (top, F1, s)"
+    )
     print(header)
     print("-" * len(header))
     for row in rows:
         paper = PAPER.get(row["dataset"], {}).get(row["method"], ("", "", ""))
         before = old_f1.get((row["dataset"], row["category"], row["method"]))
-        print(f"{row['dataset']:<12} {row['category']:<8} {row['method']:<9} {row['cases']:>5} {row['top']:>8.3f} "
-              f"{row['cover']:>9.3f} {row['P']:>6.3f} {row['R']:>6.3f} {row['F1']:>6.3f} "
-              f"{'' if before is None else f'{before:.3f}':>6} {row['seconds']:>8.3f} {row['median_s']:>8.3f} "
-              f"{row['cpu']:>6.3f}  {paper}")
+        print(
+            f"{row['dataset']:<12} {row['category']:<8} {row['method']:<9} {row['cases']:>5} {row['top']:>8.3f} "
+            f"{row['cover']:>9.3f} {row['P']:>6.3f} {row['R']:>6.3f} {row['F1']:>6.3f} "
+            f"{'' if before is None else f'{before:.3f}':>6} {row['seconds']:>8.3f} {row['median_s']:>8.3f} "
+            f"{row['cpu']:>6.3f}  {paper}"
+        )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -173,8 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     datasets = args.datasets.split(",")
     unknown = [name for name in datasets if name not in DATASETS]
-    missing = [str(DATASETS[name]) for name in datasets if name not in unknown and DATASETS[name] is not None
-               and not DATASETS[name].is_dir()]
+    missing = [str(DATASETS[name]) for name in datasets if name not in unknown and DATASETS[name] is not None and not DATASETS[name].is_dir()]
     if unknown or missing:
         raise SystemExit(f"unknown datasets {unknown} or benchmark folders not found: {missing}")
     limit = 5 if args.quick else None

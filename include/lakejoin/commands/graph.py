@@ -1,6 +1,6 @@
 """Compute the latest snapshot's join graph (incrementally when a graph exists) and publish it.
 
-    lakejoin graph [-k 10] [--full] [--no-publish] --json
+lakejoin graph [-k 10] [--full] [--no-publish] --json
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Serve a folder of tables as a local CKAN + Socrata portal (for demos and crawler tests).
 
-    lakejoin portal fill --root /tmp/portal --count 50     # real tables from installed packages
-    lakejoin portal serve --root /tmp/portal --port 8800
-    lakejoin run --source ckan:http://127.0.0.1:8800 --allow-private-hosts
+lakejoin portal fill --root /tmp/portal --count 50     # real tables from installed packages
+lakejoin portal serve --root /tmp/portal --port 8800
+lakejoin run --source ckan:http://127.0.0.1:8800 --allow-private-hosts
 """
 
 from __future__ import annotations

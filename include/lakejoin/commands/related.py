@@ -53,10 +53,7 @@ def dataset_of_file(loaded: LoadedSnapshot, path: Path) -> str:
 def summarize(result: dict[str, Any]) -> str:
     graph = result["graph"]
     lines = [f"snapshot {result['snapshot_id']}, dataset {result['dataset_id']}: {len(result['related'])} related" + ("" if graph["current"] else f" ({graph['note']})")]
-    rows = [
-        [r["method"], r["table"] or r["dataset_id"], ", ".join(f"{a} = {b}" for a, b in r["columns"]), _score(r)]
-        for r in result["related"]
-    ]
+    rows = [[r["method"], r["table"] or r["dataset_id"], ", ".join(f"{a} = {b}" for a, b in r["columns"]), _score(r)] for r in result["related"]]
     if rows:
         lines.append(tabulate(rows, headers=["method", "table", "columns", "evidence"], tablefmt="plain"))
     return "\n".join(lines)

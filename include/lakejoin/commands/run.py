@@ -26,7 +26,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def add_wait_argument(parser: argparse.ArgumentParser) -> None:
     """``--wait``, for the commands that write to the lake (they hold its write lease)."""
     parser.add_argument(
-        "--wait", type=float, default=0.0, metavar="SECONDS",
+        "--wait",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
         help="wait up to SECONDS for another writer of the lake to finish (default: fail at once)",
     )
 
@@ -44,9 +47,7 @@ def run(args: argparse.Namespace) -> dict:
         raise ValueError(f"unknown index families {unknown}: choose from {', '.join(FAMILIES)}")
     if args.wait < 0:
         raise ValueError("--wait must be 0 or more seconds")
-    options = RunOptions(
-        sources=args.source, tables=tables, allow_private_hosts=args.allow_private_hosts, publish=not args.no_publish, families=families, wait=args.wait
-    )
+    options = RunOptions(sources=args.source, tables=tables, allow_private_hosts=args.allow_private_hosts, publish=not args.no_publish, families=families, wait=args.wait)
     if args.max_bytes:
         options.max_bytes = args.max_bytes
     if args.shards is not None:

@@ -89,8 +89,15 @@ def _run_on_spark(args: argparse.Namespace) -> dict[str, Any]:
     config = LakeConfig.from_args(args.home, args.spark_master, quiet=True)
     query = query_arguments(args)
     return search_on_spark(
-        get_spark(config.spark_master), config, args.method, query["columns"], table_file=args.table, dataset_id=args.dataset,
-        k=args.k, params=query["params"], snapshot_id=args.snapshot,
+        get_spark(config.spark_master),
+        config,
+        args.method,
+        query["columns"],
+        table_file=args.table,
+        dataset_id=args.dataset,
+        k=args.k,
+        params=query["params"],
+        snapshot_id=args.snapshot,
     )
 
 

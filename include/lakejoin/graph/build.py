@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,8 +121,13 @@ def _changed(before: Mapping[str, frozenset[int]], now: Mapping[str, frozenset[i
 
 
 def _merge(
-    queries: _Queries, changed: set[str], previous: Lists, k: int,
-    forward: Callable[[list[Query]], Lists], reverse: Callable[[list[Query]], Lists], force: set[Query] = frozenset(),
+    queries: _Queries,
+    changed: set[str],
+    previous: Lists,
+    k: int,
+    forward: Callable[[list[Query]], Lists],
+    reverse: Callable[[list[Query]], Lists],
+    force: AbstractSet[Query] = frozenset(),
 ) -> tuple[Lists, int]:
     """The incremental rule of the module docstring (a full computation when every dataset changed).
     ``force``: unchanged queries to search in full anyway (the ones the last graph skipped); a
@@ -159,9 +165,7 @@ def _searches(
     return forward, reverse
 
 
-def _josie(
-    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]
-) -> tuple[Lists, int]:
+def _josie(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]) -> tuple[Lists, int]:
     index = OverlapIndex.of_sets(loaded.read("index/josie/sets"))
     queries = _Queries(JOSIE, {(JOSIE, (int(c),)): d for c, d in zip(index.column_ids.tolist(), index.dataset_ids.tolist())})
     changed_rows = index.rows_of(c for d in changed for c in columns.get(d, ()))
@@ -175,9 +179,7 @@ def _josie(
     return _merge(queries, changed, previous, k, forward, reverse)
 
 
-def _mate(
-    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]
-) -> tuple[Lists, int]:
+def _mate(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]) -> tuple[Lists, int]:
     """MATE refuses a key whose values match too many (mapping, row) pairs in one table
     (``lakejoin.index.mate.kernels.SUPPORTED_LIMIT``): such a key has no edges and is recorded as
     skipped, and every later graph searches it in full again (a reverse search cannot tell)."""
@@ -217,9 +219,7 @@ def _mate_keys(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]) ->
     return keys
 
 
-def _pexeso(
-    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]
-) -> tuple[Lists, int]:
+def _pexeso(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]) -> tuple[Lists, int]:
     vectors, dataset_of = column_vectors(loaded)
     queries = _Queries(PEXESO, {(PEXESO, (c,)): dataset_of[c] for c in vectors})
 
@@ -233,10 +233,7 @@ def _pexeso(
         there, and those are the columns a changed column's own search matches at least once
         (distance is symmetric): the others are not searched."""
         searcher = loaded.searcher(PEXESO)[0]
-        touched = {
-            r["column_id"] for c in vectors if dataset_of[c] in changed
-            for r in searcher.search(vectors[c], PEXESO_TAU, 1 / len(vectors[c]), mode="threshold")
-        }
+        touched = {r["column_id"] for c in vectors if dataset_of[c] in changed for r in searcher.search(vectors[c], PEXESO_TAU, 1 / len(vectors[c]), mode="threshold")}
         return reverse([q for q in wanted if q[1][0] in touched])
 
     return _merge(queries, changed, previous, k, forward, reverse_touched)

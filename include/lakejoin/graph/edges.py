@@ -89,11 +89,20 @@ def edges_table(lists: Mapping[Query, list[Edge]]) -> pa.Table:
     """The ``EDGES_SCHEMA`` rows of every query's ranked list, in a stable order."""
     rows = [
         {
-            "kind": e.kind, "query_dataset_id": e.query_dataset_id, "query_column_ids": list(e.query_column_ids),
-            "dataset_id": e.dataset_id, "column_ids": list(e.column_ids), "rank": rank, "overlap": e.overlap,
-            "containment": e.containment, "containment_reverse": e.containment_reverse, "jaccard": e.jaccard, "semantic": e.kind == PEXESO,
+            "kind": e.kind,
+            "query_dataset_id": e.query_dataset_id,
+            "query_column_ids": list(e.query_column_ids),
+            "dataset_id": e.dataset_id,
+            "column_ids": list(e.column_ids),
+            "rank": rank,
+            "overlap": e.overlap,
+            "containment": e.containment,
+            "containment_reverse": e.containment_reverse,
+            "jaccard": e.jaccard,
+            "semantic": e.kind == PEXESO,
         }
-        for query in sorted(lists) for rank, e in enumerate(lists[query], 1)
+        for query in sorted(lists)
+        for rank, e in enumerate(lists[query], 1)
     ]
     return pa.Table.from_pylist(rows, schema=EDGES_SCHEMA)
 
@@ -103,8 +112,15 @@ def edge_lists(table: pa.Table) -> dict[Query, list[Edge]]:
     lists: dict[Query, list[Edge]] = {}
     for row in table.sort_by([("rank", "ascending")]).to_pylist():
         edge = Edge(
-            row["kind"], row["query_dataset_id"], tuple(row["query_column_ids"]), row["dataset_id"], tuple(row["column_ids"]),
-            row["overlap"], row["containment"], row["containment_reverse"], row["jaccard"],
+            row["kind"],
+            row["query_dataset_id"],
+            tuple(row["query_column_ids"]),
+            row["dataset_id"],
+            tuple(row["column_ids"]),
+            row["overlap"],
+            row["containment"],
+            row["containment_reverse"],
+            row["jaccard"],
         )
         lists.setdefault((edge.kind, edge.query_column_ids), []).append(edge)
     return lists
@@ -158,8 +174,15 @@ class OverlapIndex:
         size = int(self.sizes[row])
         edges = [
             Edge(
-                JOSIE, self.dataset_ids[row], (int(self.column_ids[row]),), self.dataset_ids[x], (int(self.column_ids[x]),), int(o),
-                o / size, o / int(self.sizes[x]), o / (size + int(self.sizes[x]) - o),
+                JOSIE,
+                self.dataset_ids[row],
+                (int(self.column_ids[row]),),
+                self.dataset_ids[x],
+                (int(self.column_ids[x]),),
+                int(o),
+                o / size,
+                o / int(self.sizes[x]),
+                o / (size + int(self.sizes[x]) - o),
             )
             for x, o in zip(found.tolist(), overlaps.tolist())
         ]
@@ -174,10 +197,7 @@ def mate_edges(searcher: Any, query: pa.Table, dataset_id: str, key: Mapping[str
     names = list(key)
     frame = pd.DataFrame({name: query.column(name).to_pylist() for name in names})
     found = searcher.search(frame, names, k=MATE_SEARCH_K, exclude_datasets=[dataset_id])
-    edges = [
-        Edge(MATE, dataset_id, tuple(key.values()), r["dataset_id"], tuple(int(r["mapping"][n]) for n in names), int(r["joinability"]), float(r["share"]))
-        for r in found if r["joinability"] > 0
-    ]
+    edges = [Edge(MATE, dataset_id, tuple(key.values()), r["dataset_id"], tuple(int(r["mapping"][n]) for n in names), int(r["joinability"]), float(r["share"])) for r in found if r["joinability"] > 0]
     return best(edges, k)
 
 
@@ -187,6 +207,7 @@ def pexeso_edges(searcher: Any, vectors: np.ndarray, dataset_id: str, column_id:
     found = searcher.search(vectors, PEXESO_TAU, PEXESO_T, mode="threshold")
     edges = [
         Edge(PEXESO, dataset_id, (column_id,), datasets.get(r["column_id"]) or r["dataset_id"], (int(r["column_id"]),), int(r["matched"]), float(r["joinability"]))
-        for r in found if (datasets.get(r["column_id"]) or r["dataset_id"]) != dataset_id
+        for r in found
+        if (datasets.get(r["column_id"]) or r["dataset_id"]) != dataset_id
     ]
     return best(edges, k)

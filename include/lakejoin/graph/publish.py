@@ -26,9 +26,7 @@ from lakejoin.lake import snapshots
 from lakejoin.query.snapshot import load_snapshot
 
 
-def refresh(
-    config: LakeConfig, *, k: int = DEFAULT_K, full: bool = False, publish: bool = True, build_id: str | None = None, wait: float = 0.0
-) -> dict[str, Any]:
+def refresh(config: LakeConfig, *, k: int = DEFAULT_K, full: bool = False, publish: bool = True, build_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
     """Compute, write and publish the latest snapshot's graph; a no-op when it has its graph.
     ``build_id`` and ``wait`` are the write lease's (``snapshots.writing``)."""
     started = time.perf_counter()
@@ -45,6 +43,10 @@ def refresh(
             stats = {"graph_of_snapshot": loaded.snapshot_id, "graph": graph.stats}
             published = snapshots.publish(config, {**pinned, **versions}, stats).snapshot_id
     return {
-        "snapshot_id": loaded.snapshot_id, "published": published, "edges": sum(len(v) for v in graph.lists.values()),
-        "queries": len(graph.lists), "stats": graph.stats, "seconds": round(time.perf_counter() - started, 2),
+        "snapshot_id": loaded.snapshot_id,
+        "published": published,
+        "edges": sum(len(v) for v in graph.lists.values()),
+        "queries": len(graph.lists),
+        "stats": graph.stats,
+        "seconds": round(time.perf_counter() - started, 2),
     }

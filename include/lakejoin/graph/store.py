@@ -70,8 +70,12 @@ def write_graph(config: LakeConfig, loaded: LoadedSnapshot, graph: Graph) -> dic
     edges = edges_table(graph.lists)
     summary = _summary(graph)
     meta = {
-        "k": graph.k, "kinds": list(graph.kinds), "snapshot_id": loaded.snapshot_id, "source_versions": json.dumps(source_versions(loaded), sort_keys=True),
-        "computed_at": datetime.now(UTC), "stats": json.dumps(graph.stats),
+        "k": graph.k,
+        "kinds": list(graph.kinds),
+        "snapshot_id": loaded.snapshot_id,
+        "source_versions": json.dumps(source_versions(loaded), sort_keys=True),
+        "computed_at": datetime.now(UTC),
+        "stats": json.dumps(graph.stats),
     }
     return {
         EDGES: delta.write_arrow(config.table_path(EDGES), edges, operation="graph"),
@@ -90,10 +94,7 @@ def _summary(graph: Graph) -> pa.Table:
             into[e.dataset_id] += 1
             related[e.query_dataset_id].add(e.dataset_id)
             related[e.dataset_id].add(e.query_dataset_id)
-    rows = [
-        {"dataset_id": d, "column_ids": sorted(c), "edges_out": out[d], "edges_in": into[d], "related_datasets": len(related[d])}
-        for d, c in sorted(graph.columns.items())
-    ]
+    rows = [{"dataset_id": d, "column_ids": sorted(c), "edges_out": out[d], "edges_in": into[d], "related_datasets": len(related[d])} for d, c in sorted(graph.columns.items())]
     return pa.Table.from_pylist(rows, schema=TABLES_SCHEMA)
 
 
@@ -136,12 +137,12 @@ def related(loaded: LoadedSnapshot, dataset_id: str) -> dict[str, Any]:
     loaded.dataset(dataset_id)
     graph = pinned_graph(loaded)
     entries: dict[tuple, dict[str, Any]] = {}
-    for edges in (graph.lists.values() if graph else ()):
+    for edges in graph.lists.values() if graph else ():
         for e in edges:
             if e.query_dataset_id == dataset_id:
                 key = (e.kind, e.dataset_id, e.query_column_ids, e.column_ids)
                 entries[key] = _entry(loaded, e.kind, e.dataset_id, e.query_column_ids, e.column_ids, _evidence(e, outgoing=True))
-    for edges in (graph.lists.values() if graph else ()):
+    for edges in graph.lists.values() if graph else ():
         for e in edges:
             if e.dataset_id == dataset_id:
                 key = (e.kind, e.query_dataset_id, e.column_ids, e.query_column_ids)

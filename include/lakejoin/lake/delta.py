@@ -118,9 +118,7 @@ def partition_filters(partitions: Mapping[str, Iterable[object]] | None) -> list
     return [(column, "in", sorted({str(v) for v in values})) for column, values in partitions.items()]
 
 
-def row_count(
-    path: Path, version: int | None = None, *, opened: DeltaTable | None = None, partitions: Mapping[str, Iterable[object]] | None = None
-) -> int | None:
+def row_count(path: Path, version: int | None = None, *, opened: DeltaTable | None = None, partitions: Mapping[str, Iterable[object]] | None = None) -> int | None:
     """Rows of the table (or its pinned version, or some of its ``partitions``) from the log's
     file statistics, reading no data file; None when a file was committed without
     ``numRecords``. ``opened`` and ``partitions`` as in :func:`read_arrow`."""
@@ -160,8 +158,13 @@ def reset_layout(path: Path, schema: pa.Schema, partition_by: Sequence[str], ope
     rebuild of a table written with an older layout; its earlier versions stay readable)."""
     with committing(path, operation) as properties:
         write_deltalake(
-            str(path), schema.empty_table(), mode="overwrite", schema_mode="overwrite", partition_by=list(partition_by) or None,
-            configuration=TABLE_CONFIGURATION, commit_properties=properties,
+            str(path),
+            schema.empty_table(),
+            mode="overwrite",
+            schema_mode="overwrite",
+            partition_by=list(partition_by) or None,
+            configuration=TABLE_CONFIGURATION,
+            commit_properties=properties,
         )
     return current_version(path)  # type: ignore[return-value]
 
@@ -180,10 +183,7 @@ def commit_files(
     new files" in the same commit, so a reader sees either all old or all new rows.
     """
     now_ms = int(time.time() * 1000)
-    adds = [
-        AddAction(f.path, f.size, dict(f.partition_values), now_ms, True, f.stats or json.dumps({"numRecords": f.num_records}))
-        for f in added
-    ]
+    adds = [AddAction(f.path, f.size, dict(f.partition_values), now_ms, True, f.stats or json.dumps({"numRecords": f.num_records})) for f in added]
     if not exists(path):
         from deltalake.transaction import create_table_with_add_actions
 
@@ -221,8 +221,13 @@ def prepare_layout(path: Path, schema: pa.Schema, partition_by: Sequence[str], r
 
 
 def commit_replacing(
-    path: Path, schema: pa.Schema, added: list[DataFile], partition_by: Sequence[str], replace: str,
-    replace_values: Sequence[str] = (), operation: str | None = None,
+    path: Path,
+    schema: pa.Schema,
+    added: list[DataFile],
+    partition_by: Sequence[str],
+    replace: str,
+    replace_values: Sequence[str] = (),
+    operation: str | None = None,
 ) -> int:
     """Commit ``added`` files with the remove actions ``replace`` asks for, in one transaction:
     ``"all"`` replaces every live file, ``"partitions"`` the files of the partitions named in
@@ -232,8 +237,14 @@ def commit_replacing(
 
 
 def write_rows(
-    path: Path, rows: pa.Table | Iterator[pa.RecordBatch], schema: pa.Schema, *, partition_by: Sequence[str] = (), replace: str = "all",
-    replace_values: Sequence[str] = (), operation: str | None = None,
+    path: Path,
+    rows: pa.Table | Iterator[pa.RecordBatch],
+    schema: pa.Schema,
+    *,
+    partition_by: Sequence[str] = (),
+    replace: str = "all",
+    replace_values: Sequence[str] = (),
+    operation: str | None = None,
 ) -> int:
     """Write ``rows`` (a table, or batches) from this process as the Spark writer does (one file
     per partition, one commit, ``replace`` as in :func:`commit_replacing`); returns the new version."""

@@ -73,10 +73,7 @@ def list_snapshots(config: LakeConfig) -> list[Snapshot]:
         current = latest.get(row["snapshot_id"])
         if current is None or row["status"] == EXPIRED:
             latest[row["snapshot_id"]] = row if current is None else {**current, "status": row["status"]}
-    return [
-        Snapshot(r["snapshot_id"], r["created_at"], r["status"], json.loads(r["table_versions"]), json.loads(r["stats"] or "{}"))
-        for r in sorted(latest.values(), key=lambda r: r["snapshot_id"])
-    ]
+    return [Snapshot(r["snapshot_id"], r["created_at"], r["status"], json.loads(r["table_versions"]), json.loads(r["stats"] or "{}")) for r in sorted(latest.values(), key=lambda r: r["snapshot_id"])]
 
 
 def resolve(config: LakeConfig, snapshot_id: int | None = None) -> Snapshot:
@@ -191,9 +188,7 @@ def vacuum(config: LakeConfig, retain: int) -> dict[str, Any]:
         if delta.exists(path):
             # Files tombstoned after the oldest kept snapshot was published may still be pinned.
             with delta.committing(path, "vacuum") as properties:
-                files = delta.open_table(path).vacuum(
-                    retention_hours=math.ceil(hours), enforce_retention_duration=False, dry_run=False, commit_properties=properties
-                )
+                files = delta.open_table(path).vacuum(retention_hours=math.ceil(hours), enforce_retention_duration=False, dry_run=False, commit_properties=properties)
             deleted[table] = len(files)
     return {"expired": [s.snapshot_id for s in expired], "kept": [s.snapshot_id for s in kept], "files_deleted": deleted}
 

@@ -435,9 +435,7 @@ def _package_field(package: dict[str, Any], name: str) -> set[str]:
 
 def _matches_fq(package: dict[str, Any], fq: str) -> bool:
     """Conjunction of ``field:value`` terms (quotes optional, case-insensitive values)."""
-    return all(
-        value.strip('"').lower() in {v.lower() for v in _package_field(package, name)} for name, value in _FQ_TERM.findall(fq)
-    )
+    return all(value.strip('"').lower() in {v.lower() for v in _package_field(package, name)} for name, value in _FQ_TERM.findall(fq))
 
 
 def _matches_q(package: dict[str, Any], q: str) -> bool:

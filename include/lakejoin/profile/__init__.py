@@ -106,9 +106,7 @@ def finish_profile(agg: ColumnAggregates, rules: SelectionRules = DEFAULT_RULES)
     return profile
 
 
-def column_aggregates(
-    originals: Sequence[str | None] | NormalizedColumn, *, name: str, rows: int | None = None, column_id: int = 0, dataset_id: str = "", ordinal: int = 0
-) -> dict[str, Any]:
+def column_aggregates(originals: Sequence[str | None] | NormalizedColumn, *, name: str, rows: int | None = None, column_id: int = 0, dataset_id: str = "", ordinal: int = 0) -> dict[str, Any]:
     """The aggregates of one column given its cells' original texts (None for a missing cell),
     or their ``NormalizedColumn`` (``table_aggregates`` of a one-column table)."""
     encoded = originals if isinstance(originals, NormalizedColumn) else NormalizedColumn.of(pa.array(originals, pa.string()))
@@ -116,9 +114,7 @@ def column_aggregates(
     return aggregates if rows is None else {**aggregates, "rows": rows}
 
 
-def table_aggregates(
-    columns: Sequence[NormalizedColumn], names: Sequence[str], *, column_ids: Sequence[int], dataset_id: str = "", first_ordinal: int = 0
-) -> list[dict[str, Any]]:
+def table_aggregates(columns: Sequence[NormalizedColumn], names: Sequence[str], *, column_ids: Sequence[int], dataset_id: str = "", first_ordinal: int = 0) -> list[dict[str, Any]]:
     """The aggregates of every column of one table (rows: its cells, nulls included).
 
     Every per-cell quantity depends on the cell's text alone, so each test runs once per
@@ -156,11 +152,21 @@ def table_aggregates(
     for j in range(n_columns):
         groups, own_texts = slice(group_bounds[j], group_bounds[j + 1]), slice(text_bounds[j], text_bounds[j + 1])
         top = group_bounds[j] + np.lexsort((ranks[group_value[groups]], -frequency[groups]))[:TOP_K]
-        entries.append(_column_entry(
-            names[j], column_ids[j], dataset_id, first_ordinal + j, len(columns[j].indices), {key: int(m[j]) for key, m in matches.items()},
-            frequency[groups], numbers[group_value[groups]], lengths[own_texts], texts["n"][own_texts],
-            [(dictionary[int(group_value[g])].as_py(), int(frequency[g])) for g in top],
-        ))
+        entries.append(
+            _column_entry(
+                names[j],
+                column_ids[j],
+                dataset_id,
+                first_ordinal + j,
+                len(columns[j].indices),
+                {key: int(m[j]) for key, m in matches.items()},
+                frequency[groups],
+                numbers[group_value[groups]],
+                lengths[own_texts],
+                texts["n"][own_texts],
+                [(dictionary[int(group_value[g])].as_py(), int(frequency[g])) for g in top],
+            )
+        )
     return entries
 
 
@@ -181,8 +187,17 @@ def _kept_texts(columns: Sequence[NormalizedColumn]) -> dict[str, Any]:
 
 
 def _column_entry(
-    name: str, column_id: int, dataset_id: str, ordinal: int, rows: int, matches: dict[str, int],
-    frequency: np.ndarray, group_numbers: np.ndarray, lengths: np.ndarray, n_texts: np.ndarray, top: list[tuple[str, int]],
+    name: str,
+    column_id: int,
+    dataset_id: str,
+    ordinal: int,
+    rows: int,
+    matches: dict[str, int],
+    frequency: np.ndarray,
+    group_numbers: np.ndarray,
+    lengths: np.ndarray,
+    n_texts: np.ndarray,
+    top: list[tuple[str, int]],
 ) -> dict[str, Any]:
     """One column's aggregates (``ColumnAggregates``) from its slices of the table's arrays:
     per distinct value its frequency and number (NaN if none), per distinct text its length."""

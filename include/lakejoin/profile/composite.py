@@ -98,12 +98,7 @@ def _tuple_count(codes: Sequence[np.ndarray], cardinalities: Sequence[int], rows
 
 def eligible(profile: Mapping[str, Any]) -> bool:
     """Whether a column (its ``lakejoin.profile`` row) may be part of a composite key."""
-    return (
-        profile["type"] in KEY_TYPES
-        and profile["null_fraction"] <= 1 - MIN_UNIQUE_SHARE
-        and profile.get("name_source") != ROW_NAMES
-        and (profile.get("length_mean") or 0.0) <= MAX_MEAN_LENGTH
-    )
+    return profile["type"] in KEY_TYPES and profile["null_fraction"] <= 1 - MIN_UNIQUE_SHARE and profile.get("name_source") != ROW_NAMES and (profile.get("length_mean") or 0.0) <= MAX_MEAN_LENGTH
 
 
 def discover(columns: Sequence[NormalizedColumn], profiles: Sequence[Mapping[str, Any]]) -> tuple[list[CompositeKey], bool]:

@@ -111,11 +111,7 @@ def ge_results(result_json: str | None) -> dict[str, dict[str, Any]]:
 
 def result_summary(result: Mapping[str, Any]) -> dict[str, Any]:
     """A GE result in brief: suite, success, statistics and the expectations that failed."""
-    failed = [
-        {"expectation": r["expectation_config"]["type"], "column": r["expectation_config"]["kwargs"].get("column")}
-        for r in result.get("results", [])
-        if not r.get("success")
-    ]
+    failed = [{"expectation": r["expectation_config"]["type"], "column": r["expectation_config"]["kwargs"].get("column")} for r in result.get("results", []) if not r.get("success")]
     return {"suite": result.get("suite_name"), "success": result.get("success"), "statistics": result.get("statistics", {}), "failed": failed}
 
 

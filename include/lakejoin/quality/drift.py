@@ -44,7 +44,6 @@ from lakejoin.quality.expectations import validate
 NULL_TOLERANCE = 0.05
 
 
-
 def _non_capturing(pattern: str) -> str:
     """pandas warns on groups in ``str.contains``; the patterns need grouping only."""
     return re.sub(r"\((?!\?)", "(?:", pattern)

@@ -108,8 +108,13 @@ def _rank(entry: _Entry, words: list[str]) -> int | None:
 def _entry(dataset_id: str, row: dict[str, Any], columns: list[str]) -> _Entry:
     title = row.get("title") or dataset_id
     return _Entry(
-        dataset_id, title, (row.get("publisher") or "").lower(), (row.get("source") or "").lower(),
-        tuple(columns), tuple(c.lower() for c in columns), tuple(re.split(r"[^0-9a-z]+", title.lower())),
+        dataset_id,
+        title,
+        (row.get("publisher") or "").lower(),
+        (row.get("source") or "").lower(),
+        tuple(columns),
+        tuple(c.lower() for c in columns),
+        tuple(re.split(r"[^0-9a-z]+", title.lower())),
     )
 
 

@@ -107,7 +107,9 @@ def results(catalog: Catalog, query: FamilyQuery, found: list[dict[str, Any]]) -
             continue
         table = (catalog.datasets.get(dataset_id) or {}).get("title") if dataset_id is not None else None
         fields = {k: v for k, v in result.items() if k not in ("column_id", "dataset_id", "model")}
-        rows.append({"dataset_id": dataset_id, "table": table, "column": info.name if info else None, "column_id": result["column_id"], **fields, **({"model": result["model"]} if "model" in result else {})})
+        rows.append(
+            {"dataset_id": dataset_id, "table": table, "column": info.name if info else None, "column_id": result["column_id"], **fields, **({"model": result["model"]} if "model" in result else {})}
+        )
     return rows[: query.k]
 
 

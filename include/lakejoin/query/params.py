@@ -88,9 +88,11 @@ def join_specs() -> tuple[ParamSpec, ...]:
         ParamSpec("how", "choice", "left keeps your rows without a match (empty added columns); inner drops them", "left", choices=HOWS),
         ParamSpec("policy", "choice", "a row matching several: the first match, all values aggregated with ' | ', or one row per match", "first", choices=POLICIES),
         ParamSpec(
-            "transform", "str",
+            "transform",
+            "str",
             f"join through a learned transformation ({', '.join(TRANSFORMS)}; {default} when learning is asked for) or a program text; empty: exact match",
-            None, choices=tuple(TRANSFORMS),
+            None,
+            choices=tuple(TRANSFORMS),
         ),
     )
 
@@ -127,4 +129,3 @@ def _bounds(spec: ParamSpec) -> str:
     if spec.minimum is not None and spec.maximum is not None:
         return f" in [{spec.minimum:g}, {spec.maximum:g}]"
     return ""
-

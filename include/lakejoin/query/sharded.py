@@ -34,9 +34,7 @@ class ShardedFamily:
             raise LookupError(f"the {family} index of snapshot {loaded.snapshot_id} has no shard manifest, so it cannot be served shard by shard")
         global_rows = {name: loaded.row_count(f"index/{family}/{name}") or 0 for name in loaded.index_tables_of(family) if name not in _sharded_tables(manifest.shard_rows)}
         # a shard's load: its rows of the sharded tables and the global tables whole
-        self.load_bytes = {
-            shard: estimated_load_bytes(family, {**global_rows, **rows}) for shard, rows in sorted(manifest.shard_rows.items()) if sum(rows.values()) > 0
-        }
+        self.load_bytes = {shard: estimated_load_bytes(family, {**global_rows, **rows}) for shard, rows in sorted(manifest.shard_rows.items()) if sum(rows.values()) > 0}
         self.budget = available_bytes()
         self._cache: OrderedDict[int, Any] = OrderedDict()
         self._lock = threading.Lock()

@@ -238,9 +238,7 @@ def extract_csv_member(archive_path: Path, dest: Path, max_bytes: int) -> None:
             tables = [
                 info
                 for info in _checked_members(archive, max_bytes)
-                if info.filename.lower().endswith(_CSV_MEMBER_SUFFIXES)
-                and not PurePosixPath(info.filename).name.startswith(".")
-                and "__MACOSX" not in info.filename
+                if info.filename.lower().endswith(_CSV_MEMBER_SUFFIXES) and not PurePosixPath(info.filename).name.startswith(".") and "__MACOSX" not in info.filename
             ]
             if not tables:
                 raise FetchError("zip archive holds no CSV file")

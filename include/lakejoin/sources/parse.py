@@ -171,9 +171,7 @@ def _parse_with_arrow(text: str, delimiter: str, header: list[str], has_header: 
             io.BytesIO(text.encode("utf-8")),
             read_options=pacsv.ReadOptions(column_names=names, skip_rows=1 if has_header else 0, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True, invalid_row_handler=on_invalid),
-            convert_options=pacsv.ConvertOptions(
-                column_types={n: pa.string() for n in names}, strings_can_be_null=True, quoted_strings_can_be_null=False
-            ),
+            convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names}, strings_can_be_null=True, quoted_strings_can_be_null=False),
         )
     except pa.ArrowInvalid:
         return None

@@ -129,8 +129,15 @@ def discover(
     version = write_table(rows, Path(out), OUTPUT_SCHEMA, operation=f"discover:{method}", produce=produce)
     shutil.rmtree(staging.parent, ignore_errors=True)
     return {
-        "snapshot_id": loaded.snapshot_id, "method": method, "params": {"k": k, **params}, "queries": len(described), "shards": len(shard_files),
-        "out": str(out), "version": version, "rows": delta.row_count(Path(out), version), "seconds": round(time.perf_counter() - started, 2),
+        "snapshot_id": loaded.snapshot_id,
+        "method": method,
+        "params": {"k": k, **params},
+        "queries": len(described),
+        "shards": len(shard_files),
+        "out": str(out),
+        "version": version,
+        "rows": delta.row_count(Path(out), version),
+        "seconds": round(time.perf_counter() - started, 2),
     }
 
 
@@ -151,7 +158,17 @@ def resolve_queries(loaded: LoadedSnapshot, family: str, spec: str | Sequence[st
         own = sum(family in c.indexed_by for c in catalog_columns)
         for query_columns in _query_columns(family, names, columns):
             values = [table["frame"][c] for c in query_columns] if table["frame"] is not None else None
-            described.append({"query_id": len(described), "dataset_id": table["dataset_id"], "table": table["table"], "columns": query_columns, "own_columns": own, "staged_path": table["staged_path"], "values": values})
+            described.append(
+                {
+                    "query_id": len(described),
+                    "dataset_id": table["dataset_id"],
+                    "table": table["table"],
+                    "columns": query_columns,
+                    "own_columns": own,
+                    "staged_path": table["staged_path"],
+                    "values": values,
+                }
+            )
     return described
 
 
@@ -212,7 +229,12 @@ def _shard_files(loaded: LoadedSnapshot, family: str) -> dict[int, dict[str, Any
             for uri in files:
                 if _missing_locally(uri):
                     raise FileNotFoundError(f"shard {shard} of index/{family}/{name} in snapshot {loaded.snapshot_id}: data file {uri} is missing on disk (deleted by hand, or vacuumed while pinned?)")
-        tables[name] = {"path": str(loaded.config.table_path(f"index/{family}/{name}")), "schema": pa.schema(opened.schema().to_arrow()).serialize().to_pybytes().hex(), "partition_columns": partition_columns, "by_shard": by_shard}
+        tables[name] = {
+            "path": str(loaded.config.table_path(f"index/{family}/{name}")),
+            "schema": pa.schema(opened.schema().to_arrow()).serialize().to_pybytes().hex(),
+            "partition_columns": partition_columns,
+            "by_shard": by_shard,
+        }
     return {s: {name: {**{k: v for k, v in t.items() if k != "by_shard"}, "files": t["by_shard"][s]} for name, t in tables.items()} for s in shards}
 
 

@@ -157,10 +157,7 @@ def build_family(config: LakeConfig, spark: SparkSession | None, plan: FamilyPla
     """Run ``plan``: build the family's tables and write them shard by shard."""
     started = time.perf_counter()
     family, rewritten, previous_manifest = plan.family, plan.rewritten, plan.manifest
-    progress.say(
-        f"  {family}: {'full build (' + plan.reason + ')' if plan.full else 'incremental'}, "
-        f"{len(plan.changed)} changed dataset(s), {len(rewritten)} of {plan.n_shards} shard(s) to write"
-    )
+    progress.say(f"  {family}: {'full build (' + plan.reason + ')' if plan.full else 'incremental'}, {len(plan.changed)} changed dataset(s), {len(rewritten)} of {plan.n_shards} shard(s) to write")
     write_manifest(config.home, family, _manifest(plan, previous_manifest, PENDING, build_id, {}, 0.0), operation=f"index:{family}:pending")
     if plan.local:
         progress.say(f"  {family}: a small update, built in this process")
@@ -173,10 +170,7 @@ def build_family(config: LakeConfig, spark: SparkSession | None, plan: FamilyPla
     staleness = 0.0 if not global_tables else float(builder.staleness(global_tables))
     shard_rows = _shard_rows(config, family, tables, builder.GLOBAL_TABLES)
     write_manifest(config.home, family, _manifest(plan, previous_manifest, COMPLETE, build_id, shard_rows, staleness), operation=f"index:{family}")
-    rows = {
-        n: delta.open_table(config.table_path(f"index/{family}/{n}")).count() if n in builder.GLOBAL_TABLES else sum(r.get(n, 0) for r in shard_rows.values())
-        for n in tables
-    }
+    rows = {n: delta.open_table(config.table_path(f"index/{family}/{n}")).count() if n in builder.GLOBAL_TABLES else sum(r.get(n, 0) for r in shard_rows.values()) for n in tables}
     return FamilyBuild(family, plan.full, plan.reason, plan.n_shards, rewritten, len(plan.changed), rows, staleness, time.perf_counter() - started)
 
 
@@ -335,8 +329,13 @@ def _write(config: LakeConfig, family: str, name: str, frame: DataFrame, plan: F
         raise ValueError(f"index/{family}/{name} is not a global table of {family} but has no {SHARD!r} column")
     # One task per shard, so each rewritten shard becomes one file.
     spark_delta.write_table(
-        frame.repartition(SHARD), path, schema, partition_by=[SHARD],
-        replace="all" if plan.full else "partitions", replace_values=[str(s) for s in plan.rewritten], operation=operation,
+        frame.repartition(SHARD),
+        path,
+        schema,
+        partition_by=[SHARD],
+        replace="all" if plan.full else "partitions",
+        replace_values=[str(s) for s in plan.rewritten],
+        operation=operation,
     )
 
 

@@ -91,22 +91,13 @@ def staleness(tables: Mapping[str, pa.Table]) -> float:
 
 def _raw_tokens(cells: DataFrame) -> DataFrame:
     """Step 1, RawTokens: distinct (token, set_id, dataset_id)."""
-    return (
-        cells.where(F.col("value").isNotNull())
-        .select(F.col("value").alias("token"), F.col("column_id").alias("set_id"), "dataset_id")
-        .distinct()
-    )
+    return cells.where(F.col("value").isNotNull()).select(F.col("value").alias("token"), F.col("column_id").alias("set_id"), "dataset_id").distinct()
 
 
 def _ordered_tokens(spark: SparkSession, raw: DataFrame, first_id: int) -> tuple[DataFrame, int]:
     """Step 2: TokenIDs from ``first_id`` in the order (length, Murmur3 hash, list, token), and
     how many tokens were numbered. ``raw`` must hold every entry of these tokens' lists."""
-    lists = (
-        raw.groupBy("token")
-        .agg(F.array_sort(F.collect_list("set_id")).alias("sets"))
-        .withColumn("frequency", F.size("sets"))
-        .withColumn("hash", F.hash("sets"))
-    )
+    lists = raw.groupBy("token").agg(F.array_sort(F.collect_list("set_id")).alias("sets")).withColumn("frequency", F.size("sets")).withColumn("hash", F.hash("sets"))
     return _consecutive_ids(spark, lists.orderBy("frequency", "hash", "sets", "token"), first_id)
 
 
@@ -141,9 +132,7 @@ def _integer_sets(raw: DataFrame, tokens: DataFrame, n_shards: int) -> tuple[Dat
         .withColumn("size", F.size("tokens"))
         .withColumn("shard", shard_column(n_shards))
     )
-    postings = sets.select(
-        "set_id", "dataset_id", "shard", F.col("size").alias("set_size"), F.posexplode("tokens").alias("position", "token_id")
-    )
+    postings = sets.select("set_id", "dataset_id", "shard", F.col("size").alias("set_size"), F.posexplode("tokens").alias("position", "token_id"))
     return sets, postings
 
 

@@ -146,14 +146,7 @@ def _superkeys(cells: DataFrame, bits: int, n_shards: int) -> DataFrame:
     names = [f"w{i}" for i in range(words_per_key(bits))]
     schema = "value string, " + ", ".join(f"{n} bigint" for n in names)
     hashed = cells.select("value").distinct().mapInArrow(_xash_batches(bits), schema)
-    per_row = (
-        cells.select("dataset_id", "row_id", "value")
-        .join(hashed, "value")
-        .groupBy("dataset_id", "row_id")
-        .agg(*(F.bit_or(n).alias(n) for n in names))
-    )
+    per_row = cells.select("dataset_id", "row_id", "value").join(hashed, "value").groupBy("dataset_id", "row_id").agg(*(F.bit_or(n).alias(n) for n in names))
     # hex() of a bigint is its two's complement, i.e. the unsigned word, without leading zeros.
     key = F.unhex(F.concat(*(F.lpad(F.hex(n), 16, "0") for n in names)))
-    return per_row.select(
-        "dataset_id", "row_id", key.alias("superkey"), F.lit(bits).cast("int").alias("bits"), shard_column(n_shards)
-    )
+    return per_row.select("dataset_id", "row_id", key.alias("superkey"), F.lit(bits).cast("int").alias("bits"), shard_column(n_shards))

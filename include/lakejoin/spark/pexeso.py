@@ -101,13 +101,7 @@ def _assign_partitions(spark: SparkSession, keyed: DataFrame, n_partitions: int,
             region = nearest_region(_vectors_of(batch, metric), references)
             yield pa.record_batch({"column_id": batch.column("column_id"), "region": pa.array(region)})
 
-    counts = (
-        keyed.select("column_id", "vector")
-        .mapInArrow(regions, "column_id long, region long")
-        .groupBy("column_id", "region")
-        .count()
-        .collect()
-    )
+    counts = keyed.select("column_id", "vector").mapInArrow(regions, "column_id long, region long").groupBy("column_id", "region").count().collect()
     columns, labels = column_partitions(
         np.asarray([r["column_id"] for r in counts], dtype=np.int64),
         np.asarray([r["region"] for r in counts], dtype=np.int64),
@@ -154,17 +148,17 @@ def _map_rows(parts: DataFrame, plans: dict[int, PartitionPlan], metric: str, n_
 
 def _cells(mapped: DataFrame) -> DataFrame:
     """The inverted index: sorted vector ids per (partition, leaf cell, column) (a column has one shard)."""
-    return mapped.groupBy(SHARD, "partition", "cell", "column_id").agg(
-        F.sort_array(F.collect_list("vector_id")).alias("vector_ids")
-    )
+    return mapped.groupBy(SHARD, "partition", "cell", "column_id").agg(F.sort_array(F.collect_list("vector_id")).alias("vector_ids"))
 
 
 def _sizes(mapped: DataFrame) -> dict[int, tuple[int, int, int, int]]:
     """Per partition of ``mapped`` rows (with ``outside``): (vectors, columns, outside the bounds,
     inserted since the last full build)."""
     counts = mapped.groupBy("partition").agg(
-        F.count("*").alias("n"), F.countDistinct("column_id").alias("columns"),
-        F.sum(F.col("outside").cast("long")).alias("outside"), F.sum(F.col("inserted").cast("long")).alias("inserted"),
+        F.count("*").alias("n"),
+        F.countDistinct("column_id").alias("columns"),
+        F.sum(F.col("outside").cast("long")).alias("outside"),
+        F.sum(F.col("inserted").cast("long")).alias("inserted"),
     )
     return {r["partition"]: (r["n"], r["columns"], r["outside"] or 0, r["inserted"] or 0) for r in counts.collect()}
 
@@ -276,9 +270,7 @@ def _insert(spark: SparkSession, vectors: DataFrame, previous: dict[str, DataFra
         added = _sizes(mapped_new)
         mapped = mapped.unionByName(mapped_new.select(*MAPPED_SCHEMA.names))
         cells = cells.unionByName(_cells(mapped_new).select(*CELLS_SCHEMA.names))
-    params = [
-        {**s, **updated_sizes(s, removed.get(p, (0, 0, 0, 0)), added.get(p, (0, 0, 0, 0)))} for p, s in settings.items()
-    ]
+    params = [{**s, **updated_sizes(s, removed.get(p, (0, 0, 0, 0)), added.get(p, (0, 0, 0, 0)))} for p, s in settings.items()]
     return _tables(spark, mapped, cells, plans, params)
 
 

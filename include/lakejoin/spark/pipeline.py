@@ -115,8 +115,14 @@ def _ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_f
 
 
 def build_indexes(
-    config: LakeConfig, progress: Progress, spark: SparkSession | None = None, families: tuple[str, ...] = FAMILIES,
-    *, build_id: str | None = None, shards: int | None = None, wait: float = 0.0,
+    config: LakeConfig,
+    progress: Progress,
+    spark: SparkSession | None = None,
+    families: tuple[str, ...] = FAMILIES,
+    *,
+    build_id: str | None = None,
+    shards: int | None = None,
+    wait: float = 0.0,
 ) -> dict[str, FamilyBuild]:
     """Bring each family's index up to date with the catalog, shard by shard
     (``lakejoin.spark.indexing``): only the shards holding a dataset changed since the family's
@@ -129,9 +135,7 @@ def build_indexes(
         return _build_indexes(config, progress, spark, families, held.build_id, shards)
 
 
-def _build_indexes(
-    config: LakeConfig, progress: Progress, spark: SparkSession | None, families: tuple[str, ...], build_id: str, shards: int | None
-) -> dict[str, FamilyBuild]:
+def _build_indexes(config: LakeConfig, progress: Progress, spark: SparkSession | None, families: tuple[str, ...], build_id: str, shards: int | None) -> dict[str, FamilyBuild]:
     if not delta.exists(config.table_path(COLUMNS)):
         progress.say("  nothing ingested yet: no index to build")
         return {}
@@ -228,8 +232,14 @@ def _parse(config: LakeConfig, spark: SparkSession | None, plan: catalog.Plan, o
     suites = _baseline_suites(config)
     tasks = [
         ParseTask(
-            d, str(r.local_path), r.format, plan.content_sha[d], str(config.raw_dir / f"{plan.content_sha[d]}.parquet"),
-            options.max_bytes, (plan.rows[d]["version"] + 1) if d in plan.rows else 1, suites.get(d),
+            d,
+            str(r.local_path),
+            r.format,
+            plan.content_sha[d],
+            str(config.raw_dir / f"{plan.content_sha[d]}.parquet"),
+            options.max_bytes,
+            (plan.rows[d]["version"] + 1) if d in plan.rows else 1,
+            suites.get(d),
         )
         for d, r in plan.to_parse.items()
     ]
@@ -242,10 +252,15 @@ def _parse(config: LakeConfig, spark: SparkSession | None, plan: catalog.Plan, o
     for outcome in outcomes:
         staged = str(config.raw_dir / f"{plan.content_sha[outcome.dataset_id]}.parquet")
         if catalog.apply_parse_outcome(plan, outcome.dataset_id, outcome.ok, outcome.reason, outcome.rows, len(outcome.columns), staged):
-            rewritten.append({
-                "dataset_id": outcome.dataset_id, "content_sha256": plan.content_sha[outcome.dataset_id], "staged_path": staged,
-                "profiles": outcome.profiles, "keys": outcome.keys,
-            })
+            rewritten.append(
+                {
+                    "dataset_id": outcome.dataset_id,
+                    "content_sha256": plan.content_sha[outcome.dataset_id],
+                    "staged_path": staged,
+                    "profiles": outcome.profiles,
+                    "keys": outcome.keys,
+                }
+            )
     return rewritten
 
 
@@ -284,13 +299,24 @@ def _write_cells(config: LakeConfig, spark: SparkSession | None, rewritten: list
     if spark is None:  # a small ingest: the same melt and writer, in this process
         cells = melt_staged(iter([pa.RecordBatch.from_pylist(staged)])) if staged else iter(())
         return delta.write_rows(
-            config.table_path(CELLS), cells, CELLS_SCHEMA, partition_by=["dataset_id"], replace="partitions",
-            replace_values=sorted(changed), operation="cells",
+            config.table_path(CELLS),
+            cells,
+            CELLS_SCHEMA,
+            partition_by=["dataset_id"],
+            replace="partitions",
+            replace_values=sorted(changed),
+            operation="cells",
         )
     tasks = cells_tasks(spark, staged) if staged else spark.createDataFrame([], "dataset_id string, content_sha256 string, staged_path string")
     return spark_delta.write_table(
-        tasks, config.table_path(CELLS), CELLS_SCHEMA, partition_by=["dataset_id"], replace="partitions",
-        replace_values=sorted(changed), operation="cells", produce=melt_staged,
+        tasks,
+        config.table_path(CELLS),
+        CELLS_SCHEMA,
+        partition_by=["dataset_id"],
+        replace="partitions",
+        replace_values=sorted(changed),
+        operation="cells",
+        produce=melt_staged,
     )
 
 

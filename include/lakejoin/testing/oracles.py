@@ -19,9 +19,7 @@ def _query_set(query: Iterable[str]) -> set[str]:
     return tokens
 
 
-def overlap_topk(
-    query: Iterable[str], sets: Mapping[Hashable, Iterable[str]], k: int
-) -> list[tuple[Hashable, int]]:
+def overlap_topk(query: Iterable[str], sets: Mapping[Hashable, Iterable[str]], k: int) -> list[tuple[Hashable, int]]:
     """Exact top-k overlap set similarity search (JOSIE thesis Def. 3.1.1) by brute force.
 
     Returns up to ``k`` pairs ``(set_id, |Q ∩ X|)``, sorted by overlap descending then set_id
@@ -36,9 +34,7 @@ def overlap_topk(
     return ranked[:k]
 
 
-def containment_search(
-    query: Iterable[str], sets: Mapping[Hashable, Iterable[str]], threshold: float
-) -> dict[Hashable, float]:
+def containment_search(query: Iterable[str], sets: Mapping[Hashable, Iterable[str]], threshold: float) -> dict[Hashable, float]:
     """Exact containment threshold search (thesis Ch. 2, the problem LSH Ensemble approximates).
 
     Returns ``{set_id: |Q ∩ X| / |Q|}`` for every set whose containment of the query is at

@@ -39,9 +39,7 @@ from lakejoin.normalize import normalize_value
 # Shared sampling helpers
 
 
-def _power_law(
-    rng: np.random.Generator, low: int, high: int, exponent: float, n: int
-) -> np.ndarray:
+def _power_law(rng: np.random.Generator, low: int, high: int, exponent: float, n: int) -> np.ndarray:
     """``n`` integers in ``[low, high]`` with P(x) ∝ x^-exponent (a bounded Zipf law).
 
     Inverse-CDF sampling of the continuous bounded power law on ``[low, high + 1)``, floored:
@@ -85,14 +83,10 @@ class SetLakeShape:
 SHAPES: dict[str, SetLakeShape] = {
     # Open Data (Table 3.1: avg set size 1,540, one distinct token per two set tokens): few large
     # sets, sizes up to tens of thousands, a vocabulary far larger than the number of sets.
-    "opendata": SetLakeShape(
-        min_size=10, max_size=20_000, size_exponent=1.8, vocab_per_set=50.0, token_exponent=1.0
-    ),
+    "opendata": SetLakeShape(min_size=10, max_size=20_000, size_exponent=1.8, vocab_per_set=50.0, token_exponent=1.0),
     # Web Tables (Table 3.1: avg set size 10, max 17,030 over 163 M sets; here the 5-100 body of
     # that distribution): many small sets over a small, heavy-tailed vocabulary.
-    "webtable": SetLakeShape(
-        min_size=5, max_size=100, size_exponent=2.0, vocab_per_set=0.5, token_exponent=1.2
-    ),
+    "webtable": SetLakeShape(min_size=5, max_size=100, size_exponent=2.0, vocab_per_set=0.5, token_exponent=1.2),
 }
 
 
@@ -110,15 +104,11 @@ def _shape(shape: str, overrides: Mapping[str, object]) -> SetLakeShape:
         raise ValueError(f"unknown set lake shape {shape!r}; expected one of {sorted(SHAPES)}")
     params = _overridden(SHAPES[shape], overrides, "set_lake")
     if not 1 <= params.min_size <= params.max_size:
-        raise ValueError(
-            f"need 1 <= min_size <= max_size, got {params.min_size}, {params.max_size}"
-        )
+        raise ValueError(f"need 1 <= min_size <= max_size, got {params.min_size}, {params.max_size}")
     return params
 
 
-def _draw_distinct_tokens(
-    rng: np.random.Generator, sizes: np.ndarray, vocab: int, exponent: float, max_rounds: int = 30
-) -> np.ndarray:
+def _draw_distinct_tokens(rng: np.random.Generator, sizes: np.ndarray, vocab: int, exponent: float, max_rounds: int = 30) -> np.ndarray:
     """Sorted keys ``set_index * vocab + token_rank``, each set holding ``sizes[i]`` distinct ranks.
 
     Zipf draws repeat frequent tokens inside a set, so sets are topped up with fresh draws for
@@ -127,9 +117,7 @@ def _draw_distinct_tokens(
 
     def draw(counts: np.ndarray) -> np.ndarray:
         set_index = np.repeat(np.arange(len(counts), dtype=np.int64), counts)
-        return _sorted_unique(
-            set_index * vocab + _power_law(rng, 1, vocab, exponent, len(set_index)) - 1
-        )
+        return _sorted_unique(set_index * vocab + _power_law(rng, 1, vocab, exponent, len(set_index)) - 1)
 
     def contains(sorted_keys: np.ndarray, keys: np.ndarray) -> np.ndarray:
         if not len(sorted_keys):
@@ -220,9 +208,7 @@ def plant_joinable(
         raise ValueError(f"containments must be a non-empty sequence in (0, 1], got {containments}")
     eligible = np.flatnonzero(np.array([len(s) for s in sets], dtype=np.int64) >= min_query_size)
     if len(eligible) < 2 * n_pairs:
-        raise ValueError(
-            f"only {len(eligible)} sets have >= {min_query_size} tokens; {n_pairs} pairs need {2 * n_pairs}"
-        )
+        raise ValueError(f"only {len(eligible)} sets have >= {min_query_size} tokens; {n_pairs} pairs need {2 * n_pairs}")
     rng = np.random.default_rng(seed)
     chosen = rng.choice(eligible, size=2 * n_pairs, replace=False).tolist()
     planted = []
@@ -233,9 +219,7 @@ def plant_joinable(
         q = len(sets[query_index])
         overlap = max(1, round(containments[i % len(containments)] * q))
         target_tokens = set(target)
-        shared = [
-            target[j] for j in sorted(rng.choice(len(target), size=overlap, replace=False).tolist())
-        ]
+        shared = [target[j] for j in sorted(rng.choice(len(target), size=overlap, replace=False).tolist())]
         own = [t for t in sets[query_index] if t not in target_tokens][: q - overlap]
         taken = target_tokens.union(own)
         fresh = (f"p{i}_{j}" for j in range(len(taken) + q))
@@ -261,22 +245,11 @@ _LAST = (
     "Sanchez Clark Ramirez Lewis Robinson Walker Young Allen King Wright Scott Torres Nguyen Hill "
     "Flores Green Adams Nelson Baker Hall Rivera Campbell Mitchell Carter Roberts"
 ).split()
-_PLACE_HEAD = (
-    "Ash Bel Cedar Clear Deer Eagle Elm Fair Glen Green Hazel High Iron Lake Maple Mill North Oak "
-    "Pine Red River Rock Silver Spring Stone Sun West White Wild Wolf"
-).split()
-_PLACE_TAIL = (
-    "field ford ton ville wood burg dale port view brook haven mont ridge water worth".split()
-)
+_PLACE_HEAD = ("Ash Bel Cedar Clear Deer Eagle Elm Fair Glen Green Hazel High Iron Lake Maple Mill North Oak Pine Red River Rock Silver Spring Stone Sun West White Wild Wolf").split()
+_PLACE_TAIL = "field ford ton ville wood burg dale port view brook haven mont ridge water worth".split()
 _PLACE_EXTRA = ("", "", "", " Springs", " Falls", " Heights", " Junction", " Valley")
-_COMPANY_HEAD = (
-    "Acme Apex Blue Bright Crown Delta Evergreen First Global Golden Harbor Liberty Metro "
-    "Northern Pacific Pioneer Prime Summit United Vertex"
-).split()
-_COMPANY_TRADE = (
-    "Analytics Builders Foods Logistics Media Motors Networks Pharma Power Systems Textiles "
-    "Energy Health Capital Farms"
-).split()
+_COMPANY_HEAD = ("Acme Apex Blue Bright Crown Delta Evergreen First Global Golden Harbor Liberty Metro Northern Pacific Pioneer Prime Summit United Vertex").split()
+_COMPANY_TRADE = ("Analytics Builders Foods Logistics Media Motors Networks Pharma Power Systems Textiles Energy Health Capital Farms").split()
 # Legal forms and street types with the abbreviations near-duplicates use.
 _COMPANY_FORM = {
     "Corporation": "Corp",
@@ -350,15 +323,9 @@ class _Domain:
 _DOMAINS: dict[str, _Domain] = {
     "person": _Domain(_person, ("name", "full_name", "contact_name", "owner", "inspector"), 2_500),
     "city": _Domain(_city, ("city", "city_name", "municipality", "town"), 2_250),
-    "company": _Domain(
-        _company, ("company", "vendor", "supplier_name", "employer", "contractor"), 2_400
-    ),
-    "address": _Domain(
-        _address, ("address", "street_address", "site_address", "location"), 100_000
-    ),
-    "product_code": _Domain(
-        _product_code, ("product_code", "sku", "item_code", "part_number"), 100_000
-    ),
+    "company": _Domain(_company, ("company", "vendor", "supplier_name", "employer", "contractor"), 2_400),
+    "address": _Domain(_address, ("address", "street_address", "site_address", "location"), 100_000),
+    "product_code": _Domain(_product_code, ("product_code", "sku", "item_code", "part_number"), 100_000),
     "zip_code": _Domain(_zip_code, ("zip", "zip_code", "postal_code"), 90_000),
     "date": _Domain(_date, ("date", "report_date", "event_date", "issued_on"), 9_000),
 }
@@ -462,8 +429,7 @@ class LakeParams:
 
 
 _TOPICS = (
-    "permits inspections contracts grants budget payroll schools parks transit housing licenses "
-    "incidents restaurants elections weather libraries procurement fleet utility_bills vendors"
+    "permits inspections contracts grants budget payroll schools parks transit housing licenses incidents restaurants elections weather libraries procurement fleet utility_bills vendors"
 ).split()
 
 
@@ -514,28 +480,18 @@ def _pair_of_tables(rng: np.random.Generator, tables: list[_Table]) -> tuple[_Ta
     return tables[a], tables[b]
 
 
-def _plant_joinable(
-    rng: np.random.Generator, tables: list[_Table], params: LakeParams, i: int
-) -> JoinablePair:
+def _plant_joinable(rng: np.random.Generator, tables: list[_Table], params: LakeParams, i: int) -> JoinablePair:
     left, right = _pair_of_tables(rng, tables)
     domain = _DOMAINS[_pick(rng, _JOIN_DOMAINS)]
     target = params.containments[i % len(params.containments)]
     # Bounded so that the overlap the containment asks for fits in the right table.
-    n_left = _distinct_size(
-        rng, min(left.n_rows - 1, domain.capacity // 4, int((right.n_rows - 1) / target))
-    )
+    n_left = _distinct_size(rng, min(left.n_rows - 1, domain.capacity // 4, int((right.n_rows - 1) / target)))
     overlap = max(1, min(round(target * n_left), right.n_rows - 1))
-    n_right = int(
-        rng.integers(overlap, max(overlap, min(right.n_rows - 1, domain.capacity // 4)) + 1)
-    )
+    n_right = int(rng.integers(overlap, max(overlap, min(right.n_rows - 1, domain.capacity // 4)) + 1))
     pool = _distinct(rng, domain, n_left + n_right - overlap)
     left_values, right_values = pool[:n_left], pool[:overlap] + pool[n_left:]
-    left_column = left.add_column(
-        domain.names, _spread(rng, left_values, left.n_rows, params.value_exponent), rng
-    )
-    right_column = right.add_column(
-        domain.names, _spread(rng, right_values, right.n_rows, params.value_exponent), rng
-    )
+    left_column = left.add_column(domain.names, _spread(rng, left_values, left.n_rows, params.value_exponent), rng)
+    right_column = right.add_column(domain.names, _spread(rng, right_values, right.n_rows, params.value_exponent), rng)
     left_set = {normalize_value(v) for v in left.columns[left_column]}
     right_set = {normalize_value(v) for v in right.columns[right_column]}
     shared = len(left_set & right_set)
@@ -579,9 +535,7 @@ def _key_parts(rng: np.random.Generator) -> list[_KeyPart]:
     ]
 
 
-def _distinct_tuples(
-    rng: np.random.Generator, parts: list[_KeyPart], n: int, exclude: frozenset
-) -> list[tuple[str, ...]]:
+def _distinct_tuples(rng: np.random.Generator, parts: list[_KeyPart], n: int, exclude: frozenset) -> list[tuple[str, ...]]:
     seen: dict[tuple[str, ...], None] = {}
     for _ in range(50 * n + 100):
         if len(seen) == n:
@@ -594,9 +548,7 @@ def _distinct_tuples(
     return list(seen)
 
 
-def _plant_composite(
-    rng: np.random.Generator, tables: list[_Table], params: LakeParams, i: int
-) -> CompositeKey:
+def _plant_composite(rng: np.random.Generator, tables: list[_Table], params: LakeParams, i: int) -> CompositeKey:
     query, target = _pair_of_tables(rng, tables)
     k = int(rng.integers(params.min_key_columns, params.max_key_columns + 1))
     all_parts = _key_parts(rng)
@@ -607,29 +559,18 @@ def _plant_composite(
     matching = max(1, min(round(share * n_query), target.n_rows - 1))
     n_target = int(rng.integers(matching, max(matching, min(target.n_rows - 1, capacity)) + 1))
     query_tuples = _distinct_tuples(rng, parts, n_query, frozenset())
-    target_tuples = query_tuples[:matching] + _distinct_tuples(
-        rng, parts, n_target - matching, frozenset(query_tuples)
-    )
+    target_tuples = query_tuples[:matching] + _distinct_tuples(rng, parts, n_target - matching, frozenset(query_tuples))
     query_rows = _spread(rng, query_tuples, query.n_rows, params.value_exponent)
     target_rows = _spread(rng, target_tuples, target.n_rows, params.value_exponent)
-    query_columns = [
-        query.add_column([p.query_name], [r[j] for r in query_rows], rng)
-        for j, p in enumerate(parts)
-    ]
-    target_columns = [
-        target.add_column([p.target_name], [r[j] for r in target_rows], rng)
-        for j, p in enumerate(parts)
-    ]
+    query_columns = [query.add_column([p.query_name], [r[j] for r in query_rows], rng) for j, p in enumerate(parts)]
+    target_columns = [target.add_column([p.target_name], [r[j] for r in target_rows], rng) for j, p in enumerate(parts)]
     query.order_constraint.append((query_columns, query_columns))
     # Target order: a permutation of the query order that is never the identity.
     permuted = list(reversed(target_columns))
     target.order_constraint.append((target_columns, permuted))
 
     def normalized_tuples(table: _Table, columns: list[str]) -> set[tuple]:
-        return {
-            tuple(normalize_value(v) for v in row)
-            for row in zip(*(table.columns[c] for c in columns))
-        }
+        return {tuple(normalize_value(v) for v in row) for row in zip(*(table.columns[c] for c in columns))}
 
     query_set = normalized_tuples(query, query_columns)
     return CompositeKey(
@@ -688,15 +629,11 @@ def _variant(rng: np.random.Generator, domain: str, original: str) -> str:
     return text.upper() if recase == 1 else text.lower() if recase == 2 else text
 
 
-def _plant_near_duplicate(
-    rng: np.random.Generator, tables: list[_Table], params: LakeParams
-) -> NearDuplicate:
+def _plant_near_duplicate(rng: np.random.Generator, tables: list[_Table], params: LakeParams) -> NearDuplicate:
     left, right = _pair_of_tables(rng, tables)
     domain_name = _pick(rng, _NEAR_DUPLICATE_DOMAINS)
     domain = _DOMAINS[domain_name]
-    originals = _distinct(
-        rng, domain, _distinct_size(rng, min(right.n_rows - 1, domain.capacity // 4))
-    )
+    originals = _distinct(rng, domain, _distinct_size(rng, min(right.n_rows - 1, domain.capacity // 4)))
     taken = {normalize_value(o) for o in originals}
     pairs = []
     for original in originals[: _distinct_size(rng, min(left.n_rows - 1, len(originals)))]:
@@ -710,12 +647,8 @@ def _plant_near_duplicate(
     if not pairs:
         raise AssertionError("no near-duplicate variant could be drawn")
     variants = [p[0] for p in pairs]
-    right_column = right.add_column(
-        domain.names, _spread(rng, originals, right.n_rows, params.value_exponent), rng
-    )
-    left_column = left.add_column(
-        domain.names, _spread(rng, variants, left.n_rows, params.value_exponent), rng
-    )
+    right_column = right.add_column(domain.names, _spread(rng, originals, right.n_rows, params.value_exponent), rng)
+    left_column = left.add_column(domain.names, _spread(rng, variants, left.n_rows, params.value_exponent), rng)
     return NearDuplicate(
         left_table=left.name,
         left_column=left_column,
@@ -743,10 +676,7 @@ def _add_filler(rng: np.random.Generator, table: _Table, params: LakeParams) -> 
         ),
         (
             ("status", "category", "type"),
-            lambda: [
-                _pick(rng, ("Active", "Closed", "Pending", "Approved", "Denied", "Open"))
-                for _ in range(n - 1)
-            ],
+            lambda: [_pick(rng, ("Active", "Closed", "Pending", "Approved", "Denied", "Open")) for _ in range(n - 1)],
         ),
     ]
     for j in rng.choice(len(makers), size=int(rng.integers(2, 5)), replace=False).tolist():
@@ -761,9 +691,7 @@ def _add_unique_key(rng: np.random.Generator, table: _Table) -> UniqueKey:
     entity = topic[:-1] if topic.endswith("s") else topic
     start = int(rng.integers(1, 50)) * 1000
     ids = (start + rng.permutation(table.n_rows)).tolist()
-    values = (
-        [str(v) for v in ids] if rng.random() < 0.5 else [f"{entity[:3].upper()}-{v}" for v in ids]
-    )
+    values = [str(v) for v in ids] if rng.random() < 0.5 else [f"{entity[:3].upper()}-{v}" for v in ids]
     table.key_column = table.add_column([f"{entity}_id"], values, rng)
     return UniqueKey(table=table.name, column=table.key_column)
 
@@ -786,9 +714,7 @@ def _write_csv(path: Path, table: _Table, order: list[str]) -> None:
         writer.writerows(zip(*(table.columns[c] for c in order)))
 
 
-def generate_lake(
-    out_dir: str | Path, n_tables: int = 100, seed: int = 0, **overrides: object
-) -> GroundTruth:
+def generate_lake(out_dir: str | Path, n_tables: int = 100, seed: int = 0, **overrides: object) -> GroundTruth:
     """Write ``n_tables`` CSV tables and ``ground_truth.json`` into ``out_dir``; return the truth.
 
     Table sizes follow a power law on ``[min_rows, max_rows]``; values in a column follow a Zipf
@@ -802,15 +728,11 @@ def generate_lake(
         raise ValueError(f"n_tables must be >= 2, got {n_tables}")
     params = _overridden(LakeParams(), overrides, "generate_lake")
     if not 5 <= params.min_rows <= params.max_rows:
-        raise ValueError(
-            f"need 5 <= min_rows <= max_rows, got {params.min_rows}, {params.max_rows}"
-        )
+        raise ValueError(f"need 5 <= min_rows <= max_rows, got {params.min_rows}, {params.max_rows}")
     if not 2 <= params.min_key_columns <= params.max_key_columns <= 5:
         raise ValueError("need 2 <= min_key_columns <= max_key_columns <= 5")
     rng = np.random.default_rng(seed)
-    sizes = _power_law(
-        rng, params.min_rows, params.max_rows, params.rows_exponent, n_tables
-    ).tolist()
+    sizes = _power_law(rng, params.min_rows, params.max_rows, params.rows_exponent, n_tables).tolist()
     tables = [_Table(f"{_pick(rng, _TOPICS)}_{i:03d}", n) for i, n in enumerate(sizes)]
     truth = GroundTruth(tables=[t.name for t in tables], seed=seed)
     for table in tables:

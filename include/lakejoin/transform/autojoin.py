@@ -63,8 +63,7 @@ class AutoJoinConfig:
             raise ValueError("Auto-Join sizes (top_pairs, subsets, subset_size, ...) must be >= 1")
 
 
-def sampling_rates(n_source: int, n_target: int, participation: float = 0.1,
-                   needed: int = 4, slack: float = 0.8) -> tuple[float, float]:
+def sampling_rates(n_source: int, n_target: int, participation: float = 0.1, needed: int = 4, slack: float = 0.8) -> tuple[float, float]:
     """(p_s, p_t) of §4.5 with the erratum fixed; 1.0 means "use the whole column"."""
     c = needed / (1.0 - slack)
     p_s = math.sqrt(c / (participation * n_source))
@@ -158,16 +157,14 @@ def _substring_params(piece: str, output: str):
 def _candidate_ops(value: str, output: str, others: Sequence[str]) -> list[Unit]:
     """Operators enumerated on the first example (the others only filter them)."""
     ops: list[Unit] = [Literal(text) for text in _longest_common_substrings([output, *others])]
-    ops.extend(Substring(start, length) for start, length in _substring_params(value, output)
-               if length is not None)
+    ops.extend(Substring(start, length) for start, length in _substring_params(value, output) if length is not None)
     for sep in _separators(value):
         pieces = value.split(sep)
         if len(pieces) < 2:
             continue
         for m, piece in enumerate(pieces):
             for index in (m, m - len(pieces)):
-                ops.extend(SplitSubstring(sep, index, start, length)
-                           for start, length in _substring_params(piece, output))
+                ops.extend(SplitSubstring(sep, index, start, length) for start, length in _substring_params(piece, output))
                 for sep2 in _separators(piece):
                     if sep2 == sep:
                         continue
@@ -224,7 +221,7 @@ def try_learn_transform(inputs: Sequence[str], outputs: Sequence[str], config: A
             left = learn([goal[:cut] for goal, cut in zip(goals, cuts)], ops_left - 1)
             if left is None:
                 continue
-            right_goals = [goal[cut + len(out):] for goal, cut, out in zip(goals, cuts, produced)]
+            right_goals = [goal[cut + len(out) :] for goal, cut, out in zip(goals, cuts, produced)]
             right = learn(right_goals, ops_left - 1 - len(left))
             if right is not None:
                 return (*left, op, *right)
@@ -306,17 +303,16 @@ class AutoJoinResult:
     pairs: list[tuple[int, int]]  # joined (source row, target row) with the best program
 
 
-def learn(source: Sequence[str], target: Sequence[str], config: AutoJoinConfig = AutoJoinConfig(),
-          learn_source: Sequence[int] | None = None, learn_target: Sequence[int] | None = None) -> AutoJoinResult:
+def learn(
+    source: Sequence[str], target: Sequence[str], config: AutoJoinConfig = AutoJoinConfig(), learn_source: Sequence[int] | None = None, learn_target: Sequence[int] | None = None
+) -> AutoJoinResult:
     """Auto-Join of two columns of distinct values; learning may run on row samples."""
     src_rows = list(range(len(source))) if learn_source is None else list(learn_source)
     tgt_rows = list(range(len(target))) if learn_target is None else list(learn_target)
     scored = qgram_pairs([source[i] for i in src_rows], [target[j] for j in tgt_rows])
     examples = [(src_rows[s], tgt_rows[t]) for _, s, t in scored[: config.top_pairs]]
     rng = random.Random(config.seed)
-    subsets = [examples] if len(examples) <= config.subset_size else [
-        rng.sample(examples, config.subset_size) for _ in range(config.subsets)
-    ]
+    subsets = [examples] if len(examples) <= config.subset_size else [rng.sample(examples, config.subset_size) for _ in range(config.subsets)]
     programs: dict[Program, None] = {}
     for subset in dict.fromkeys(tuple(sorted(s)) for s in subsets):
         program = try_learn_transform([source[s] for s, _ in subset], [target[t] for _, t in subset], config)
@@ -326,8 +322,7 @@ def learn(source: Sequence[str], target: Sequence[str], config: AutoJoinConfig =
     ranked: list[tuple[Program, list[tuple[int, int]]]] = []
     best_pairs: list[tuple[int, int]] = []
     for program in programs:
-        joined = [(row, target_row[out]) for row, value in enumerate(source)
-                  if (out := apply_program(program, value)) is not None and out in target_row]
+        joined = [(row, target_row[out]) for row, value in enumerate(source) if (out := apply_program(program, value)) is not None and out in target_row]
         ranked.append((program, joined))
     ranked.sort(key=lambda item: (-len({t for _, t in item[1]}), simplicity_key(item[0])))
     if ranked:

@@ -82,8 +82,7 @@ def _learning_sample(n_source: int, n_target: int, seed: int) -> tuple[list[int]
 
 
 def _equi_join(program: Program, source: Sequence[str], target_row: Mapping[str, int]) -> list[tuple[int, int]]:
-    return [(row, target_row[out]) for row, value in enumerate(source)
-            if (out := normalized_output(program, value)) is not None and out in target_row]
+    return [(row, target_row[out]) for row, value in enumerate(source) if (out := normalized_output(program, value)) is not None and out in target_row]
 
 
 def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tuple[list[dict], set, bool]:
@@ -98,14 +97,14 @@ def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tup
         return transformations, joined, True
     if not config.sample_targets:
         learn_target = list(range(len(target)))
-    matched = match_rows([source[i] for i in learn_source], [target[j] for j in learn_target],
-                         n_fallback=config.gram_fallback)
+    matched = match_rows([source[i] for i in learn_source], [target[j] for j in learn_target], n_fallback=config.gram_fallback)
     pairs = [(source[learn_source[s]], target[learn_target[t]]) for s, t in matched]
     if config.max_learn_chars is not None:
         pairs = [(s, t) for s, t in pairs if max(len(s), len(t)) <= config.max_learn_chars]
     result = cst.learn(pairs, config)
-    if config.short_values is not None and max(_mean_length(source), _mean_length(target)) <= config.short_values \
-            and _explained(result) < WIDER_BOUNDS_BELOW:  # short values afford the wider bounds: retry
+    if (
+        config.short_values is not None and max(_mean_length(source), _mean_length(target)) <= config.short_values and _explained(result) < WIDER_BOUNDS_BELOW
+    ):  # short values afford the wider bounds: retry
         wider = cst.learn(pairs, dataclasses.replace(config, **cst.SHORT_BOUNDS, max_generated=cst.SHORT_BOUNDS_WORK))
         result = wider if _explained(wider) > _explained(result) else result
     for learned in result.cover:
@@ -113,10 +112,16 @@ def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tup
         used = coverage >= config.join_support and not is_constant(learned.program)
         rows = [pair for pair in _equi_join(learned.program, source, target_row) if pair[0] not in claimed] if used else []
         joined.update(rows)
-        transformations.append({
-            "program": program_text(learned.program), "coverage": round(coverage, 6),
-            "covered_pairs": len(learned.rows), "gain": learned.gain, "used": used, "joined": len(rows),
-        })
+        transformations.append(
+            {
+                "program": program_text(learned.program),
+                "coverage": round(coverage, 6),
+                "covered_pairs": len(learned.rows),
+                "gain": learned.gain,
+                "used": used,
+                "joined": len(rows),
+            }
+        )
     if config.join_with == "supported":
         for program, _ in result.supported:
             if not is_constant(program):
@@ -135,8 +140,7 @@ def _explained(result: cst.CSTResult) -> float:
     return len({row for learned in result.cover for row in learned.rows}) / max(1, result.pairs)
 
 
-def _reformat(source: list[str], learn_source: list[int], target_row: Mapping[str, int], config: cst.CSTConfig,
-              joined: set) -> tuple[list[dict], set[int]]:
+def _reformat(source: list[str], learn_source: list[int], target_row: Mapping[str, int], config: cst.CSTConfig, joined: set) -> tuple[list[dict], set[int]]:
     """Number, date and character-class programs (:mod:`.reformat`) learned on the sampled
     source rows, each kept when it joins at least the support threshold of rows no program
     before it joined (those rows' pairs are added to ``joined``). Returns the entries and the
@@ -152,8 +156,7 @@ def _reformat(source: list[str], learn_source: list[int], target_row: Mapping[st
             joined.update(rows)
             if any(isinstance(unit, (Number, Date)) for unit in program):
                 claimed.update(row for row, _ in rows)
-            entries.append({"program": program_text(program), "coverage": round(count / len(learn_source), 6),
-                            "covered_pairs": count, "gain": gain, "used": True, "joined": len(rows)})
+            entries.append({"program": program_text(program), "coverage": round(count / len(learn_source), 6), "covered_pairs": count, "gain": gain, "used": True, "joined": len(rows)})
     return entries, claimed
 
 
@@ -164,15 +167,19 @@ def _run_autojoin(source: list[str], target: list[str], config: autojoin.AutoJoi
     transformations = []
     for rank, (program, joined_targets) in enumerate(result.ranked):
         covered = sum(apply_program(program, s) == t for s, t in examples)
-        transformations.append({
-            "program": program_text(program), "coverage": round(covered / max(1, len(examples)), 6),
-            "covered_pairs": covered, "used": rank == 0, "joined": joined_targets,
-        })
+        transformations.append(
+            {
+                "program": program_text(program),
+                "coverage": round(covered / max(1, len(examples)), 6),
+                "covered_pairs": covered,
+                "used": rank == 0,
+                "joined": joined_targets,
+            }
+        )
     return transformations, set(result.pairs), False
 
 
-def learn_and_join(source_values: Sequence[str], target_values: Sequence[str], method: str = DEFAULT_METHOD,
-                   direction: str = "auto", **params) -> dict:
+def learn_and_join(source_values: Sequence[str], target_values: Sequence[str], method: str = DEFAULT_METHOD, direction: str = "auto", **params) -> dict:
     """Learn transformations from ``source_values`` to ``target_values`` and equi-join with them.
 
     ``method``: "cst" (the paper's web configuration; ``max_placeholders=4`` gives its spreadsheet
@@ -194,8 +201,7 @@ def learn_and_join(source_values: Sequence[str], target_values: Sequence[str], m
     if unknown:
         raise ValueError(f"unknown parameters {unknown} for method {method!r}; known: {sorted(fields)}")
     config = dataclasses.replace(METHODS[method], **params)
-    columns = {"forward": prepare_column(source_values, "source"),
-               "backward": prepare_column(target_values, "target")}
+    columns = {"forward": prepare_column(source_values, "source"), "backward": prepare_column(target_values, "target")}
     best: tuple[str, list[dict], set, list[str], list[str]] | None = None
     for name in _directions(direction, columns):
         learn_from, join_to = columns[name], columns["backward" if name == "forward" else "forward"]
@@ -215,8 +221,7 @@ def learn_and_join(source_values: Sequence[str], target_values: Sequence[str], m
             for raw_right in columns["backward" if name == "forward" else "forward"][right[target_row]]:
                 pair = (raw_left, raw_right) if name == "forward" else (raw_right, raw_left)
                 pairs.append({"source": pair[0], "target": pair[1]})
-    return {"method": method, "direction": name, "transformations": transformations, "pairs": pairs,
-            "seconds": round(time.perf_counter() - started, 4)}
+    return {"method": method, "direction": name, "transformations": transformations, "pairs": pairs, "seconds": round(time.perf_counter() - started, 4)}
 
 
 def _directions(direction: str, columns: Mapping[str, Mapping[str, list[str]]]) -> list[str]:

@@ -66,9 +66,7 @@ def _sample(lengths: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray
         return candidates
     half = max(1, n // 2)
     weights = lengths[candidates] / lengths[candidates].sum()
-    picked = np.concatenate(
-        (rng.choice(candidates, size=half), rng.choice(candidates, size=half, p=weights))
-    )
+    picked = np.concatenate((rng.choice(candidates, size=half), rng.choice(candidates, size=half, p=weights)))
     return picked[np.argsort(lengths[picked], kind="stable")]
 
 

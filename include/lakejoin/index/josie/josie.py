@@ -194,8 +194,25 @@ def _sift_down(keys, rows, n, root):
 
 @njit(cache=True)
 def _decide(
-    q, group, i, k, batch, s0, s1, list_cost, set_indptr, set_tokens, mark,
-    hot, cand, n_cand, n_unread, heap_values, heap_ids, n_heap, stats,
+    q,
+    group,
+    i,
+    k,
+    batch,
+    s0,
+    s1,
+    list_cost,
+    set_indptr,
+    set_tokens,
+    mark,
+    hot,
+    cand,
+    n_cand,
+    n_unread,
+    heap_values,
+    heap_ids,
+    n_heap,
+    stats,
 ):
     """One decision point after reading the list at query position ``i``.
 
@@ -314,8 +331,33 @@ def _decide(
 
 @njit(cache=True, inline="always")
 def _read_list(
-    token, i, skipped, nq, k, admit, read_below, s0, s1, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark,
-    hot, touched, n_touched, cand, n_cand, n_unread, heap_values, heap_ids, n_heap, stats, n_once,
+    token,
+    i,
+    skipped,
+    nq,
+    k,
+    admit,
+    read_below,
+    s0,
+    s1,
+    list_indptr,
+    post_set,
+    post_pos,
+    post_size,
+    set_indptr,
+    set_tokens,
+    mark,
+    hot,
+    touched,
+    n_touched,
+    cand,
+    n_cand,
+    n_unread,
+    heap_values,
+    heap_ids,
+    n_heap,
+    stats,
+    n_once,
 ):
     """Read the posting list of ``token`` at query position ``i`` (the last of a duplicate
     group of ``skipped + 1`` lists): add to the partial overlap and latest position of every
@@ -389,8 +431,33 @@ def _timed_list_reads(tokens, repeats, list_indptr, post_set, post_pos, post_siz
         n_touched = 0
         for t in tokens:
             n_touched = _read_list(
-                t, 0, 0, 1 << 30, 1, True, -np.inf, 0.0, 0.0, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark,
-                hot, touched, n_touched, cand, 0, 0, heap_values, heap_ids, 0, stats, 0,
+                t,
+                0,
+                0,
+                1 << 30,
+                1,
+                True,
+                -np.inf,
+                0.0,
+                0.0,
+                list_indptr,
+                post_set,
+                post_pos,
+                post_size,
+                set_indptr,
+                set_tokens,
+                mark,
+                hot,
+                touched,
+                n_touched,
+                cand,
+                0,
+                0,
+                heap_values,
+                heap_ids,
+                0,
+                stats,
+                0,
             )[0]
         for m in range(n_touched):
             hot[_PARTIAL, touched[m]] = _UNSEEN
@@ -398,8 +465,28 @@ def _timed_list_reads(tokens, repeats, list_indptr, post_set, post_pos, post_siz
 
 @njit(cache=True)
 def josie(
-    q, k, batch, s0, s1, l0, l1, d, list_indptr, post_set, post_pos, post_size, group, set_indptr, set_tokens, mark,
-    hot, touched, cand, out_sets, out_overlaps, stats,
+    q,
+    k,
+    batch,
+    s0,
+    s1,
+    l0,
+    l1,
+    d,
+    list_indptr,
+    post_set,
+    post_pos,
+    post_size,
+    group,
+    set_indptr,
+    set_tokens,
+    mark,
+    hot,
+    touched,
+    cand,
+    out_sets,
+    out_overlaps,
+    stats,
 ):
     """JOSIE (Algorithm 2) over the query's token ids ``q`` (ascending, all in the index),
     with batches of ``batch`` distinct lists (λ; 0: :func:`_query_batch` chooses it).
@@ -440,8 +527,33 @@ def josie(
         stats[0] += 1
         stats[2] += list_indptr[token + 1] - list_indptr[token]
         n_touched, n_cand, n_unread, n_heap, n_once = _read_list(
-            token, i, skipped, nq, k, admit, read_below, s0, s1, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark,
-            hot, touched, n_touched, cand, n_cand, n_unread, out_overlaps, out_sets, n_heap, stats, n_once,
+            token,
+            i,
+            skipped,
+            nq,
+            k,
+            admit,
+            read_below,
+            s0,
+            s1,
+            list_indptr,
+            post_set,
+            post_pos,
+            post_size,
+            set_indptr,
+            set_tokens,
+            mark,
+            hot,
+            touched,
+            n_touched,
+            cand,
+            n_cand,
+            n_unread,
+            out_overlaps,
+            out_sets,
+            n_heap,
+            stats,
+            n_once,
         )
         skipped = 0
         since_decision += 1
@@ -453,8 +565,25 @@ def josie(
             continue  # the decision would cost more than all the lists it could save
         since_decision = 0
         n_cand, n_unread, n_heap, read_below = _decide(
-            q, group, i, k, batch, s0, s1, list_cost, set_indptr, set_tokens, mark,
-            hot, cand, n_cand, n_unread, out_overlaps, out_sets, n_heap, stats,
+            q,
+            group,
+            i,
+            k,
+            batch,
+            s0,
+            s1,
+            list_cost,
+            set_indptr,
+            set_tokens,
+            mark,
+            hot,
+            cand,
+            n_cand,
+            n_unread,
+            out_overlaps,
+            out_sets,
+            n_heap,
+            stats,
         )
     if all_read:  # every list was read: partial overlaps of unread candidates are exact
         for c in range(n_cand):
@@ -493,8 +622,7 @@ def fit_decision_cost(set_indptr: np.ndarray, set_tokens: np.ndarray, cost: Read
             cand = table.copy()
             hot[_PARTIAL, table[:, _SET]] = 1
             started = time.perf_counter()
-            _decide(q, group, i, k, 20, cost.s0, cost.s1, list_cost, set_indptr, set_tokens, mark, hot, cand,
-                    n, n, np.full(k, 2, np.int64), np.zeros(k, np.int64), k, np.zeros(4, np.int64))
+            _decide(q, group, i, k, 20, cost.s0, cost.s1, list_cost, set_indptr, set_tokens, mark, hot, cand, n, n, np.full(k, 2, np.int64), np.zeros(k, np.int64), k, np.zeros(4, np.int64))
             best = min(best, time.perf_counter() - started)
         counts.append(n)
         times.append(best)
@@ -513,9 +641,7 @@ class JosieSearcher:
     scratch arrays); ``last_stats`` describes the latest query's reads.
     """
 
-    def __init__(
-        self, tables: Mapping[str, pa.Table], *, batch_size: int | None = None, read_cost: ReadCost | None = None, fit_samples: int = 1000
-    ) -> None:
+    def __init__(self, tables: Mapping[str, pa.Table], *, batch_size: int | None = None, read_cost: ReadCost | None = None, fit_samples: int = 1000) -> None:
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         missing = {"tokens", "sets", "postings"} - set(tables)
@@ -541,8 +667,18 @@ class JosieSearcher:
 
     def _time_list_reads(self, tokens: np.ndarray, repeats: int) -> None:
         _timed_list_reads(
-            tokens, repeats, self._list_indptr, self._post_set, self._post_pos, self._post_size, self._set_indptr, self._set_tokens,
-            self._mark, self._hot, self._touched, self._cand,
+            tokens,
+            repeats,
+            self._list_indptr,
+            self._post_set,
+            self._post_pos,
+            self._post_size,
+            self._set_indptr,
+            self._set_tokens,
+            self._mark,
+            self._hot,
+            self._touched,
+            self._cand,
         )
 
     def _load_sets(self, sets: pa.Table) -> None:
@@ -637,15 +773,45 @@ class JosieSearcher:
             return mergelist(q, k, self._list_indptr, self._post_set, self._group, self._counts, self._touched, out_sets, out_overlaps, stats)
         if algorithm == "probeset":
             return probeset(
-                q, k, self._list_indptr, self._post_set, self._post_pos, self._group, self._set_indptr,
-                self._set_tokens, self._mark, self._counts, self._touched, out_sets, out_overlaps, stats,
+                q,
+                k,
+                self._list_indptr,
+                self._post_set,
+                self._post_pos,
+                self._group,
+                self._set_indptr,
+                self._set_tokens,
+                self._mark,
+                self._counts,
+                self._touched,
+                out_sets,
+                out_overlaps,
+                stats,
             )
         cost = self.read_cost
         return josie(
-            q, k, self.batch_size or 0, cost.s0, cost.s1, cost.l0, cost.l1, cost.d, self._list_indptr, self._post_set,
-            self._post_pos, self._post_size, self._group, self._set_indptr, self._set_tokens, self._mark,
-            self._hot, self._touched, self._cand,
-            out_sets, out_overlaps, stats,
+            q,
+            k,
+            self.batch_size or 0,
+            cost.s0,
+            cost.s1,
+            cost.l0,
+            cost.l1,
+            cost.d,
+            self._list_indptr,
+            self._post_set,
+            self._post_pos,
+            self._post_size,
+            self._group,
+            self._set_indptr,
+            self._set_tokens,
+            self._mark,
+            self._hot,
+            self._touched,
+            self._cand,
+            out_sets,
+            out_overlaps,
+            stats,
         )
 
     def _result(self, set_index: int, overlap: int, size: int, known: dict[int, str]) -> dict:

@@ -163,8 +163,6 @@ def global_order(tokens: np.ndarray, indptr: np.ndarray, set_ids: np.ndarray) ->
     return order
 
 
-
-
 @njit(cache=True, inline="always")
 def _mix64(x: np.uint64) -> np.uint64:
     """SplitMix64's finalizer: a bijective scramble of a 64-bit word."""

@@ -84,9 +84,7 @@ class PrefixForest:
         self.offsets = np.concatenate([[0], np.cumsum((1 << self.bits) + 1)]).astype(np.int64)
         self.directory = _directory(self.keys, self.segments, self.bits, self.offsets)
 
-    def query(
-        self, signature: np.ndarray, partitions: np.ndarray, b: np.ndarray, r: np.ndarray, min_row: int = 0
-    ) -> np.ndarray:
+    def query(self, signature: np.ndarray, partitions: np.ndarray, b: np.ndarray, r: np.ndarray, min_row: int = 0) -> np.ndarray:
         """Rows ``>= min_row`` that share a depth-``r[i]`` prefix with the query in one of the
         first ``b[i]`` bands of partition ``partitions[i]`` (the union over partitions, Alg. 1),
         sorted, unique."""

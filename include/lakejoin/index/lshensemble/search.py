@@ -107,9 +107,7 @@ class LshEnsembleSearcher:
         signature = minhash_signatures([tokens], self.num_perm, self.seed)[0]
         return self.column_ids[self._candidates(signature, len(tokens), threshold)]
 
-    def search(
-        self, query: Iterable[str], threshold: float, verify: bool = False, k: int | None = None
-    ) -> list[dict]:
+    def search(self, query: Iterable[str], threshold: float, verify: bool = False, k: int | None = None) -> list[dict]:
         """Columns whose containment of ``query`` is at least ``threshold``.
 
         Each result is ``{"column_id", "containment_estimate"}`` plus the exact ``"containment"``
@@ -119,9 +117,7 @@ class LshEnsembleSearcher:
         """
         return merge_threshold_steps([self.search_steps(query, threshold, verify, k)], k)
 
-    def search_steps(
-        self, query: Iterable[str], threshold: float, verify: bool = False, k: int | None = None
-    ) -> list[dict]:
+    def search_steps(self, query: Iterable[str], threshold: float, verify: bool = False, k: int | None = None) -> list[dict]:
         """The steps of :meth:`search` on this index, for a merge with other shards' steps
         (``lakejoin.index.merge.merge_threshold_steps``): per threshold tried, descending,
         ``{"threshold", "reached": results scoring at least it, "results": the top k so far}``;

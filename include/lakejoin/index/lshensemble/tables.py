@@ -46,9 +46,7 @@ SIGNATURES_SCHEMA = pa.schema(
         (SHARD, pa.int32()),
     ]
 )
-SETS_SCHEMA = pa.schema(
-    [("column_id", pa.int64()), ("dataset_id", pa.string()), ("values", pa.list_(pa.string())), (SHARD, pa.int32())]
-)
+SETS_SCHEMA = pa.schema([("column_id", pa.int64()), ("dataset_id", pa.string()), ("values", pa.list_(pa.string())), (SHARD, pa.int32())])
 SIZES_SCHEMA = pa.schema([("size", pa.int64()), ("count", pa.int64())])
 PARTITIONS_SCHEMA = pa.schema(
     [
@@ -218,9 +216,7 @@ def build_in_memory(
 
 def check_hash_family(signatures: pa.Table, num_perm: int, seed: int) -> None:
     """Refuse to mix signatures of another ``num_perm`` or ``seed`` with new ones."""
-    if signatures.num_rows and (
-        signature_matrix(signatures["minhash"].slice(0, 1)).shape[1] != num_perm or signatures["seed"][0].as_py() != seed
-    ):
+    if signatures.num_rows and (signature_matrix(signatures["minhash"].slice(0, 1)).shape[1] != num_perm or signatures["seed"][0].as_py() != seed):
         raise ValueError("previous signatures were built with another num_perm or seed; rebuild them all")
 
 
@@ -237,9 +233,7 @@ def _carry_over(old: pa.Table, new: pa.Table, changed: Collection[str]) -> pa.Ta
     return pa.concat_tables([old.select(new.schema.names).cast(new.schema), new])
 
 
-def update_tables(
-    cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str], **params: Any
-) -> dict[str, pa.Table]:
+def update_tables(cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str], **params: Any) -> dict[str, pa.Table]:
     """The incremental build of ``lakejoin.spark.lshensemble.build_tables`` in this process (for
     an update small enough to run here, ``lakejoin.spark.indexing``): ``cells`` are the changed
     datasets' ``lake/cells`` rows; ``params`` as :func:`build_in_memory` takes them."""

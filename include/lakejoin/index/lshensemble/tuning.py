@@ -73,9 +73,7 @@ def _interp(cumulative: np.ndarray, t: float) -> float:
 
 
 @njit(cache=True)
-def _argmin_table(
-    ratios: np.ndarray, b: np.ndarray, r: np.ndarray, max_r: int, w_fp: float, w_fn: float
-) -> np.ndarray:
+def _argmin_table(ratios: np.ndarray, b: np.ndarray, r: np.ndarray, max_r: int, w_fp: float, w_fn: float) -> np.ndarray:
     """Eqs. 2.22–2.26 for every ratio and threshold: P on ``_T_GRID`` for every (b, r), its
     cumulative integral (trapezoid rule), then the FP and FN rates at each t* by linear
     interpolation.
@@ -121,9 +119,7 @@ def _argmin_table(
     return best
 
 
-def optimal_params(
-    threshold: float, ratios: np.ndarray, num_perm: int, max_r: int, weights: tuple[float, float] = (0.5, 0.5)
-) -> tuple[np.ndarray, np.ndarray]:
+def optimal_params(threshold: float, ratios: np.ndarray, num_perm: int, max_r: int, weights: tuple[float, float] = (0.5, 0.5)) -> tuple[np.ndarray, np.ndarray]:
     """``(b, r)`` arrays minimising ``w_fp FP + w_fn FN`` (rates) at each ``x/q`` ratio (Eq. 2.26)."""
     t_index = min(max(round(threshold * 100), 1), 100) - 1
     params = band_params(num_perm, max_r)

@@ -184,9 +184,7 @@ def build_from_cells(
             np.concatenate([previous["widths"]["rows"].to_numpy(), np.ones_like(new_widths), -np.ones_like(old_widths)]),
         )
     bits = params["bits"][0].as_py()
-    postings = cells.select(["value", "dataset_id", "column_id", "row_id"]).append_column(
-        SHARD, shard_column(cells["dataset_id"], n_shards)
-    ).cast(POSTINGS_SCHEMA)
+    postings = cells.select(["value", "dataset_id", "column_id", "row_id"]).append_column(SHARD, shard_column(cells["dataset_id"], n_shards)).cast(POSTINGS_SCHEMA)
     superkeys = _superkeys(cells, bits, n_shards)
     if previous is not None:
         postings = _carry_over(previous["postings"], postings, changed)
@@ -236,9 +234,7 @@ def build_in_memory(tables: Mapping[str, pd.DataFrame], bits: int | None = None,
     return build_from_cells(cells_from_frames(tables), bits, n_shards=n_shards)
 
 
-def update_tables(
-    cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str], bits: int | None = None
-) -> dict[str, pa.Table]:
+def update_tables(cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str], bits: int | None = None) -> dict[str, pa.Table]:
     """The incremental build of ``lakejoin.spark.mate.build_tables`` in this process (for an
     update small enough to run here, ``lakejoin.spark.indexing``): ``cells`` are the changed
     datasets' ``lake/cells`` rows."""

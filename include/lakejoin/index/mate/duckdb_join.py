@@ -41,16 +41,13 @@ class DuckDBJoin:
         joins = ["JOIN cells c0 ON c0.value = q.k0"]
         for i in range(1, m):
             earlier = ", ".join(f"c{j}.column_id" for j in range(i))
-            joins.append(
-                f"JOIN cells c{i} ON c{i}.dataset_id = c0.dataset_id AND c{i}.row_id = c0.row_id "
-                f"AND c{i}.value = q.k{i} AND c{i}.column_id NOT IN ({earlier})"
-            )
+            joins.append(f"JOIN cells c{i} ON c{i}.dataset_id = c0.dataset_id AND c{i}.row_id = c0.row_id AND c{i}.value = q.k{i} AND c{i}.column_id NOT IN ({earlier})")
         mapping = ", ".join(f"c{i}.column_id AS m{i}" for i in range(m))
         ordered = ", ".join(f"m{i}" for i in range(m))
         excluded = list(exclude_datasets)
         sql = f"""
             WITH hits AS (
-                SELECT DISTINCT c0.dataset_id, {mapping}, q.qid FROM q {' '.join(joins)}
+                SELECT DISTINCT c0.dataset_id, {mapping}, q.qid FROM q {" ".join(joins)}
                 WHERE NOT list_contains($excluded, c0.dataset_id)
             ), scored AS (
                 SELECT dataset_id, {ordered}, count(*) AS joinability FROM hits GROUP BY ALL

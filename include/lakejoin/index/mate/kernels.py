@@ -258,8 +258,20 @@ def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_
     for p in range(len(items)):
         i = items[p]
         out, n, ok = _verify_pair(
-            item_rows[i], item_columns[i], query_rows[positions[p]], value_ids, initial,
-            row_offsets, cell_values, cell_columns, out, n, first, count, pick, combo,
+            item_rows[i],
+            item_columns[i],
+            query_rows[positions[p]],
+            value_ids,
+            initial,
+            row_offsets,
+            cell_values,
+            cell_columns,
+            out,
+            n,
+            first,
+            count,
+            pick,
+            combo,
         )
         joinable += ok
     return out, n, joinable
@@ -275,8 +287,20 @@ def _verify_items(lo, hi, item_rows, item_columns, item_slots, slot_start, slot_
         s = item_slots[i]
         for j in range(slot_start[s], slot_start[s] + slot_count[s]):
             out, n, ok = _verify_pair(
-                item_rows[i], item_columns[i], query_rows[j], value_ids, initial,
-                row_offsets, cell_values, cell_columns, out, n, first, count, pick, combo,
+                item_rows[i],
+                item_columns[i],
+                query_rows[j],
+                value_ids,
+                initial,
+                row_offsets,
+                cell_values,
+                cell_columns,
+                out,
+                n,
+                first,
+                count,
+                pick,
+                combo,
             )
             joinable += ok
     return out, n, joinable
@@ -359,8 +383,17 @@ def scan_tables(
                 counters[2] += 1
                 continue
             out, n, joinable = _verify_passed(
-                items[:passed], positions[:passed], item_rows, item_columns, query_rows, value_ids, initial,
-                row_offsets, cell_values, cell_columns, out,
+                items[:passed],
+                positions[:passed],
+                item_rows,
+                item_columns,
+                query_rows,
+                value_ids,
+                initial,
+                row_offsets,
+                cell_values,
+                cell_columns,
+                out,
             )
         else:
             if worst >= 0 and _distinct_rows(item_rows, np.arange(lo, hi), seen) <= worst:  # rule 2
@@ -368,8 +401,20 @@ def scan_tables(
                 continue
             passed = table_pairs[r]
             out, n, joinable = _verify_items(
-                lo, hi, item_rows, item_columns, item_slots, slot_start, slot_count, query_rows, value_ids, initial,
-                row_offsets, cell_values, cell_columns, out,
+                lo,
+                hi,
+                item_rows,
+                item_columns,
+                item_slots,
+                slot_start,
+                slot_count,
+                query_rows,
+                value_ids,
+                initial,
+                row_offsets,
+                cell_values,
+                cell_columns,
+                out,
             )
         counters[0] += 1
         counters[4] += passed

@@ -319,9 +319,7 @@ class Candidates:
     item_keys: np.ndarray
 
 
-def fetch_candidates(
-    index: MateIndex, query: PreparedQuery, exclude_datasets: Iterable[str] = (), with_superkeys: bool = True
-) -> Candidates:
+def fetch_candidates(index: MateIndex, query: PreparedQuery, exclude_datasets: Iterable[str] = (), with_superkeys: bool = True) -> Candidates:
     """Lines 4-6: every PL item of q''s values (one bulk fetch) with its row's super key unless
     ``with_superkeys`` is False (SCR), grouped and ordered by table."""
     exclude = np.flatnonzero(np.isin(index.dataset_ids, list(exclude_datasets)))
@@ -358,9 +356,7 @@ def fetch_candidates(
     )
 
 
-def scan(
-    index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int, use_superkeys: bool = True
-) -> tuple[list[dict], SearchStats]:
+def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int, use_superkeys: bool = True) -> tuple[list[dict], SearchStats]:
     """Lines 7-30 (table filtering, row filtering, calculateJ) in one compiled pass, ``kernels.scan_tables``."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
@@ -371,9 +367,23 @@ def scan(
     if not len(c.item_rows):
         return [], stats
     scores, ranks, mappings, samples, verified, counters = scan_tables(
-        c.table_start, c.item_rows, c.item_columns, c.item_slots, c.slot_start, c.slot_count, c.query_rows,
-        c.bucket_keys, c.item_keys, use_superkeys, query.value_ids, query.initial,
-        index.row_offsets, index.cell_values, index.cell_columns, k, SAMPLE_SIZE,
+        c.table_start,
+        c.item_rows,
+        c.item_columns,
+        c.item_slots,
+        c.slot_start,
+        c.slot_count,
+        c.query_rows,
+        c.bucket_keys,
+        c.item_keys,
+        use_superkeys,
+        query.value_ids,
+        query.initial,
+        index.row_offsets,
+        index.cell_values,
+        index.cell_columns,
+        k,
+        SAMPLE_SIZE,
     )
     for name, value in zip(STATS, counters.tolist()):
         setattr(stats, name, value)
@@ -386,9 +396,7 @@ def scan(
             "matched_sample": [list(query.tuples[i]) for i in sample if i >= 0],
             "rows_verified": pairs,
         }
-        for score, rank, mapping, sample, pairs in zip(
-            scores.tolist(), ranks.tolist(), mappings.tolist(), samples.tolist(), verified.tolist()
-        )
+        for score, rank, mapping, sample, pairs in zip(scores.tolist(), ranks.tolist(), mappings.tolist(), samples.tolist(), verified.tolist())
     ]
     return sorted(results, key=lambda res: (-res["joinability"], res["dataset_id"])), stats
 
@@ -472,4 +480,3 @@ def load(tables: dict[str, pa.Table], **params: object) -> MateSearcher:
     if params:
         raise ValueError(f"unknown MATE load parameters: {sorted(params)}")
     return MateSearcher(load_index(tables))
-

@@ -77,9 +77,7 @@ MAPPED_SCHEMA = pa.schema(
         ("inserted", pa.bool_()),  # mapped after the last full build, with its kept pivots (update.py)
     ]
 )
-CELLS_SCHEMA = pa.schema(
-    [(SHARD, pa.int32()), ("partition", pa.int32()), ("cell", pa.int64()), ("column_id", pa.int64()), ("vector_ids", pa.list_(pa.int64()))]
-)
+CELLS_SCHEMA = pa.schema([(SHARD, pa.int32()), ("partition", pa.int32()), ("cell", pa.int64()), ("column_id", pa.int64()), ("vector_ids", pa.list_(pa.int64()))])
 
 
 def check_metric(metric: str) -> float:
@@ -143,9 +141,7 @@ class PartitionPlan:
         return np.asarray(((mapped < self.lo) | (mapped > self.hi)).any(axis=1))
 
 
-def plan_partition(
-    partition: int, sample: np.ndarray, metric: str, n_pivots: int | None = None, levels: int | None = None
-) -> PartitionPlan:
+def plan_partition(partition: int, sample: np.ndarray, metric: str, n_pivots: int | None = None, levels: int | None = None) -> PartitionPlan:
     """Pivots by the PCA-based method; ``|P|``/``m`` by the cost model unless given."""
     sample = np.asarray(sample, dtype=np.float32)
     ranked = select_pivots(sample, n_pivots or min(MAX_PIVOTS, sample.shape[1]))
@@ -169,9 +165,7 @@ def plan_partition(
     return PartitionPlan(partition, pivots, mapped.min(axis=0), mapped.max(axis=0), levels, chosen_by, len(sample))
 
 
-def assign_partitions(
-    vectors: np.ndarray, column_ids: np.ndarray, order: np.ndarray, n_partitions: int, iterations: int
-) -> np.ndarray:
+def assign_partitions(vectors: np.ndarray, column_ids: np.ndarray, order: np.ndarray, n_partitions: int, iterations: int) -> np.ndarray:
     """The partition of every row: column clustering over region histograms (§IV)."""
     if n_partitions <= 1:
         return np.zeros(len(vectors), dtype=np.int32)
@@ -181,9 +175,7 @@ def assign_partitions(
     return labels[np.searchsorted(columns, column_ids)]
 
 
-def column_partitions(
-    column_ids: np.ndarray, regions: np.ndarray, counts: np.ndarray, n_regions: int, n_partitions: int, iterations: int
-) -> tuple[np.ndarray, np.ndarray]:
+def column_partitions(column_ids: np.ndarray, regions: np.ndarray, counts: np.ndarray, n_regions: int, n_partitions: int, iterations: int) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct column ids, their partitions) from (column, region, count) rows."""
     columns, column_index = np.unique(column_ids, return_inverse=True)
     histograms = np.zeros((len(columns), n_regions), dtype=np.int64)
@@ -191,9 +183,7 @@ def column_partitions(
     return columns, cluster_columns(histograms, n_partitions, iterations).astype(np.int32)
 
 
-def params_row(
-    plan: PartitionPlan, metric: str, model: str | None, dim: int, n_vectors: int, n_columns: int, inserted: int = 0, outside: int = 0
-) -> dict:
+def params_row(plan: PartitionPlan, metric: str, model: str | None, dim: int, n_vectors: int, n_columns: int, inserted: int = 0, outside: int = 0) -> dict:
     """A partition's ``params`` row; ``inserted``/``outside`` count since the last full build."""
     return {
         "partition": plan.partition,

@@ -90,12 +90,7 @@ def choose_shape(
     rng = np.random.default_rng(seed)
     workload = rng.choice(len(sample), size=min(WORKLOAD_SIZE, len(sample)), replace=False)
     mapped = map_to_pivot_space(sample, pivots)
-    shapes = [
-        (n_pivots, levels)
-        for n_pivots in (pivot_counts or [p for p in PIVOT_CHOICES if p <= len(pivots)])
-        for levels in level_counts
-        if n_pivots * levels <= MAX_KEY_BITS
-    ]
+    shapes = [(n_pivots, levels) for n_pivots in (pivot_counts or [p for p in PIVOT_CHOICES if p <= len(pivots)]) for levels in level_counts if n_pivots * levels <= MAX_KEY_BITS]
     if not shapes:
         raise ValueError("no grid shape fits: |P|·m must stay within 62 key bits")
     costs = [estimated_cost(mapped[:, :p], sample.shape[1], m, max_distance, workload) for p, m in shapes]

@@ -48,9 +48,7 @@ def leaf_keys(mapped: np.ndarray, lo: np.ndarray, hi: np.ndarray, levels: int) -
     return keys
 
 
-def cross_ranges(
-    a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_end: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
+def cross_ranges(a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """All ``(i, j)`` with ``i ∈ [a_start, a_end)`` and ``j ∈ [b_start, b_end)``, per row.
 
     The block nested-loop step of Algorithm 1, vectorised over many cell pairs.

@@ -31,9 +31,7 @@ class InvertedIndex:
     hi: np.ndarray
 
     @classmethod
-    def build(
-        cls, sorted_leaf_keys: np.ndarray, sorted_columns: np.ndarray, sorted_mapped: np.ndarray, leaf_keys: np.ndarray
-    ) -> InvertedIndex:
+    def build(cls, sorted_leaf_keys: np.ndarray, sorted_columns: np.ndarray, sorted_mapped: np.ndarray, leaf_keys: np.ndarray) -> InvertedIndex:
         """From per-vector leaf keys, column indices and mapped vectors, sorted by (leaf, column)."""
         n = len(sorted_leaf_keys)
         if n == 0:

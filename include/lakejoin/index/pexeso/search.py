@@ -190,9 +190,7 @@ class PexesoSearcher:
         self.last_stats = SearchStats()
         results: list[dict[str, Any]] = []
         for part in self.partitions:
-            verified, order = part.search(
-                unique, counts.astype(np.int64), tau * self.tau_scale, required, top_k, lower_bound, use_lemmas, self.last_stats
-            )
+            verified, order = part.search(unique, counts.astype(np.int64), tau * self.tau_scale, required, top_k, lower_bound, use_lemmas, self.last_stats)
             found = (verified.status != PRUNED) & (verified.matched >= max(required, 1))
             for col in np.flatnonzero(found).tolist():
                 results.append(self._result(part, col, verified, first[order], n_records, query_values, exact))
@@ -234,9 +232,7 @@ class PexesoSearcher:
         return len(queries)
 
     @staticmethod
-    def _result(
-        part: PartitionIndex, col: int, verified: Verified, record_of: np.ndarray, n_records: int, values: Sequence[Any] | None, exact: bool
-    ) -> dict[str, Any]:
+    def _result(part: PartitionIndex, col: int, verified: Verified, record_of: np.ndarray, n_records: int, values: Sequence[Any] | None, exact: bool) -> dict[str, Any]:
         hits = np.flatnonzero(verified.hit_column == col)
         hits = hits[np.argsort(record_of[verified.hit_query[hits]], kind="stable")]
         if not exact:

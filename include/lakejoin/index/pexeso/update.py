@@ -82,9 +82,7 @@ def staleness_of(params: Iterable[Mapping[str, Any]]) -> float:
     return inserted / total if total else float("inf")
 
 
-def updated_sizes(
-    before: Mapping[str, Any], removed: tuple[int, int, int, int], added: tuple[int, int, int, int]
-) -> dict[str, int]:
+def updated_sizes(before: Mapping[str, Any], removed: tuple[int, int, int, int], added: tuple[int, int, int, int]) -> dict[str, int]:
     """A partition's sizes after an update, from the (vectors, columns, outside the bounds,
     inserted since the full build) of the changed datasets' old rows (``removed``) and new rows
     (``added``; all of them inserted)."""
@@ -141,9 +139,7 @@ def _kept_plans(settings: Mapping[int, Mapping[str, Any]], pivots: pa.Table, dim
     return plans
 
 
-def _map_new(
-    vectors: pa.Table, plans: Mapping[int, PartitionPlan], metric: str, dim: int, n_shards: int
-) -> tuple[pa.Table, pa.Table, dict[int, tuple[int, int, int, int]]]:
+def _map_new(vectors: pa.Table, plans: Mapping[int, PartitionPlan], metric: str, dim: int, n_shards: int) -> tuple[pa.Table, pa.Table, dict[int, tuple[int, int, int, int]]]:
     """The new rows' ``mapped`` and ``cells`` rows, and their sizes per partition."""
     flat = pc.list_flatten(vectors["vector"]).to_numpy(zero_copy_only=False)
     if flat.size != vectors.num_rows * dim:
@@ -193,8 +189,4 @@ def _nearest_partitions(vectors: np.ndarray, column_ids: np.ndarray, plans: Mapp
 
 def _partition_sizes(partition: np.ndarray, column_ids: np.ndarray, outside: np.ndarray, inserted: np.ndarray) -> dict[int, tuple[int, int, int, int]]:
     """Per partition: (vectors, distinct columns, outside the bounds, inserted since the full build)."""
-    return {
-        int(p): (int(rows.sum()), len(np.unique(column_ids[rows])), int(outside[rows].sum()), int(inserted[rows].sum()))
-        for p in np.unique(partition).tolist()
-        for rows in [partition == p]
-    }
+    return {int(p): (int(rows.sum()), len(np.unique(column_ids[rows])), int(outside[rows].sum()), int(inserted[rows].sum())) for p in np.unique(partition).tolist() for rows in [partition == p]}

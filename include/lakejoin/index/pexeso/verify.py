@@ -377,9 +377,7 @@ def verify(
     """
     (m_ptr, m_leaf), (b_ptr, b_leaf), (c_ptr, c_leaf) = pair_lists
     leaf_start, post_column, post_vstart, post_vend, post_lo, post_hi = postings
-    ev_start, ev_q, ev_p, ev_kind, reach, n_reaching = _column_events(
-        weights, leaf_start, post_column, m_ptr, m_leaf, b_ptr, b_leaf, c_ptr, c_leaf, n_columns
-    )
+    ev_start, ev_q, ev_p, ev_kind, reach, n_reaching = _column_events(weights, leaf_start, post_column, m_ptr, m_leaf, b_ptr, b_leaf, c_ptr, c_leaf, n_columns)
     hit_start = np.r_[0, np.cumsum(n_reaching)]
     hit_q, hit_v = np.empty(hit_start[-1], np.int64), np.empty(hit_start[-1], np.int64)
     matched, undecided = np.zeros(n_columns, np.int64), reach.copy()
