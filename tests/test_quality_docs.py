@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 import requests
 from test_plugin import ApiServer, start_api_server
-from test_search_ui import signed_in_chromium, wait_for
+from test_search_ui import choose_table, search, signed_in_chromium, wait_for
 
 from lakejoin.commands.run import summarize
 from lakejoin.config import LakeConfig
@@ -197,7 +197,6 @@ def test_rest_answers_the_latest_validation_and_links_its_pages(lake, server: Ap
 
 def test_data_docs_open_in_chromium_from_the_search_page(lake, server: ApiServer, browser, tmp_path) -> None:
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
 
     _, _, _, ids, _ = lake
     airlines = ids["airlines.csv"]
@@ -210,16 +209,11 @@ def test_data_docs_open_in_chromium_from_the_search_page(lake, server: ApiServer
 
     # the search page links each dataset to its latest validation, which opens its Data Docs page
     browser.get(f"{server.url}/lakejoin/search")
-    wait_for(browser, "#dataset option")
-    Select(browser.find_element(By.ID, "dataset")).select_by_value(ids["airports.csv"])
-    for box in wait_for(browser, "input.column"):
-        if (box.get_attribute("value") == "faa") != box.is_selected():
-            box.click()
-    Select(browser.find_element(By.ID, "method")).select_by_value("josie")
-    browser.find_element(By.ID, "search").click()
+    choose_table(browser, "airports", "airports.csv")
+    search(browser, "josie", ["faa"])
     links = {a.get_attribute("href") for a in wait_for(browser, "#results tr.result a.quality")}
     assert links and all("/lakejoin/quality/" in href for href in links)
-    assert browser.find_element(By.ID, "dataset-quality").get_attribute("href").endswith(f"/lakejoin/quality/{ids['airports.csv']}")
+    assert browser.find_element(By.CSS_SELECTOR, "#chosen-table a.quality").get_attribute("href").endswith(f"/lakejoin/quality/{ids['airports.csv']}")
     browser.get(f"{server.url}/lakejoin/quality/{airlines}")
     wait_for(browser, "body")
     assert "/lakejoin/quality-docs/validations/" in browser.current_url
