@@ -9,6 +9,7 @@ like the thesis's Open Data and Web Tables, before and after incremental updates
 from __future__ import annotations
 
 import importlib.util
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ from lakejoin.index.josie import tokens as josie_tokens
 from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
 from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import normalize_set, normalize_value
+from lakejoin.query.family import load_searcher
 from lakejoin.testing import overlap_topk, set_lake
 
 KS = (1, 10, 50)
@@ -368,6 +370,33 @@ def test_a_subset_of_shards_answers_like_its_own_build():
         _assert_answers_like_fresh_build(subset, {d: lake[d] for d in mine}, rng, _queries(rng, sets))
     nothing = load(in_shards(tables, [], GLOBAL_TABLES), fit_samples=10)  # the read costs are fitted on nothing
     assert nothing.num_sets == 0 and nothing.search(sets[min(sets)]) == []
+
+
+def test_shard_loads_share_the_global_part_and_answer_like_their_own_tables():
+    """``lakejoin.query.family.load_searcher``: the global tables are read, the token dictionary
+    built and the read costs fitted once for every shard's searcher of one index, and each shard's
+    searcher answers as one loaded from that shard's tables alone."""
+    rng = np.random.default_rng(9)
+    lake = _random_lake(rng, 24)
+    sets, datasets = _sets(lake)
+    tables = build_in_memory(sets, dataset_ids=datasets, n_shards=N_SHARDS)
+    reads: list[str] = []
+
+    def read_global(name: str) -> pa.Table:
+        reads.append(name)
+        return tables[name]
+
+    key = ("test", uuid.uuid4().hex)
+    searchers = []
+    for shard in range(N_SHARDS):
+        part = in_shards(tables, [shard], GLOBAL_TABLES)
+        searcher = load_searcher("josie", {n: part[n] for n in ("sets", "postings")}, sorted(GLOBAL_TABLES), read_global, key)
+        alone = load(part, read_cost=searcher.read_cost)
+        for query in _queries(rng, sets):
+            assert searcher.search(query, k=10) == alone.search(query, k=10)
+        searchers.append(searcher)
+    assert sorted(reads) == sorted(GLOBAL_TABLES)
+    assert all(s.read_cost is searchers[0].read_cost for s in searchers)
 
 
 # --------------------------------------------------------------------------------------------

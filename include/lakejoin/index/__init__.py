@@ -26,7 +26,11 @@
 - ``lakejoin.index.<family>.load(tables: dict[str, pyarrow.Table], **params) -> Searcher`` builds
   the in-memory searcher from those tables read at the snapshot's pinned versions; the sharded
   tables may hold any subset of shards, and the searcher then answers exactly as one built over
-  those shards' columns alone.
+  those shards' columns alone. Optional, for loading one shard at a time
+  (``lakejoin.query.family.load_searcher``): ``LOAD_COLUMNS`` (table -> the columns ``load``
+  reads; others are not read) and ``shared(global_tables) -> object``, what every shard's
+  searcher of one index shares, built once per process and passed as ``load(sharded_tables,
+  shared=...)`` instead of the global tables (JOSIE: its token dictionary and fitted read costs).
 - ``Searcher.search(query, **params) -> list[dict]`` returns ranked results; each carries the
   candidate's ``column_id`` (or ``dataset_id`` for table-level families), its score and its
   evidence. ``lakejoin.query`` adds rank, dataset, table title and column name.

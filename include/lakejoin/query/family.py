@@ -10,21 +10,36 @@ The three steps are separate so that every way of serving an index gives the sam
   part (the whole index in memory) gives that searcher's own answer;
 - :func:`results` adds dataset, table title and column names from the snapshot's catalog and
   drops the query's own dataset (the searcher was asked ``k`` plus the number of its columns).
+
+:func:`load_searcher` builds one shard's searcher (shard by shard in the engine, one Spark task
+per shard in batch discovery) reading only that shard's tables: what is global to the index is
+read once per process.
 """
 
 from __future__ import annotations
 
+import importlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from lakejoin.index.merge import RANK_KEYS, merge_threshold, merge_threshold_steps, merge_top_k
 
 DEFAULT_THRESHOLD = 0.5  # LSH Ensemble containment threshold t*
 DEFAULT_TAU = 0.06  # PEXESO τ: a fraction of the maximum distance 2 of unit vectors
 DEFAULT_T = 0.6  # PEXESO T: the share of query records that must match (threshold mode)
+# Indexes whose global part a process keeps for its shard loads (a served snapshot and the one
+# being swapped in, per family), least recently used dropped first.
+GLOBAL_PARTS_KEPT = 8
+
+_global_parts: OrderedDict[Hashable, dict[str, Any]] = OrderedDict()
+_global_parts_lock = threading.Lock()
 
 
 class Catalog(Protocol):
@@ -63,6 +78,35 @@ def family_query(family: str, columns: list[str], values: list[list[Any]], k: in
         values = [[v for v in values[0] if v is not None]]
     ask_k = k if family == "mate" else k + own_columns
     return FamilyQuery(family, list(columns), values, k, ask_k, dict(params), dataset_id)
+
+
+def load_columns(family: str) -> dict[str, list[str]]:
+    """The columns of each index table the family's ``load`` reads, where it names them
+    (``LOAD_COLUMNS``; a table not named is read whole)."""
+    return dict(getattr(importlib.import_module(f"lakejoin.index.{family}"), "LOAD_COLUMNS", {}))
+
+
+def load_searcher(family: str, sharded: Mapping[str, pa.Table], global_names: Iterable[str], read_global: Callable[[str], pa.Table], key: Hashable) -> Any:
+    """The searcher over some shards of ``family``'s index, from those shards' ``sharded`` tables.
+
+    The index's global tables are read (``read_global(name)``) once per process and ``key`` (what
+    identifies their content: Delta paths and pinned versions, or data files); a family with a
+    ``shared(global_tables)`` (JOSIE: the token dictionary and the fitted read costs) gets that
+    state instead of the tables, so a shard's load builds nothing global again.
+    """
+    module = importlib.import_module(f"lakejoin.index.{family}")
+    with _global_parts_lock:
+        part = _global_parts.get(key)
+        if part is None:
+            tables = {name: read_global(name) for name in global_names}
+            part = _global_parts[key] = {"shared": module.shared(tables)} if hasattr(module, "shared") else {"tables": tables}
+            while len(_global_parts) > GLOBAL_PARTS_KEPT:
+                _global_parts.popitem(last=False)
+        else:
+            _global_parts.move_to_end(key)
+    if "shared" in part:
+        return module.load(dict(sharded), shared=part["shared"])
+    return module.load({**sharded, **part["tables"]})
 
 
 def ask(searcher: Any, query: FamilyQuery) -> list[dict[str, Any]]:

@@ -3,14 +3,15 @@
 - ``tokens``: the index tables (global token order, integer sets, postings; sharded), the
   duplicate groups found on load, and :func:`build_in_memory` / :func:`update_in_memory`,
   the Spark-free full and incremental builds of the same tables.
-- ``josie``: Algorithm 2 and :class:`JosieSearcher` (``load(tables)``).
+- ``josie``: Algorithm 2 and :class:`JosieSearcher` (``load(tables)``; ``shared(tables)``: the token
+  dictionary and fitted read costs every shard's searcher of one index shares).
 - ``cost``: the read-cost model of Eq. 3.15, fitted on load.
 - ``baselines``: MergeList-D and ProbeSet-D.
 - ``reads``: the list/set reads and top-k heap they all share.
 """
 
 from lakejoin.index.josie.cost import ReadCost
-from lakejoin.index.josie.josie import JosieSearcher, load
+from lakejoin.index.josie.josie import LOAD_COLUMNS, JosieSearcher, TokenDictionary, load, shared
 from lakejoin.index.josie.tokens import (
     APPEND_TABLES,
     GLOBAL_TABLES,
@@ -20,4 +21,4 @@ from lakejoin.index.josie.tokens import (
     update_tables,
 )
 
-__all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "SCHEMAS", "JosieSearcher", "ReadCost", "build_in_memory", "load", "update_in_memory", "update_tables"]
+__all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "LOAD_COLUMNS", "SCHEMAS", "JosieSearcher", "ReadCost", "TokenDictionary", "build_in_memory", "load", "shared", "update_in_memory", "update_tables"]

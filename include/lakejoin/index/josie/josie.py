@@ -104,6 +104,9 @@ from lakejoin.index.josie.reads import (
 from lakejoin.index.josie.tokens import duplicate_groups
 from lakejoin.normalize import normalize_set
 
+# The columns ``load`` reads of the sharded tables (``lakejoin.query.family.load_columns``): the
+# dataset ids a shard's rows carry for the pipeline are not needed to search.
+LOAD_COLUMNS = {"sets": ["set_id", "size", "tokens"], "postings": ["token_id", "set_id", "position", "set_size"]}
 DECISIONS_PER_QUERY = 24  # λ per query = ⌈distinct lists / 24⌉ (24 and ⌈⌉: bench_josie, both lakes)
 MIN_BATCH_SIZE = 2  # estimates (Eq. 3.4) need two lists since first sight to be a rate at all
 MATCHED_SAMPLE = 5
@@ -632,6 +635,33 @@ def fit_decision_cost(set_indptr: np.ndarray, set_tokens: np.ndarray, cost: Read
     return max(float(slope), 0.0)
 
 
+@dataclasses.dataclass
+class TokenDictionary:
+    """What every searcher over shards of one JOSIE index shares: the global token dictionary
+    (token -> TokenID, the global order) and the read costs fitted by the first of them. Built
+    once per process and index (``lakejoin.query.family.load_searcher``), so loading a shard reads
+    and builds only that shard's sets and postings; the costs steer JOSIE's reads, never its
+    answer, and the shards of one lake have the same shape."""
+
+    token_ids: dict[str, int]
+    n_tokens: int
+    read_cost: ReadCost | None = None
+
+
+def token_dictionary(tokens: pa.Table) -> TokenDictionary:
+    """The :class:`TokenDictionary` of a ``tokens`` table (no read cost fitted yet)."""
+    ids = tokens["token_id"].to_numpy()
+    return TokenDictionary(dict(zip(tokens["token"].to_pylist(), ids.tolist())), int(ids.max()) + 1 if len(ids) else 1)
+
+
+def shared(tables: Mapping[str, pa.Table]) -> TokenDictionary:
+    """The family's state shared by every shard's searcher (family shape, ``lakejoin.index``),
+    from the global tables."""
+    if "tokens" not in tables:
+        raise ValueError(f"JOSIE index is missing tables: ['tokens'], got {sorted(tables)}")
+    return token_dictionary(tables["tokens"])
+
+
 class JosieSearcher:
     """Exact top-k joinable-column search over one loaded JOSIE index.
 
@@ -641,27 +671,39 @@ class JosieSearcher:
     scratch arrays); ``last_stats`` describes the latest query's reads.
     """
 
-    def __init__(self, tables: Mapping[str, pa.Table], *, batch_size: int | None = None, read_cost: ReadCost | None = None, fit_samples: int = 1000) -> None:
+    def __init__(
+        self,
+        tables: Mapping[str, pa.Table],
+        *,
+        batch_size: int | None = None,
+        read_cost: ReadCost | None = None,
+        fit_samples: int = 1000,
+        shared: TokenDictionary | None = None,
+    ) -> None:
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
-        missing = {"tokens", "sets", "postings"} - set(tables)
+        missing = {"sets", "postings", *(() if shared is not None else ("tokens",))} - set(tables)
         if missing:
             raise ValueError(f"JOSIE index is missing tables: {sorted(missing)}")
+        shared = shared if shared is not None else token_dictionary(tables["tokens"])
         self.batch_size = batch_size
-        self._load_sets(tables["sets"])
-        tokens = tables["tokens"]
-        self._load_postings(tables["postings"], int(pc.max(tokens["token_id"]).as_py() or 0) + 1)
+        set_tokens = self._load_sets(tables["sets"])
+        self._load_postings(tables["postings"], shared.n_tokens)
+        self._set_tokens = self._local_ids(set_tokens, "sets")
         self._group = duplicate_groups(self._list_indptr, self._post_set)
-        self._load_tokens(tokens)
+        self._token_ids = shared.token_ids
+        self._mark = np.zeros(len(self._group), np.uint8)
         n_sets = len(self.set_ids)
         self._hot = np.zeros((3, n_sets), np.int32)
         self._counts = np.zeros(n_sets, np.int32)  # MergeList counts, ProbeSet seen flags
         self._touched = np.empty(n_sets, np.int32)
         self._cand = np.empty((n_sets, 4), np.int32)
         self._lock = threading.Lock()
+        read_cost = read_cost or shared.read_cost
         if read_cost is None:
             read_cost = fit_read_cost(self._time_list_reads, np.diff(self._list_indptr), self._set_indptr, self._set_tokens, samples=fit_samples)
             read_cost = dataclasses.replace(read_cost, d=fit_decision_cost(self._set_indptr, self._set_tokens, read_cost, samples=fit_samples))
+            shared.read_cost = read_cost  # the other shards' searchers of this index reuse it
         self.read_cost = read_cost
         self.last_stats: dict[str, object] = {}
 
@@ -681,7 +723,8 @@ class JosieSearcher:
             self._cand,
         )
 
-    def _load_sets(self, sets: pa.Table) -> None:
+    def _load_sets(self, sets: pa.Table) -> np.ndarray:
+        """Set ids and the sets' CSR offsets; returns the sets' TokenIDs, flattened."""
         sets = sets.sort_by("set_id")
         self.set_ids = sets["set_id"].to_numpy()
         if len(np.unique(self.set_ids)) != len(self.set_ids):
@@ -691,29 +734,33 @@ class JosieSearcher:
         if not np.array_equal(lengths, sets["size"].to_numpy()):
             raise ValueError("JOSIE sets table: size differs from the length of tokens")
         self._set_indptr = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
-        self._set_tokens = pc.list_flatten(tokens).to_numpy().astype(np.int32)
-
-    def _load_tokens(self, tokens: pa.Table) -> None:
-        """The dictionary of the tokens with a non-empty loaded list: the others (in no loaded
-        shard) match nothing, so a query holds exactly the tokens a build of these shards has."""
-        ids = tokens["token_id"].to_numpy()
-        held = np.diff(self._list_indptr)[ids] > 0
-        self._token_ids = dict(zip(tokens["token"].filter(pa.array(held)).to_pylist(), ids[held].tolist()))
-        self._mark = np.zeros(len(self._group), np.uint8)
+        return pc.list_flatten(tokens).to_numpy()
 
     def _load_postings(self, postings: pa.Table, n_tokens: int) -> None:
+        """Posting lists in CSR form over *local* token ids: the position of each TokenID among
+        the loaded lists' TokenIDs (``_token_of``, ascending, so the global order is kept). The
+        arrays are sized by the tokens these shards hold, not by the whole lake's dictionary."""
         token_id = postings["token_id"].to_numpy()
         order = np.argsort(token_id, kind="stable")
         set_index = np.searchsorted(self.set_ids, postings["set_id"].to_numpy()[order])
         if len(order) and (len(self.set_ids) == 0 or np.any(self.set_ids[np.minimum(set_index, len(self.set_ids) - 1)] != postings["set_id"].to_numpy()[order])):
             raise ValueError("JOSIE postings table names a set_id missing from the sets table")
-        if len(order) and token_id[order[-1]] >= n_tokens:
+        if len(order) and (token_id[order[-1]] >= n_tokens or token_id[order[0]] < 0):
             raise ValueError("JOSIE postings table names a token_id missing from the tokens table")
         self._post_set = set_index.astype(np.int32)
         self._post_pos = postings["position"].to_numpy()[order].astype(np.int32)
         self._post_size = postings["set_size"].to_numpy()[order].astype(np.int32)
-        counts = np.bincount(token_id, minlength=n_tokens)
-        self._list_indptr = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
+        ordered = token_id[order]
+        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1]))) if len(ordered) else np.empty(0, np.int64)
+        self._token_of = ordered[starts]
+        self._list_indptr = np.concatenate((starts, [len(ordered)])).astype(np.int64)
+
+    def _local_ids(self, token_ids: np.ndarray, table: str) -> np.ndarray:
+        """The local ids (see :meth:`_load_postings`) of ``token_ids``, each of which must have a list."""
+        local = np.searchsorted(self._token_of, token_ids)
+        if len(token_ids) and (local.max() >= len(self._token_of) or np.any(self._token_of[local] != token_ids)):
+            raise ValueError(f"JOSIE {table} table names a token with no posting")
+        return local.astype(np.int32)
 
     @property
     def num_sets(self) -> int:
@@ -737,7 +784,13 @@ class JosieSearcher:
         values = normalize_set(query)
         if not values:
             raise ValueError("empty query: no non-null value after normalization")
-        known = {self._token_ids[v]: v for v in values if v in self._token_ids}
+        # tokens without a loaded list (in no loaded shard) match nothing: a query holds exactly
+        # the tokens a build of these shards has
+        found = {self._token_ids[v]: v for v in values if v in self._token_ids}
+        global_ids = np.fromiter(found, np.int64, len(found))
+        local = np.minimum(np.searchsorted(self._token_of, global_ids), max(len(self._token_of) - 1, 0))
+        held = (self._token_of[local] == global_ids) if len(self._token_of) else np.zeros(len(global_ids), bool)
+        known = {int(i): found[int(g)] for i, g in zip(local[held], global_ids[held])}
         q = np.array(sorted(known), dtype=np.int32)
         return len(values), q, known
 
@@ -830,6 +883,8 @@ def load(tables: Mapping[str, pa.Table], **params: Any) -> JosieSearcher:
 
     ``params``: ``batch_size`` (a fixed λ for every query; default: chosen per query, about
     ``DECISIONS_PER_QUERY`` decision points each), ``read_cost`` (a :class:`ReadCost` to skip
-    fitting), ``fit_samples`` (sets and lists timed by the cost fit, default 1,000).
+    fitting), ``fit_samples`` (sets and lists timed by the cost fit, default 1,000), ``shared``
+    (the index's :class:`TokenDictionary`, from :func:`shared`: then ``tokens`` is not read, and
+    the read costs it holds are reused).
     """
     return JosieSearcher(tables, **params)

@@ -188,10 +188,10 @@ def _list_sums(indptr: np.ndarray, set_ids: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def _groups_of_runs(order: np.ndarray, length: np.ndarray, sums: np.ndarray, indptr: np.ndarray, set_ids: np.ndarray) -> np.ndarray:
-    """Group of every token, given ``order``: tokens sorted by (length, sums), TokenID ascending
-    within equal keys. Within a run of equal keys each list is compared with the run's distinct
-    lists so far, so a hash collision never merges different lists."""
-    group = np.arange(order.shape[0])
+    """Group of every token, given ``order``: the tokens with a non-empty list sorted by (length,
+    sums), TokenID ascending within equal keys. Within a run of equal keys each list is compared
+    with the run's distinct lists so far, so a hash collision never merges different lists."""
+    group = np.arange(length.shape[0])
     distinct = np.empty(order.shape[0], np.int64)
     start = 0
     for pos in range(1, order.shape[0] + 1):
@@ -201,7 +201,7 @@ def _groups_of_runs(order: np.ndarray, length: np.ndarray, sums: np.ndarray, ind
             if length[b] == length[a] and sums[0, b] == sums[0, a] and sums[1, b] == sums[1, a]:
                 continue
         n_distinct = 0
-        for m in range(start, pos if length[a] > 0 else start):
+        for m in range(start, pos):
             t = order[m]
             found = False
             for r in range(n_distinct):
@@ -227,7 +227,8 @@ def duplicate_groups(indptr: np.ndarray, set_ids: np.ndarray) -> np.ndarray:
     """
     length = np.diff(indptr)
     sums = _list_sums(indptr, set_ids)
-    order = np.lexsort((sums[1], sums[0], length))  # stable: TokenID ascending within a key
+    held = np.flatnonzero(length > 0)  # a shard's searcher holds a small part of the global tokens: sort only those
+    order = held[np.lexsort((sums[1][held], sums[0][held], length[held]))]  # stable: TokenID ascending within a key
     return _groups_of_runs(order, length, sums, indptr, set_ids)
 
 
