@@ -239,6 +239,21 @@ def test_bad_arguments_are_rejected(real_searcher):
         load({"tokens": pa.table({})})
 
 
+def test_sets_and_postings_that_disagree_are_named():
+    """A set's tokens are rebuilt from its postings on load: a size that does not match them,
+    or a posting whose set or token is not in the index, is refused by name."""
+    tables = build_in_memory({1: {"a", "b", "c"}, 2: {"b", "c"}})
+    sets = tables["sets"]
+    wrong_size = sets.set_column(sets.schema.get_field_index("size"), "size", pa.array([3, 3], pa.int32()))
+    with pytest.raises(ValueError, match="disagree"):
+        load({**tables, "sets": wrong_size}, read_cost=FAST_COST)
+    with pytest.raises(ValueError, match="set_id missing from the sets table"):
+        load({**tables, "sets": sets.slice(0, 1)}, read_cost=FAST_COST)
+    tokens = tables["tokens"]
+    with pytest.raises(ValueError, match="token_id missing from the tokens table"):
+        load({**tables, "tokens": tokens.filter(pc.less(tokens["token_id"], 1))}, read_cost=FAST_COST)
+
+
 def test_query_of_unknown_values_returns_nothing(real_searcher):
     assert real_searcher.search(["no such value anywhere", "nor this"], k=5) == []
 

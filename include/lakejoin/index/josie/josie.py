@@ -90,7 +90,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from numba import njit
 
 from lakejoin.index.josie.baselines import mergelist, probeset
@@ -105,8 +104,9 @@ from lakejoin.index.josie.tokens import duplicate_groups
 from lakejoin.normalize import normalize_set
 
 # The columns ``load`` reads of the sharded tables (``lakejoin.query.family.load_columns``): the
-# dataset ids a shard's rows carry for the pipeline are not needed to search.
-LOAD_COLUMNS = {"sets": ["set_id", "size", "tokens"], "postings": ["token_id", "set_id", "position", "set_size"]}
+# dataset ids a shard's rows carry for the pipeline are not needed to search, and each set's
+# tokens are rebuilt from its postings.
+LOAD_COLUMNS = {"sets": ["set_id", "size"], "postings": ["token_id", "set_id", "position", "set_size"]}
 DECISIONS_PER_QUERY = 24  # λ per query = ⌈distinct lists / 24⌉ (24 and ⌈⌉: bench_josie, both lakes)
 MIN_BATCH_SIZE = 2  # estimates (Eq. 3.4) need two lists since first sight to be a rate at all
 MATCHED_SAMPLE = 5
@@ -687,9 +687,8 @@ class JosieSearcher:
             raise ValueError(f"JOSIE index is missing tables: {sorted(missing)}")
         shared = shared if shared is not None else token_dictionary(tables["tokens"])
         self.batch_size = batch_size
-        set_tokens = self._load_sets(tables["sets"])
+        self._load_sets(tables["sets"])
         self._load_postings(tables["postings"], shared.n_tokens)
-        self._set_tokens = self._local_ids(set_tokens, "sets")
         self._group = duplicate_groups(self._list_indptr, self._post_set)
         self._token_ids = shared.token_ids
         self._mark = np.zeros(len(self._group), np.uint8)
@@ -723,23 +722,20 @@ class JosieSearcher:
             self._cand,
         )
 
-    def _load_sets(self, sets: pa.Table) -> np.ndarray:
-        """Set ids and the sets' CSR offsets; returns the sets' TokenIDs, flattened."""
+    def _load_sets(self, sets: pa.Table) -> None:
+        """Set ids, ascending, and the sets' CSR offsets (their tokens come from the postings)."""
         sets = sets.sort_by("set_id")
         self.set_ids = sets["set_id"].to_numpy()
         if len(np.unique(self.set_ids)) != len(self.set_ids):
             raise ValueError("JOSIE sets table has duplicate set_id")
-        tokens = sets["tokens"].combine_chunks()
-        lengths = pc.list_value_length(tokens).to_numpy(zero_copy_only=False)
-        if not np.array_equal(lengths, sets["size"].to_numpy()):
-            raise ValueError("JOSIE sets table: size differs from the length of tokens")
-        self._set_indptr = np.concatenate(([0], np.cumsum(lengths, dtype=np.int64)))
-        return pc.list_flatten(tokens).to_numpy()
+        self._set_indptr = np.concatenate(([0], np.cumsum(sets["size"].to_numpy(), dtype=np.int64)))
 
     def _load_postings(self, postings: pa.Table, n_tokens: int) -> None:
         """Posting lists in CSR form over *local* token ids: the position of each TokenID among
         the loaded lists' TokenIDs (``_token_of``, ascending, so the global order is kept). The
-        arrays are sized by the tokens these shards hold, not by the whole lake's dictionary."""
+        arrays are sized by the tokens these shards hold, not by the whole lake's dictionary.
+        Each set's tokens are its postings put at their positions, so the ``sets`` table's own
+        token lists are not read (a shard loads about half the bytes)."""
         token_id = postings["token_id"].to_numpy()
         order = np.argsort(token_id, kind="stable")
         set_index = np.searchsorted(self.set_ids, postings["set_id"].to_numpy()[order])
@@ -754,13 +750,19 @@ class JosieSearcher:
         starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1]))) if len(ordered) else np.empty(0, np.int64)
         self._token_of = ordered[starts]
         self._list_indptr = np.concatenate((starts, [len(ordered)])).astype(np.int64)
+        self._set_tokens = self._sets_from_postings()
 
-    def _local_ids(self, token_ids: np.ndarray, table: str) -> np.ndarray:
-        """The local ids (see :meth:`_load_postings`) of ``token_ids``, each of which must have a list."""
-        local = np.searchsorted(self._token_of, token_ids)
-        if len(token_ids) and (local.max() >= len(self._token_of) or np.any(self._token_of[local] != token_ids)):
-            raise ValueError(f"JOSIE {table} table names a token with no posting")
-        return local.astype(np.int32)
+    def _sets_from_postings(self) -> np.ndarray:
+        """Every set's tokens (local ids, in its order) from the postings: the posting of token t
+        in set s at position p is ``set_tokens[set_indptr[s] + p] = t``."""
+        sizes = np.diff(self._set_indptr)
+        slots = self._set_indptr[self._post_set] + self._post_pos
+        total = int(self._set_indptr[-1])
+        if len(slots) != total or (total and (np.any(self._post_pos < 0) or np.any(self._post_pos >= sizes[self._post_set]) or np.bincount(slots, minlength=total).max() > 1)):
+            raise ValueError("JOSIE sets and postings disagree: the postings do not fill each set's positions exactly once")
+        set_tokens = np.empty(total, np.int32)
+        set_tokens[slots] = np.repeat(np.arange(len(self._token_of), dtype=np.int32), np.diff(self._list_indptr))
+        return set_tokens
 
     @property
     def num_sets(self) -> int:
