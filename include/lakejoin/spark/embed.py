@@ -7,18 +7,25 @@ Arrow batches of values, which ``lakejoin.embed.embed`` encodes in model batches
 model loaded once per worker process (``lakejoin.embed.load_model``'s cache; Spark reuses
 Python workers, ``spark.python.worker.reuse``). The newly embedded rows are checkpointed
 locally, so writing both returned frames runs the model once.
+
+Each task runs the model on the cores Spark gave it (``spark.task.cpus``, 1 by default), not on
+every core of the machine: with a worker per core each using all cores, the model's threads
+contend and wait on each other at every operator.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
+from pyspark import TaskContext
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from lakejoin.embed import MODELS, embed
+from lakejoin.embed.models.minilm_onnx import THREADS_ENV
 
 VECTORS_DDL = "value string, value_hash string, vector array<float>"
 CACHE_COLUMNS = ("model", "value_hash", "vector")
@@ -30,8 +37,16 @@ def vector_array(vectors: np.ndarray) -> pa.ListArray:
     return pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1), pa.float32()))
 
 
+def _task_threads() -> None:
+    """Cap the model's threads at this task's cores before the worker process loads it (a
+    value set by the user stays)."""
+    context = TaskContext.get()
+    os.environ.setdefault(THREADS_ENV, str(context.cpus() if context is not None else 0))
+
+
 def _embedder(model: str):
     def embed_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        _task_threads()
         for batch in batches:
             if batch.num_rows:
                 vectors = embed(batch.column("value").to_pylist(), model)
