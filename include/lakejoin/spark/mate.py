@@ -1,10 +1,11 @@
 """MATE's index build in Spark: the same tables as ``lakejoin.index.mate.build`` (paper §5.3),
 computed in executors.
 
-- XASH runs once per distinct value: a distinct-values pass, hashed by ``mapInArrow`` into
-  ``bits/64`` int64 words, then joined back to the cells.
-- A row's super key is ``bit_or`` of its cells' words per word, packed into ``bits/8``
-  big-endian bytes (the hex of each word, left-padded, concatenated, unhexed).
+- Super keys: the cells are shuffled once, by shard (a table and so each of its rows lives in
+  one shard), and each shard's rows get their keys from the library's ``row_superkeys`` in the
+  executors (``applyInArrow``): XASH once per distinct value of the shard, OR per row, packed
+  into ``bits/8`` big-endian bytes. (Hashing distinct values lake-wide, joining the words back
+  to the cells and OR-ing them per row in Spark shuffled every cell twice more.)
 - Shards: ``postings`` and ``superkeys`` are sharded by dataset; a table lives in one shard.
   Incremental builds (paper §5.4: maintenance is local to a table) hash only the changed
   datasets' cells and carry the rewritten shards' other rows over from ``previous``; a removed
@@ -32,12 +33,13 @@ a flip is not: :data:`STALENESS_LIMIT` = 0.5 on this 0/1 measure.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 
 import numpy as np
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakejoin.index.mate.build import (
     GLOBAL_TABLES,
@@ -47,11 +49,12 @@ from lakejoin.index.mate.build import (
     check_bits,
     choose_bits,
     params_table,
+    row_superkeys,
     width_quantile,
     widths_table,
 )
 from lakejoin.index.mate.build import staleness as width_staleness
-from lakejoin.index.mate.xash import words_per_key, xash_words
+from lakejoin.index.shards import SHARD
 from lakejoin.spark.shards import shard_column
 
 __all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "STALENESS_LIMIT", "build_tables", "staleness"]
@@ -128,25 +131,11 @@ def _histogram(widths: DataFrame) -> pa.Table:
     return widths_table(np.array([r["width"] for r in rows], dtype=np.int64), np.array([r["rows"] for r in rows], dtype=np.int64))
 
 
-def _xash_batches(bits: int) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """mapInArrow body: distinct values -> (value, w0..wn) with the XASH words as int64."""
-    names = [f"w{i}" for i in range(words_per_key(bits))]
-
-    def hash_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            values = batch.column("value")
-            words = xash_words(values.to_pylist(), bits).view(np.int64)
-            yield pa.RecordBatch.from_arrays([values, *(pa.array(words[:, i]) for i in range(len(names)))], ["value", *names])
-
-    return hash_batches
-
-
 def _superkeys(cells: DataFrame, bits: int, n_shards: int) -> DataFrame:
-    """OR of XASH over every cell of each (dataset, row), as big-endian key bytes."""
-    names = [f"w{i}" for i in range(words_per_key(bits))]
-    schema = "value string, " + ", ".join(f"{n} bigint" for n in names)
-    hashed = cells.select("value").distinct().mapInArrow(_xash_batches(bits), schema)
-    per_row = cells.select("dataset_id", "row_id", "value").join(hashed, "value").groupBy("dataset_id", "row_id").agg(*(F.bit_or(n).alias(n) for n in names))
-    # hex() of a bigint is its two's complement, i.e. the unsigned word, without leading zeros.
-    key = F.unhex(F.concat(*(F.lpad(F.hex(n), 16, "0") for n in names)))
-    return per_row.select("dataset_id", "row_id", key.alias("superkey"), F.lit(bits).cast("int").alias("bits"), shard_column(n_shards))
+    """OR of XASH over every cell of each (dataset, row), as big-endian key bytes, per shard."""
+
+    def shard_keys(shard_cells: pa.Table) -> pa.Table:
+        return row_superkeys(shard_cells, bits, n_shards)
+
+    by_shard = cells.select("dataset_id", "row_id", "value", shard_column(n_shards))
+    return by_shard.groupBy(SHARD).applyInArrow(shard_keys, from_arrow_schema(SUPERKEYS_SCHEMA))

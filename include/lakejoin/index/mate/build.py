@@ -185,33 +185,37 @@ def build_from_cells(
         )
     bits = params["bits"][0].as_py()
     postings = cells.select(["value", "dataset_id", "column_id", "row_id"]).append_column(SHARD, shard_column(cells["dataset_id"], n_shards)).cast(POSTINGS_SCHEMA)
-    superkeys = _superkeys(cells, bits, n_shards)
+    superkeys = row_superkeys(cells, bits, n_shards)
     if previous is not None:
         postings = _carry_over(previous["postings"], postings, changed)
         superkeys = _carry_over(previous["superkeys"], superkeys, changed)
     return {"postings": postings, "superkeys": superkeys, "params": params, "widths": widths}
 
 
-def _superkeys(cells: pa.Table, bits: int, n_shards: int) -> pa.Table:
-    """One row per (dataset, row) of ``cells``: the OR of its cells' XASH words."""
+def row_superkeys(cells: pa.Table, bits: int, n_shards: int) -> pa.Table:
+    """One row per (dataset, row) of ``cells`` (non-null ``value``, ``dataset_id``, ``row_id``):
+    the OR of its cells' XASH words (``SUPERKEYS_SCHEMA``). The Spark build runs it per shard."""
     if cells.num_rows == 0:
         return SUPERKEYS_SCHEMA.empty_table()
     # XASH once per distinct value, then OR the words of each row's cells together.
     encoded = pc.dictionary_encode(cells["value"]).combine_chunks()
     value_words = xash_words(encoded.dictionary.to_pylist(), bits)
-    rows = pd.DataFrame({"dataset_id": cells["dataset_id"].to_numpy(), "row_id": cells["row_id"].to_numpy()})
-    row_codes, row_keys = pd.MultiIndex.from_frame(rows).factorize()
+    datasets = pc.dictionary_encode(cells["dataset_id"]).combine_chunks()
+    row_ids = cells["row_id"].to_numpy()
+    if row_ids.min() < 0 or row_ids.max() >= 1 << 32:
+        raise ValueError("row ids must lie in [0, 2**32)")
+    # (dataset, row) as one int64, numbered in order of first appearance.
+    row_codes, row_keys = pd.factorize((datasets.indices.to_numpy().astype(np.int64) << 32) | row_ids)
     order = np.argsort(row_codes, kind="stable")
     starts = np.flatnonzero(np.r_[True, np.diff(row_codes[order]) != 0])
     words = np.bitwise_or.reduceat(value_words[encoded.indices.to_numpy()[order]], starts, axis=0)
-    blob = words.astype(">u8").tobytes()
-    width = bits // 8
-    dataset_ids = pa.array(row_keys.get_level_values(0)[row_codes[order][starts]], pa.string())
+    keys = pa.FixedSizeBinaryArray.from_buffers(pa.binary(bits // 8), len(starts), [None, pa.py_buffer(words.astype(">u8").tobytes())])
+    dataset_ids = datasets.dictionary.take(pa.array(row_keys >> 32)).cast(pa.string())
     return pa.table(
         {
             "dataset_id": dataset_ids,
-            "row_id": pa.array(row_keys.get_level_values(1)[row_codes[order][starts]].astype(np.int64)),
-            "superkey": pa.array([blob[i * width : (i + 1) * width] for i in range(len(starts))], pa.binary()),
+            "row_id": pa.array(row_keys & 0xFFFFFFFF),
+            "superkey": keys.cast(pa.binary()),
             "bits": pa.array(np.full(len(starts), bits, np.int32)),
             SHARD: shard_column(dataset_ids, n_shards),
         },
