@@ -178,7 +178,9 @@ def _build_on_spark(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, b
     """Build and write the family's tables with Spark; the tables written, by name."""
     previous = None if plan.full else family_tables(config, spark, plan.family, builder.GLOBAL_TABLES, plan.rewritten)
     inputs, params = family_inputs(config, spark, plan.family, None if plan.full else plan.changed)
-    if not plan.full:  # the changed datasets' rows only: small, and every build reads them several times
+    # Read several times by the build: the changed datasets' rows (small), and PEXESO's embedded
+    # distinct values, which would otherwise re-read and re-deduplicate the cells each time.
+    if not plan.full or plan.family == "pexeso":
         inputs = inputs.persist(StorageLevel.MEMORY_AND_DISK)
     incremental = {} if plan.full else {"previous": previous, "changed": plan.changed}
     try:
