@@ -11,6 +11,7 @@ from airflow_harness import prepare_airflow, run_dag_test
 
 from lakejoin.config import LakeConfig
 from lakejoin.deploy import airflow_cli
+from lakejoin.index import FAMILIES
 from lakejoin.index.shards import shard_of
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.schemas import DATASETS
@@ -47,7 +48,7 @@ def test_pipeline_dag_ingests_builds_every_family_and_publishes(airflow, inputs,
     home = tmp_path / "lake"
     result = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_pipeline", {"home": str(home), "sources": [f"folder:{inputs}"]})
     assert result["state"] == "success", result
-    assert sum(1 for t in result["tasks"] if t.startswith("build_index[")) == 4
+    assert sum(1 for t in result["tasks"] if t.startswith("build_index[")) == len(FAMILIES)
     assert result["upstream"]["build_index"] == ["ingest"]  # builds never race the ingest they read
     assert result["upstream"]["publish"] == ["build_index"]
     assert result["upstream"]["quality_docs"] == ["publish"] and result["tasks"]["quality_docs"] == "success"
@@ -80,7 +81,7 @@ def test_crawl_dag_maps_over_configured_sources_and_its_asset_feeds_the_index_da
     indexed = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_index", {"home": str(home), "shards": 4})
     assert indexed["state"] == "success", indexed
     assert statuses(config) == {"airlines.csv": "active", "airports.csv": "active"}
-    first = [indexed["returned"][f"build_index[{i}]"] for i in range(4)]
+    first = [indexed["returned"][f"build_index[{i}]"] for i in range(len(FAMILIES))]
     assert all(b["build"] == "full" and b["shards_rewritten"] == [0, 1, 2, 3] for b in first), first
 
 
@@ -99,7 +100,7 @@ def test_the_index_dag_rewrites_only_the_shards_a_crawl_changed(airflow, inputs,
         airflow_cli("variables", "set", "lakejoin_sources", "[]", env=airflow)
     config = LakeConfig.from_args(str(home))
     airlines = next(d for d, row in _datasets(config).items() if row["title"] == "airlines.csv")
-    builds = [indexed["returned"][f"build_index[{i}]"] for i in range(4)]
+    builds = [indexed["returned"][f"build_index[{i}]"] for i in range(len(FAMILIES))]
     assert all(b["build"] == "incremental" and b["shards_rewritten"] == [shard_of(airlines, 4)] and b["changed_datasets"] == 1 for b in builds), builds
     assert snapshots.resolve(config).snapshot_id == 2
     assert indexed["tasks"]["compact"] == "success"

@@ -92,7 +92,7 @@ def test_key_candidate(values, expected):
 
 def test_default_selection_leaves_numeric_columns_to_mate():
     assert profile_values(["1", "2"], name="c")["indexed_by"] == ["mate"]
-    assert profile_values(["x y", "z"], name="c")["indexed_by"] == ["josie", "lshensemble", "mate", "pexeso"]
+    assert profile_values(["x y", "z"], name="c")["indexed_by"] == ["josie", "lshensemble", "mate", "pexeso", "qgram"]
     assert profile_values(["true", "false"], name="c")["indexed_by"] == ["josie", "lshensemble", "mate"]
     assert profile_values([None], name="c")["indexed_by"] == []
 

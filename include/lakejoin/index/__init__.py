@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-FAMILIES = ("josie", "lshensemble", "mate", "pexeso")
+FAMILIES = ("josie", "lshensemble", "mate", "pexeso", "qgram")
 
 
 class Searcher(Protocol):

@@ -32,6 +32,7 @@ RANK_KEYS: dict[str, Callable[[Result], tuple]] = {
     "lshensemble": lambda r: (-cast(float, r.get("containment", r["containment_estimate"])), r["column_id"]),
     "mate": lambda r: (-r["joinability"], r["dataset_id"]),
     "pexeso": lambda r: (-r["matched"], r["column_id"]),
+    "qgram": lambda r: (-r["overlap"], r["column_id"]),
 }
 
 

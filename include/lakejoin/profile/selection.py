@@ -15,6 +15,10 @@ numbering and joins nothing. Defaults (``DEFAULT_RULES``):
   columns only (``shared/notes/pexeso.md`` §1.1); codes are included so that semantic search
   can relate codes and names. Pass ``SelectionRules(pexeso=frozenset({"string"}))`` to embed
   free text only.
+- ``qgram``: ``string``, ``identifier``, ``date`` and ``datetime``: the columns whose values a
+  transformation reformats (names, codes, dates; numbers written with separators or units are
+  profiled as strings). Purely numeric columns stay out for JOSIE's reason, and booleans join
+  nothing. ``SelectionRules(qgram=frozenset())`` builds the family empty.
 
 Override by building another ``SelectionRules``; the pipeline takes the rules as a parameter.
 """
@@ -39,6 +43,7 @@ class SelectionRules:
     lshensemble: frozenset[str] = _ALL - NUMERIC_TYPES
     mate: frozenset[str] = _ALL
     pexeso: frozenset[str] = frozenset({"string", "identifier"})
+    qgram: frozenset[str] = frozenset({"string", "identifier", "date", "datetime"})
     min_distinct: int = 1
 
     def __post_init__(self) -> None:

@@ -112,7 +112,7 @@ def load_searcher(family: str, sharded: Mapping[str, pa.Table], global_names: It
 def ask(searcher: Any, query: FamilyQuery) -> list[dict[str, Any]]:
     """The part ``searcher`` answers for ``query`` (see the module docstring)."""
     params = query.params
-    if query.family == "josie":
+    if query.family in ("josie", "qgram"):  # q-gram: JOSIE over the query's tokens
         return searcher.search(query.values[0], k=query.ask_k)
     if query.family == "lshensemble":
         return searcher.search_steps(query.values[0], params.get("threshold", DEFAULT_THRESHOLD), verify=params.get("verify", False), k=query.ask_k)

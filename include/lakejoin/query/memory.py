@@ -28,6 +28,7 @@ LOAD_BYTES_PER_ROW: dict[str, dict[str, int]] = {
     "lshensemble": {"signatures": 15_000},
     "mate": {"postings": 135},
     "pexeso": {"mapped": 6_000},
+    "qgram": {"postings": 72, "tokens": 100, "sets": 100},  # JOSIE's tables over token sets
 }
 MEMORY_LIMIT_VARIABLE = "LAKEJOIN_INDEX_MEMORY"  # e.g. "8G": a fixed budget for one family's load
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
