@@ -34,7 +34,7 @@ QUERY = {
     render_template_as_native_obj=True,
     tags=["lakejoin"],
     params={
-        "method": Param("auto", enum=list(METHODS), description="josie, lshensemble, mate, pexeso, or auto"),
+        "method": Param("auto", enum=list(METHODS), description="josie, lshensemble, mate, pexeso, transform, or auto"),
         "dataset_id": Param("", type="string", description="query dataset in the lake (or give table_path)"),
         "table_path": Param("", type="string", description="query table file on the workers (CSV, TSV, JSON lines, Parquet)"),
         "columns": Param(["baker"], type="array", minItems=1, maxItems=8, items={"type": "string"}, description="query key column(s)"),

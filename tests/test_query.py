@@ -10,6 +10,7 @@ import shutil
 import threading
 from contextlib import redirect_stdout
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -293,8 +294,13 @@ def run_cli(*argv: str) -> dict:
     return result
 
 
-def without_timing(response: dict) -> dict:
-    return {k: v for k, v in response.items() if k != "seconds"}
+def without_timing(response: Any) -> Any:
+    """``response`` without its ``seconds`` fields, at any depth (transform times each result's learning)."""
+    if isinstance(response, dict):
+        return {k: without_timing(v) for k, v in response.items() if k != "seconds"}
+    if isinstance(response, list):
+        return [without_timing(v) for v in response]
+    return response
 
 
 def cli_text(*argv: str) -> str:

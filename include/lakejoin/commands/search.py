@@ -1,8 +1,9 @@
 """Search the lake for tables joinable with a query column (or composite key), on one snapshot.
 
-    lakejoin search {josie,lshensemble,mate,pexeso,auto} (--table FILE | --dataset ID) \
+    lakejoin search {josie,lshensemble,mate,pexeso,transform,auto} (--table FILE | --dataset ID) \
         (--column NAME | --columns A,B) [-k 10] [--snapshot N] \
-        [--threshold T --verify] [--tau X --T Y --model M --exact | --lower-bound] [--semantic] --json
+        [--threshold T --verify] [--tau X --T Y --model M --exact | --lower-bound] [--semantic] \
+        [--candidates N --sample S --budget SECONDS --learner cst++] --json
 
 Text output is one aligned row per result: rank, dataset, column(s), the method's score and
 evidence (a few matched values or value pairs). Scores are exact counts and shares; PEXESO's
@@ -37,6 +38,10 @@ FAMILY_FLAGS: dict[str, tuple[str, dict[str, Any]]] = {
     "--lower-bound": ("lower_bound", {"action": "store_true", "default": None, "help": flag_help("lower_bound")}),
     "--initial-column": ("initial_column", {"help": flag_help("initial_column")}),
     "--semantic": ("semantic", {"action": "store_true", "default": None, "help": flag_help("semantic")}),
+    "--candidates": ("candidates", {"type": int, "help": flag_help("candidates")}),
+    "--sample": ("sample", {"type": int, "help": flag_help("sample")}),
+    "--budget": ("budget", {"type": float, "help": flag_help("budget")}),
+    "--learner": ("learner", {"help": flag_help("learner")}),
 }
 
 
@@ -119,6 +124,7 @@ SCORES: dict[str, tuple[str, Callable[[dict[str, Any]], str]]] = {
     "lshensemble": ("containment", _lsh_containment),
     "mate": ("keys (share)", lambda r: f"{r['joinability']:,} ({r['share']:.3f})"),
     "pexeso": ("jn (records)", _pexeso_jn),
+    "transform": ("rows joined (share)", lambda r: f"{r['matched']:,} ({r['joinability']:.3f})"),
 }
 
 
@@ -133,7 +139,7 @@ def _value(value: Any) -> str:
 
 
 def _evidence(r: dict[str, Any]) -> str:
-    parts = []
+    parts = [r["program"]] if r.get("program") else []
     if "overlap" in r and r.get("containment_estimate") is not None:  # auto: JOSIE with LSH Ensemble's estimate
         parts.append(f"LSH ≈ {r['containment_estimate']:.3f}")
     if r.get("matched_sample"):
@@ -148,7 +154,7 @@ def summarize(result: dict[str, Any]) -> str:
     picked = f" (auto: {result['auto']['reason']})" if "auto" in result else ""
     lines = [f"snapshot {result['snapshot_id']}, {result['method']}{picked}, {len(result['results'])} result(s)"]
     if not result["results"]:
-        return lines[0]
+        return lines[0] + (f": {result['message']}" if result.get("message") else "")
     header, score = SCORES[result["method"]]
     rows = []
     for r in result["results"]:

@@ -23,7 +23,16 @@ lower bounds (``joinability_exact`` False).
   ``AUTO_LSH_MIN_DISTINCT`` distinct values and the snapshot has an LSH Ensemble, LSH Ensemble
   runs too and each JOSIE result gets its ``containment_estimate`` beside the exact
   ``containment`` (``null`` where LSH Ensemble missed it), so the approximate and exact
-  scores of large columns can be compared.
+  scores of large columns can be compared. When JOSIE finds no column sharing a value and the
+  snapshot has a q-gram index, ``transform`` runs instead (and ``auto.picked`` says so).
+
+``method="transform"`` (transformation-aware discovery, ``lakejoin.transform.discover``): the
+q-gram family's top ``candidates`` columns by shared tokens, a program learned per candidate on
+a sample and verified on both full columns; results carry ``matched`` (query rows joined),
+``joinability`` (their share), ``joined_values``, ``program``/``programs``, ``direction``,
+``overlap`` (tokens shared), ``sample_pairs`` and ``learning``; ``discovery`` reports the
+candidates learned and any left when the time ``budget`` ran out, and ``message`` is "no
+transformation found" when nothing joins.
 
 A query given as a lake ``dataset_id`` never returns its own dataset.
 """
@@ -48,7 +57,7 @@ from lakejoin.query.join import key_pairs, provenance_of, table_prefix
 from lakejoin.query.snapshot import DEFAULT_REFRESH_SECONDS, LoadedSnapshot, MethodUnavailable, SnapshotCache
 from lakejoin.query.tables import QueryTable, dataset_table
 
-METHODS = ("josie", "lshensemble", "mate", "pexeso", "auto")
+METHODS = ("josie", "lshensemble", "mate", "pexeso", "transform", "auto")
 AUTO_LSH_MIN_DISTINCT = 10_000
 DEFAULT_K = 10
 
@@ -58,6 +67,7 @@ PARAMS: dict[str, dict[str, type]] = {
     "lshensemble": {"threshold": float, "verify": bool},
     "mate": {"initial_column": str},
     "pexeso": {"tau": float, "T": float, "model": str, "exact": bool, "lower_bound": bool, "mode": str},
+    "transform": {"candidates": int, "sample": int, "budget": float, "learner": str},
 }
 PARAMS["auto"] = {"semantic": bool, **{k: t for family in PARAMS.values() for k, t in family.items()}}
 
@@ -105,9 +115,13 @@ class QueryEngine:
         params = check_params(method, params or {})
         self._check_query(query, columns, k, method, params)
         picked, reason = pick_method(method, columns, query, params, loaded)
-        found, reads = _RUNNERS[picked[0]](loaded, query, columns, k, params)
+        discovery: dict[str, Any] = {}
+        found, reads = _RUNNERS[picked[0]](loaded, query, columns, k, params, discovery)
+        if method == "auto" and picked[0] == "josie" and not found and "qgram" in loaded.families():
+            picked, reason = ["transform"], f"{reason}; it found no column sharing a value, so transformation-aware discovery ran"
+            found, reads = _RUNNERS["transform"](loaded, query, columns, k, params, discovery)
         if len(picked) > 1:
-            _attach_estimates(found, _RUNNERS["lshensemble"](loaded, query, columns, k, {**params, "verify": False})[0])
+            _attach_estimates(found, _RUNNERS["lshensemble"](loaded, query, columns, k, {**params, "verify": False}, {})[0])
         response: dict[str, Any] = {
             "snapshot_id": loaded.snapshot_id,
             "method": picked[0],
@@ -115,6 +129,10 @@ class QueryEngine:
             "params": {"k": k, **params},
             "results": [{"rank": i, **r} for i, r in enumerate(found, 1)],
         }
+        if discovery:
+            response["discovery"] = {key: value for key, value in discovery.items() if key != "message"}
+            if "message" in discovery:
+                response["message"] = discovery["message"]
         if reads is not None:
             response["shards"] = reads  # served shard by shard: the index is over the memory budget
         if method == "auto":
@@ -152,6 +170,10 @@ class QueryEngine:
         loaded = self.snapshot(response["snapshot_id"])
         query = self.query_table(loaded, table, dataset_id)
         semantic = None
+        if response["method"] == "transform" and transform is None:  # re-learned on the whole key columns
+            from lakejoin.transform import LEARN
+
+            transform = LEARN
         if response["method"] == "pexeso":
             searcher, _ = loaded.searcher("pexeso")
             semantic = {"model": result["model"], "tau": response["params"].get("tau", DEFAULT_TAU), "tau_scale": searcher.tau_scale}
@@ -259,8 +281,11 @@ def _own_columns(loaded: LoadedSnapshot, query: QueryTable, family: str) -> int:
     return sum(1 for c in loaded.columns_of(query.dataset_id) if family in c.indexed_by)
 
 
-def _runner(family: str) -> Callable[..., tuple[list[dict[str, Any]], dict[str, int] | None]]:
-    def run(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
+Runner = Callable[[LoadedSnapshot, QueryTable, list[str], int, dict[str, Any], dict[str, Any]], tuple[list[dict[str, Any]], dict[str, int] | None]]
+
+
+def _runner(family: str) -> Runner:
+    def run(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any], _: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
         values = [query.column_values(c) for c in columns]
         asked = family_query(family, columns, values, k, params, dataset_id=query.dataset_id, own_columns=_own_columns(loaded, query, family))
         found, reads = loaded.answer(family, lambda searcher: ask(searcher, asked), lambda parts: merge(asked, parts))
@@ -269,13 +294,44 @@ def _runner(family: str) -> Callable[..., tuple[list[dict[str, Any]], dict[str, 
     return run
 
 
+TRANSFORM_PARAMS = ("candidates", "sample", "budget", "learner")
+
+
+def _run_transform(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any], report: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
+    """Transformation-aware discovery: the q-gram family's candidates (every shard, merged
+    exactly), then a program learned and verified per candidate (``lakejoin.transform.discover``)."""
+    from lakejoin.transform.discover import DiscoveryParams, discover
+
+    if len(columns) != 1:
+        raise ValueError(f"transform searches one column, got {len(columns)}")
+    settings = DiscoveryParams(**{name: params[name] for name in TRANSFORM_PARAMS if name in params})
+    values = query.column_values(columns[0])
+    asked = family_query("qgram", columns, [values], settings.candidates, {}, dataset_id=query.dataset_id, own_columns=_own_columns(loaded, query, "qgram"))
+    found, reads = loaded.answer("qgram", lambda searcher: ask(searcher, asked), lambda parts: merge(asked, parts))
+    candidates = results(loaded, asked, found)
+    answer = discover(values, candidates, lambda candidate: _column_values(loaded, candidate), k=k, params=settings)
+    by_column = {c["column_id"]: c for c in candidates}
+    rows = [{**{key: by_column[r["column_id"]][key] for key in ("dataset_id", "table", "column")}, **r} for r in answer.pop("results")]
+    report.update(answer)
+    return rows, reads
+
+
+def _column_values(loaded: LoadedSnapshot, candidate: Mapping[str, Any]) -> list[str | None]:
+    """A candidate column's raw values, from its dataset's staged copy (that column alone)."""
+    import pyarrow.parquet as pq
+
+    row = loaded.dataset(candidate["dataset_id"])
+    path = Path(row["staged_path"])
+    return pq.read_table(path if path.is_absolute() else loaded.config.home / path, columns=[candidate["column"]]).column(0).to_pylist()
+
+
 def _attach_estimates(results: list[dict[str, Any]], estimates: list[dict[str, Any]]) -> None:
     by_column = {r["column_id"]: r["containment_estimate"] for r in estimates}
     for result in results:
         result["containment_estimate"] = by_column.get(result["column_id"])
 
 
-_RUNNERS = {family: _runner(family) for family in ("josie", "lshensemble", "mate", "pexeso")}
+_RUNNERS: dict[str, Runner] = {**{family: _runner(family) for family in ("josie", "lshensemble", "mate", "pexeso")}, "transform": _run_transform}
 
 _engines: dict[Path, QueryEngine] = {}
 _engines_lock = threading.Lock()

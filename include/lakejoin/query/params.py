@@ -13,6 +13,9 @@ from typing import Any
 from lakejoin.query.engine import AUTO_LSH_MIN_DISTINCT, DEFAULT_K, METHODS, PARAMS, Limits
 from lakejoin.query.family import DEFAULT_T, DEFAULT_TAU, DEFAULT_THRESHOLD
 from lakejoin.query.join import HOWS, POLICIES
+from lakejoin.transform.discover import DEFAULT_BUDGET, DEFAULT_CANDIDATES, DEFAULT_SAMPLE
+from lakejoin.transform.join import DEFAULT_METHOD
+from lakejoin.transform.join import METHODS as TRANSFORM_METHODS
 
 
 @dataclass(frozen=True)
@@ -45,16 +48,31 @@ MODEL = ParamSpec("model", "str", "PEXESO: the embedding model; must be the one 
 EXACT = ParamSpec("exact", "bool", "PEXESO: list every matched value pair as evidence (slower)", False)
 LOWER_BOUND = ParamSpec("lower_bound", "bool", "PEXESO threshold mode: stop counting a column once it reaches T (faster; scores become lower bounds, shown ≥)", False)
 INITIAL_COLUMN = ParamSpec("initial_column", "str", "MATE: the query column whose posting lists are read first (empty: the one with the fewest posting-list entries in the lake)")
+CANDIDATES = ParamSpec("candidates", "int", "transform: lake columns sharing the most value parts (q-grams, words, numbers) with yours to learn a transformation for", DEFAULT_CANDIDATES, 1, 200)
+SAMPLE = ParamSpec("sample", "int", "transform: your values each transformation is learned from (with the found column's values sharing their parts)", DEFAULT_SAMPLE, 2, 1000)
+BUDGET = ParamSpec("budget", "float", "transform: seconds for the whole search; no further candidate is learned after them", DEFAULT_BUDGET, 1.0, 600.0)
+LEARNER = ParamSpec("learner", "choice", "transform: the method that learns each transformation", DEFAULT_METHOD, choices=tuple(TRANSFORM_METHODS))
 SEMANTIC = ParamSpec("semantic", "bool", "auto: match values by meaning (PEXESO) — misspellings, synonyms, formats — instead of exactly", False)
 
 METHOD_SPECS: dict[str, MethodSpec] = {
     spec.name: spec
     for spec in (
-        MethodSpec("auto", "Auto", "Picks for you: JOSIE for one column, MATE for several, PEXESO when semantic; it says what it picked and why.", (SEMANTIC,)),
+        MethodSpec(
+            "auto",
+            "Auto",
+            "Picks for you: JOSIE for one column (a learned transformation when no column shares a value), MATE for several, PEXESO when semantic; it says what it picked and why.",
+            (SEMANTIC,),
+        ),
         MethodSpec("josie", "JOSIE — exact overlap", "The k columns sharing the most distinct values with yours (exact).", ()),
         MethodSpec("lshensemble", "LSH Ensemble — containment", "Columns containing at least a threshold share of your values (estimated, or exact with verify).", (THRESHOLD, VERIFY)),
         MethodSpec("mate", "MATE — composite key", "Tables joinable on several columns at once (a composite key), ranked by the keys they share.", (INITIAL_COLUMN,)),
         MethodSpec("pexeso", "PEXESO — semantic", "Columns whose values match yours by embedding similarity: misspellings, synonyms, formats.", (TAU, T, MODE, MODEL, EXACT, LOWER_BOUND)),
+        MethodSpec(
+            "transform",
+            "Transformation — reformatted values",
+            "Columns that join with yours after a learned transformation (names reordered or abbreviated, codes padded or prefixed, dates and numbers reformatted), ranked by the rows that join, each with its program.",
+            (CANDIDATES, SAMPLE, BUDGET, LEARNER),
+        ),
     )
 }
 

@@ -91,7 +91,7 @@ function bytes(n) {
 
 // --- the lake's status ------------------------------------------------------------------
 
-const FAMILY_NAMES = { josie: "JOSIE", lshensemble: "LSH Ensemble", mate: "MATE", pexeso: "PEXESO" };
+const FAMILY_NAMES = { josie: "JOSIE", lshensemble: "LSH Ensemble", mate: "MATE", pexeso: "PEXESO", qgram: "q-gram", transform: "transformation" };
 
 function describeLake(status) {
   const warm = status.warmup;
@@ -502,6 +502,7 @@ function score(result) {
 
 function evidence(result) {
   const parts = [];
+  if (result.program) parts.push(el("div", {}, "program: ", el("span", { className: "value", text: result.program })));
   if (result.mapping) parts.push(el("div", {}, "key: ", Object.entries(result.mapping).map(([q, m]) => `${q}→${m.column}`).join(", ")));
   if (result.matched_sample && result.matched_sample.length) {
     const values = result.matched_sample.map((v) => el("span", { className: "value", text: Array.isArray(v) ? v.join(" · ") : String(v) }));
