@@ -89,6 +89,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 from numba import njit
 
@@ -737,13 +738,14 @@ class JosieSearcher:
         Each set's tokens are its postings put at their positions, so the ``sets`` table's own
         token lists are not read (a shard loads about half the bytes)."""
         token_id = postings["token_id"].to_numpy()
-        order = np.argsort(token_id, kind="stable")
-        set_index = np.searchsorted(self.set_ids, postings["set_id"].to_numpy()[order])
-        if len(order) and (len(self.set_ids) == 0 or np.any(self.set_ids[np.minimum(set_index, len(self.set_ids) - 1)] != postings["set_id"].to_numpy()[order])):
+        set_index = pd.Index(self.set_ids).get_indexer(postings["set_id"].to_numpy())  # a hash lookup: -1 when missing
+        if np.any(set_index < 0):
             raise ValueError("JOSIE postings table names a set_id missing from the sets table")
-        if len(order) and (token_id[order[-1]] >= n_tokens or token_id[order[0]] < 0):
+        if len(token_id) and (token_id.max() >= n_tokens or token_id.min() < 0):
             raise ValueError("JOSIE postings table names a token_id missing from the tokens table")
-        self._post_set = set_index.astype(np.int32)
+        # each list by set: one sort of a unique key, several times faster than a stable sort by token
+        order = np.argsort(token_id * len(self.set_ids) + set_index) if n_tokens * len(self.set_ids) < 2**62 else np.lexsort((set_index, token_id))
+        self._post_set = set_index[order].astype(np.int32)
         self._post_pos = postings["position"].to_numpy()[order].astype(np.int32)
         self._post_size = postings["set_size"].to_numpy()[order].astype(np.int32)
         ordered = token_id[order]

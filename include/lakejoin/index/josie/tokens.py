@@ -188,8 +188,8 @@ def _list_sums(indptr: np.ndarray, set_ids: np.ndarray) -> np.ndarray:
 
 @njit(cache=True)
 def _groups_of_runs(order: np.ndarray, length: np.ndarray, sums: np.ndarray, indptr: np.ndarray, set_ids: np.ndarray) -> np.ndarray:
-    """Group of every token, given ``order``: the tokens with a non-empty list sorted by (length,
-    sums), TokenID ascending within equal keys. Within a run of equal keys each list is compared
+    """Group of every token (named by a member), given ``order``: the tokens with a non-empty
+    list, those of equal (length, sums) adjacent. Within a run of equal keys each list is compared
     with the run's distinct lists so far, so a hash collision never merges different lists."""
     group = np.arange(length.shape[0])
     distinct = np.empty(order.shape[0], np.int64)
@@ -216,6 +216,17 @@ def _groups_of_runs(order: np.ndarray, length: np.ndarray, sums: np.ndarray, ind
     return group
 
 
+@njit(cache=True)
+def _named_by_smallest(group: np.ndarray) -> np.ndarray:
+    """Each group named by its smallest member."""
+    smallest = np.arange(group.shape[0])
+    for t in range(group.shape[0]):
+        smallest[group[t]] = min(smallest[group[t]], t)
+    for t in range(group.shape[0]):
+        group[t] = smallest[group[t]]
+    return group
+
+
 def duplicate_groups(indptr: np.ndarray, set_ids: np.ndarray) -> np.ndarray:
     """Step 3 (§3.4.1), on the posting lists a searcher holds: for every TokenID, the smallest
     TokenID whose list is identical to its own (its own if none; empty lists are not grouped).
@@ -227,9 +238,12 @@ def duplicate_groups(indptr: np.ndarray, set_ids: np.ndarray) -> np.ndarray:
     """
     length = np.diff(indptr)
     sums = _list_sums(indptr, set_ids)
-    held = np.flatnonzero(length > 0)  # a shard's searcher holds a small part of the global tokens: sort only those
-    order = held[np.lexsort((sums[1][held], sums[0][held], length[held]))]  # stable: TokenID ascending within a key
-    return _groups_of_runs(order, length, sums, indptr, set_ids)
+    held = np.flatnonzero(length > 0)
+    # one 64-bit key per list (its hash and its length), sorted by the fast unstable sort: equal
+    # lists are adjacent; the groups' names are made the smallest TokenID afterwards
+    key = sums[0][held] ^ (length[held].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15))
+    group = _groups_of_runs(held[np.argsort(key)], length, sums, indptr, set_ids)
+    return _named_by_smallest(group)
 
 
 class _Entries:
