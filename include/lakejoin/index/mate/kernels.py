@@ -28,35 +28,60 @@ DENSE_MIN = 1 << 12  # presence tables up to this size (or 4 entries per support
 # real join gives (about one mapping per matching pair), so past it the search stops with a
 # clear error instead of taking the machine's memory.
 SUPPORTED_LIMIT = 1 << 24
+# The row filter's output held at once, in (PL item, query row) pairs (two int64 arrays, 64 MiB):
+# a table with more pairs is filtered and verified in slices of its items. A query whose initial
+# column has few values meets a large table in billions of pairs (weather's key against flights),
+# and a weak super-key filter (wide rows of small numbers) passes a large share of them.
+PAIR_BUFFER = 1 << 22
 STATS = ("tables_verified", "pruned_rule1", "pruned_rule2", "pairs_checked", "pairs_passed", "pairs_joinable")
+
+
+@njit(cache=True, nogil=True)
+def _contains(item_keys, i, bucket_keys, j):
+    """Line 22: query row j's key is in item i's super key S (``key & ~S == 0``), tested word by
+    word from word 0, which holds the length bits: most rows fail there (§5.2)."""
+    for w in range(item_keys.shape[1]):
+        if bucket_keys[j, w] & ~item_keys[i, w]:
+            return False
+    return True
 
 
 @njit(cache=True, nogil=True)
 def row_filter(lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, out_item, out_j):
     """Lines 20-25 for items ``lo:hi``: the pairs (item, bucket position j) whose key is in S.
 
-    ``item_keys[i]`` is the super key S that came with PL item i (line 4). A pair survives iff
-    ``key(x) & ~S == 0`` (line 22), tested word by word from word 0, which holds the length
-    bits: most rows fail there (§5.2). The surviving pairs go to ``out_item`` (ascending) and
-    ``out_j``, which must hold every pair of the items; returns how many survived.
+    ``item_keys[i]`` is the super key S that came with PL item i (line 4). The surviving pairs go
+    to ``out_item`` (ascending) and ``out_j``, which must hold every pair of the items; returns
+    how many survived.
     """
-    words = item_keys.shape[1]
     n = 0
     for i in range(lo, hi):
         s = item_slots[i]
-        missing_high = ~item_keys[i, 0]
         for j in range(slot_start[s], slot_start[s] + slot_count[s]):
-            if bucket_keys[j, 0] & missing_high:
-                continue
-            w = 1
-            while w < words and not bucket_keys[j, w] & ~item_keys[i, w]:
-                w += 1
-            if w < words:
-                continue
-            out_item[n] = i
-            out_j[n] = j
-            n += 1
+            if _contains(item_keys, i, bucket_keys, j):
+                out_item[n] = i
+                out_j[n] = j
+                n += 1
     return n
+
+
+@njit(cache=True, nogil=True)
+def _passed_rows(lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, item_rows, seen):
+    """Rule 2's r_match without keeping the pairs: distinct candidate rows among items ``lo:hi``
+    with some pair passing the row filter. ``seen`` (one flag per lake row, all False) is left as
+    it was found."""
+    distinct = 0
+    for i in range(lo, hi):
+        s = item_slots[i]
+        for j in range(slot_start[s], slot_start[s] + slot_count[s]):
+            if _contains(item_keys, i, bucket_keys, j):
+                if not seen[item_rows[i]]:
+                    seen[item_rows[i]] = True
+                    distinct += 1
+                break
+    for i in range(lo, hi):
+        seen[item_rows[i]] = False
+    return distinct
 
 
 @njit(cache=True, nogil=True)
@@ -249,12 +274,12 @@ def best_mapping(supported, n_query):
 
 
 @njit(cache=True, nogil=True)
-def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_ids, initial, row_offsets, cell_values, cell_columns, out):
-    """calculateJ's comparison for the pairs that passed the row filter: (supported mappings in
-    ``out``, their count, pairs supporting some mapping)."""
+def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_ids, initial, row_offsets, cell_values, cell_columns, out, n):
+    """calculateJ's comparison for the pairs that passed the row filter, appending to the ``n``
+    supported mappings already in ``out``: (``out``, their count, pairs supporting some mapping)."""
     m = value_ids.shape[1]
     first, count, pick, combo = np.zeros(m, np.int64), np.ones(m, np.int64), np.zeros(m, np.int64), np.empty(m, np.int64)
-    n = joinable = 0
+    joinable = 0
     for p in range(len(items)):
         i = items[p]
         out, n, ok = _verify_pair(
@@ -275,6 +300,28 @@ def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_
         )
         joinable += ok
     return out, n, joinable
+
+
+@njit(cache=True, nogil=True)
+def _verify_slices(
+    lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, item_rows, item_columns, query_rows, value_ids, initial, row_offsets, cell_values, cell_columns, items, positions, out
+):
+    """Row filter and calculateJ over items ``lo:hi`` in slices whose pairs fit ``items`` and
+    ``positions`` (one item's pairs always fit): the same pairs in the same order as one pass.
+    Returns (``out``, supported mappings, pairs passed, pairs supporting some mapping)."""
+    n = passed = joinable = 0
+    a = lo
+    while a < hi:
+        b, pairs = a, 0
+        while b < hi and (b == a or pairs + slot_count[item_slots[b]] <= len(items)):
+            pairs += slot_count[item_slots[b]]
+            b += 1
+        got = row_filter(a, b, item_keys, item_slots, slot_start, slot_count, bucket_keys, items, positions)
+        out, n, ok = _verify_passed(items[:got], positions[:got], item_rows, item_columns, query_rows, value_ids, initial, row_offsets, cell_values, cell_columns, out, n)
+        passed += got
+        joinable += ok
+        a = b
+    return out, n, passed, joinable
 
 
 @njit(cache=True, nogil=True)
@@ -335,6 +382,7 @@ def scan_tables(
     cell_columns,
     k,
     sample_size,
+    pair_buffer,
 ):
     """Algorithm 1 lines 7-30 over tables ``table_start[r]:table_start[r+1]`` in rank order r.
 
@@ -344,7 +392,9 @@ def scan_tables(
     ``r_match`` and drops the table exactly when some point of the paper's item-by-item scan
     would have. Each table is verified right after its filter, so the top-k list is never
     stale and no batch is left unverified (the reference code loses its last batch).
-    ``item_keys`` (the items' super keys) is read only when ``use_superkeys``.
+    ``item_keys`` (the items' super keys) is read only when ``use_superkeys``; a table with more
+    pairs than ``pair_buffer`` (``PAIR_BUFFER``) is filtered once for rule 2 and then filtered and
+    verified in slices (``_verify_slices``), so the row filter's output stays bounded.
     Returns the top-k (score, rank, mapping, matched sample, pairs verified) unsorted, and the
     counters named in ``STATS``.
     """
@@ -363,7 +413,7 @@ def scan_tables(
     for r in range(n_tables):
         for i in range(table_start[r], table_start[r + 1]):
             table_pairs[r] += slot_count[item_slots[i]]
-    most = table_pairs.max() if use_superkeys else 0
+    most = min(table_pairs.max(), max(pair_buffer, slot_count.max())) if use_superkeys else 0
     items, positions = np.empty(most, np.int64), np.empty(most, np.int64)  # the row filter's output
     seen = np.zeros(0, np.bool_)  # rule 2's row flags, allocated once the top-k list is full
     for r in range(n_tables):
@@ -375,16 +425,30 @@ def scan_tables(
         if worst >= 0 and len(seen) == 0:
             seen = np.zeros(len(row_offsets) - 1, np.bool_)
         counters[3] += table_pairs[r]
-        if use_superkeys:
+        if use_superkeys and table_pairs[r] <= most:
             passed = row_filter(lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, items, positions)
             if passed == 0:
                 continue  # no row passed the filter: ȷ_t = 0
             if worst >= 0 and _distinct_rows(item_rows, items[:passed], seen) <= worst:  # rule 2
                 counters[2] += 1
                 continue
-            out, n, joinable = _verify_passed(
-                items[:passed],
-                positions[:passed],
+            out, n, joinable = _verify_passed(items[:passed], positions[:passed], item_rows, item_columns, query_rows, value_ids, initial, row_offsets, cell_values, cell_columns, out, 0)
+        elif use_superkeys:  # more pairs than the buffer holds
+            if worst >= 0:
+                matching = _passed_rows(lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, item_rows, seen)
+                if matching == 0:
+                    continue
+                if matching <= worst:  # rule 2
+                    counters[2] += 1
+                    continue
+            out, n, passed, joinable = _verify_slices(
+                lo,
+                hi,
+                item_keys,
+                item_slots,
+                slot_start,
+                slot_count,
+                bucket_keys,
                 item_rows,
                 item_columns,
                 query_rows,
@@ -393,8 +457,12 @@ def scan_tables(
                 row_offsets,
                 cell_values,
                 cell_columns,
+                items,
+                positions,
                 out,
             )
+            if passed == 0:
+                continue
         else:
             if worst >= 0 and _distinct_rows(item_rows, np.arange(lo, hi), seen) <= worst:  # rule 2
                 counters[2] += 1

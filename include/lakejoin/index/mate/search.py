@@ -45,6 +45,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from lakejoin.index.mate import kernels
 from lakejoin.index.mate.kernels import STATS, scan_tables
 from lakejoin.index.mate.layout import int_dtype, offsets, postings_layout
 from lakejoin.index.mate.values import ValueDictionary
@@ -384,6 +385,7 @@ def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int,
         index.cell_columns,
         k,
         SAMPLE_SIZE,
+        kernels.PAIR_BUFFER,
     )
     for name, value in zip(STATS, counters.tolist()):
         setattr(stats, name, value)
