@@ -2,23 +2,34 @@
 pipeline into shards, then batch discovery on Spark and interactive search past memory.
 
 The lake: ``set_lake("opendata", sets)`` (power-law sizes and token frequencies, thesis §3.5)
-cut into tables of ``COLUMNS_PER_TABLE`` columns, so 1,000,000 sets are 100,000 tables. JOSIE,
-LSH Ensemble and MATE are built (PEXESO would embed every distinct value first; it is measured
-by bench_pexeso.py). Then:
+cut into tables of ``COLUMNS_PER_TABLE`` columns, so 1,000,000 sets are 100,000 tables. By
+default the sets are written **directly in the lake layout the ingest leaves** (``lake/cells``
+partitioned by dataset, ``catalog/datasets``, ``catalog/columns``, and staged Parquet copies of
+the query tables), and then the real index builds run on it
+(``lakejoin.spark.pipeline.build_indexes``: ``lakejoin.spark.indexing`` and each family's Spark
+build, then ``publish``). The ingest (crawl, per-file parse, the quality gate, profiling,
+Great Expectations Data Docs) costs per file, not per cell, and is measured by ``--csv``, which
+writes one CSV per table and runs the whole main job (``lakejoin.spark.pipeline.run``) with
+its per-stage seconds. JOSIE, LSH Ensemble and MATE are built (PEXESO would embed every
+distinct value first; it is measured by bench_pexeso.py). Then:
 
-- **build**: minutes of ``lakejoin.spark.pipeline.run``, shard count and on-disk size per family;
+- **build**: minutes of the index builds (and of the lake written before them), per-stage
+  seconds, shard count and on-disk size per family;
 - **batch** (``lakejoin.spark.discover``): queries/s of JOSIE over a sample of query tables
   (every column of each) on ``local[2]`` and on a standalone master with one and with two
   one-core workers on 127.0.0.1, and the peak resident memory of one executor (its JVM and
   Python workers, sampled every 0.2 s);
 - **interactive** (``QueryEngine``): p50 / p95 of one JOSIE query with the whole index in
   memory and shard by shard under a budget below the index (2 GiB at full size; on a lake whose
-  index fits 2 GiB, the largest shard's load, so that some shards stay cached and the rest are
-  read per query);
+  index fits 2 GiB, the largest shard's load, so that one shard stays cached and the rest are
+  read per query), and the measured per-shard costs (load of one shard, search of one shard);
 - **projection**: what 16 nodes would do on the seed papers' lakes, from the measured cost per
   (query, shard) with shards of this lake's size.
 
-    python tests/benchmarks/bench_scale.py [--quick] [--sets N] [--queries Q]
+The load average (``os.getloadavg``) is printed beside each measurement: the machine is shared.
+
+    python tests/benchmarks/bench_scale.py [--quick] [--sets N] [--queries Q] [--shards S]
+        [--csv] [--home DIR] [--steps build,batch,interactive]
 """
 
 from __future__ import annotations
@@ -36,23 +47,31 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import psutil
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
 
 from lakejoin.config import LakeConfig  # noqa: E402
+from lakejoin.ids import column_id  # noqa: E402
+from lakejoin.lake import delta, snapshots  # noqa: E402
+from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, COLUMNS_SCHEMA, DATASETS, DATASETS_SCHEMA  # noqa: E402
 from lakejoin.progress import Progress  # noqa: E402
 from lakejoin.query.engine import QueryEngine  # noqa: E402
+from lakejoin.query.family import ask, family_query  # noqa: E402
 from lakejoin.query.memory import MEMORY_LIMIT_VARIABLE, estimated_load_bytes  # noqa: E402
 from lakejoin.query.sharded import ShardedFamily  # noqa: E402
-from lakejoin.spark.pipeline import RunOptions, run  # noqa: E402
+from lakejoin.spark.pipeline import RunOptions, build_indexes, publish, run  # noqa: E402
 from lakejoin.testing import set_lake  # noqa: E402
 
 COLUMNS_PER_TABLE = 10
 FAMILIES = ("josie", "lshensemble", "mate")
 FULL_BUDGET = 2 * 2**30
+INTERACTIVE_QUERIES = 20
 # The seed papers' lakes (sets / domains / tables) and the nodes of the projected cluster.
 SEEDS = {"JOSIE (web tables, sets)": 163_000_000, "LSH Ensemble (domains)": 262_000_000, "MATE (tables)": 145_000_000}
 NODES, CORES_PER_NODE = 16, 16
@@ -72,27 +91,140 @@ print("RESULT " + json.dumps({**summary, "wall": time.perf_counter() - started})
 """
 
 
-def write_lake(folder: Path, n_sets: int, seed: int = 7) -> None:
-    """``n_sets`` open-data-shaped sets as tables of ``COLUMNS_PER_TABLE`` columns (CSV)."""
+def load_average() -> float:
+    return os.getloadavg()[0]
+
+
+def table_id(t: int) -> str:
+    return f"synthetic-t{t:06d}"
+
+
+def query_tables(n_tables: int, n_queries: int) -> list[int]:
+    """Every ``n_tables // n_queries``-th table: the batch's query tables (the first ones also
+    the interactive queries)."""
+    step = max(1, n_tables // n_queries)
+    return list(range(0, n_tables, step))[:n_queries]
+
+
+def write_csv_lake(folder: Path, sets: list[list[str]]) -> None:
+    """The sets as tables of ``COLUMNS_PER_TABLE`` columns, one CSV per table (``--csv``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    sets = set_lake("opendata", n_sets, seed=seed)
-    for t in range(0, n_sets, COLUMNS_PER_TABLE):
+    for t in range(0, len(sets), COLUMNS_PER_TABLE):
         columns = {f"c{c}": pd.Series(values, dtype=object) for c, values in enumerate(sets[t : t + COLUMNS_PER_TABLE])}
         pd.DataFrame(columns).to_csv(folder / f"t{t // COLUMNS_PER_TABLE:06d}.csv", index=False)
+
+
+def write_lake_tables(config: LakeConfig, sets: list[list[str]], staged: set[int]) -> None:
+    """The sets in the layout the ingest leaves: ``lake/cells`` (one row per cell, partitioned by
+    dataset), ``catalog/datasets`` and ``catalog/columns`` (every column a string column that
+    JOSIE, LSH Ensemble and MATE index), and staged Parquet copies of the ``staged`` tables (the
+    query tables: batch discovery and the engine read a lake query's values from its copy)."""
+    n_tables = -(-len(sets) // COLUMNS_PER_TABLE)
+    sizes = np.array([len(v) for v in sets], np.int64)
+    table_of = np.arange(len(sets)) // COLUMNS_PER_TABLE
+    ordinal = np.arange(len(sets)) % COLUMNS_PER_TABLE
+    ids = [table_id(t) for t in range(n_tables)]
+    sha = "synthetic"
+    column_ids = np.array([column_id(ids[t], sha, int(o)) for t, o in zip(table_of, ordinal)], np.int64)
+    starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
+    cells = pa.table(
+        {
+            "dataset_id": pa.array(np.repeat(np.array(ids, dtype=object)[table_of], sizes), pa.string()),
+            "column_id": pa.array(np.repeat(column_ids, sizes)),
+            "row_id": pa.array(np.arange(int(sizes.sum()), dtype=np.int64) - starts),
+            "value": pa.array([v for values in sets for v in values], pa.string()),
+            "raw": pa.nulls(int(sizes.sum()), pa.string()),
+        },
+        schema=CELLS_SCHEMA,
+    )
+    delta.write_arrow(config.table_path(CELLS), cells, partition_by=["dataset_id"], operation="cells")
+    rows = np.zeros(n_tables, np.int64)
+    np.maximum.at(rows, table_of, sizes)
+    now = datetime.now(UTC)
+    datasets = []
+    for t in range(n_tables):
+        staged_path = None
+        if t in staged:
+            staged_path = f"raw/{ids[t]}.parquet"
+            frame = {
+                f"c{c}": pa.array(sets[t * COLUMNS_PER_TABLE + c] + [None] * int(rows[t] - sizes[t * COLUMNS_PER_TABLE + c]), pa.string())
+                for c in range(min(COLUMNS_PER_TABLE, len(sets) - t * COLUMNS_PER_TABLE))
+            }
+            (config.home / "raw").mkdir(parents=True, exist_ok=True)
+            pq.write_table(pa.table(frame), config.home / staged_path)
+        datasets.append(
+            {
+                "dataset_id": ids[t],
+                "source": "synthetic",
+                "title": f"synthetic table {t}",
+                "format": "csv",
+                "fetched_at": now,
+                "content_sha256": sha,
+                "version": 1,
+                "status": "active",
+                "rows": int(rows[t]),
+                "columns": int((table_of == t).sum()),
+                "staged_path": staged_path,
+            }
+        )
+    delta.write_arrow(config.table_path(DATASETS), pa.Table.from_pylist(datasets, schema=DATASETS_SCHEMA), operation="ingest")
+    families = list(FAMILIES)
+    columns = pa.table(
+        {
+            "column_id": column_ids,
+            "dataset_id": pa.array(np.array(ids, dtype=object)[table_of], pa.string()),
+            "ordinal": pa.array(ordinal.astype(np.int32)),
+            "name": [f"c{o}" for o in ordinal],
+            "header": [f"c{o}" for o in ordinal],
+            "name_source": ["header"] * len(sets),
+            "type": ["string"] * len(sets),
+            "count": sizes,
+            "distinct": sizes,
+            "nulls": rows[table_of] - sizes,
+            "null_fraction": (rows[table_of] - sizes) / rows[table_of],
+            "uniqueness": np.ones(len(sets)),
+            "key_candidate": pa.array(sizes == rows[table_of]),
+            "semantic_type": pa.nulls(len(sets), pa.string()),
+            "indexed_by": [families] * len(sets),
+        },
+        schema=COLUMNS_SCHEMA,
+    )
+    delta.write_arrow(config.table_path(COLUMNS), columns, operation="columns")
 
 
 def folder_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def build(home: Path, sources: Path, shards: int | None) -> dict:
+def build(home: Path, n_sets: int, n_queries: int, shards: int | None, csv: bool) -> dict:
+    """The lake of ``n_sets`` sets and its indexes, published; seconds per step."""
     config = LakeConfig(home=home, spark_master="local[2]", quiet=True)
-    started = time.perf_counter()
-    run(config, RunOptions(sources=[f"folder:{sources}"], families=FAMILIES, shards=shards), Progress(quiet=True))
-    minutes = (time.perf_counter() - started) / 60
+    began = started = time.perf_counter()
+    sets = set_lake("opendata", n_sets, seed=7)
+    seconds = {"generate sets": time.perf_counter() - started}
+    progress = Progress(quiet=True)
+    if csv:
+        started = time.perf_counter()
+        write_csv_lake(home.parent / "sources", sets)
+        seconds["write CSV"] = time.perf_counter() - started
+        del sets
+        summary = run(config, RunOptions(sources=[f"folder:{home.parent / 'sources'}"], families=FAMILIES, shards=shards), progress)
+        seconds.update(summary["stage_seconds"])
+    else:
+        with snapshots.writing(config, "bench_scale"):
+            started = time.perf_counter()
+            write_lake_tables(config, sets, set(query_tables(-(-n_sets // COLUMNS_PER_TABLE), n_queries)))
+            seconds["write lake tables"] = time.perf_counter() - started
+            del sets
+            build_indexes(config, progress, families=FAMILIES, shards=shards)
+            publish(config, {"bench_scale": n_sets}, progress)
+        seconds.update(progress.timings)
+    return {"minutes": (time.perf_counter() - began) / 60, "seconds": seconds, "load": load_average(), "config": config}
+
+
+def built_families(config: LakeConfig) -> dict:
     loaded = QueryEngine(config).snapshot()
-    families = {f: {"shards": loaded.shard_count(f), "bytes": folder_bytes(home / "index" / f)} for f in FAMILIES}
-    return {"minutes": minutes, "families": families, "config": config}
+    return {f: {"shards": loaded.shard_count(f), "bytes": folder_bytes(config.home / "index" / f)} for f in FAMILIES}
 
 
 class PeakMemory:
@@ -124,12 +256,14 @@ class PeakMemory:
 
 def batch(home: Path, master: str, spec: str, out: Path, marker: str) -> dict:
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    loads = [load_average()]
     with PeakMemory(marker) as memory:
         completed = subprocess.run([sys.executable, "-c", _JOB, str(home), master, spec, str(out)], check=False, capture_output=True, text=True, env=env, timeout=3600)
+    loads.append(load_average())
     if completed.returncode != 0:
         raise RuntimeError(completed.stderr[-3000:])
     result = json.loads(next(line for line in completed.stdout.splitlines() if line.startswith("RESULT ")).removeprefix("RESULT "))
-    return {**result, "qps": result["queries"] / result["wall"], "peak": memory.peak}
+    return {**result, "qps": result["queries"] / result["wall"], "peak": memory.peak, "load": max(loads)}
 
 
 def interactive(config: LakeConfig, queries: list[tuple[str, str]], budget: int | None) -> dict:
@@ -139,14 +273,34 @@ def interactive(config: LakeConfig, queries: list[tuple[str, str]], budget: int 
         os.environ[MEMORY_LIMIT_VARIABLE] = str(budget)
     engine = QueryEngine(config)
     engine.search("josie", [queries[0][1]], dataset_id=queries[0][0], k=10)  # warm: load (or the first shards)
-    seconds = []
+    seconds, read = [], []
     for dataset_id, column in queries:
         started = time.perf_counter()
-        engine.search("josie", [column], dataset_id=dataset_id, k=10)
+        answer = engine.search("josie", [column], dataset_id=dataset_id, k=10)
         seconds.append(time.perf_counter() - started)
+        read.append(answer.get("shards", {}).get("read", 0))
     os.environ.pop(MEMORY_LIMIT_VARIABLE, None)
     cuts = statistics.quantiles(seconds, n=20)
-    return {"p50": statistics.median(seconds) * 1000, "p95": cuts[18] * 1000}
+    return {"p50": statistics.median(seconds) * 1000, "p95": cuts[18] * 1000, "read": statistics.mean(read), "load": load_average()}
+
+
+def shard_costs(config: LakeConfig, queries: list[tuple[str, str]]) -> dict:
+    """Per shard, the seconds of one load (the index's global part already in this process) and
+    of one query on the loaded shard, averaged over the shards."""
+    loaded = QueryEngine(config).snapshot()
+    shards = ShardedFamily(loaded, "josie").shards
+    loaded.load_shards("josie", shards[:1])  # the global part, once per process
+    asked = [family_query("josie", [c], [loaded.staged_table(d).column(c).to_pylist()], 10, {}) for d, c in queries]
+    loads, searches = [], []
+    for shard in shards:
+        started = time.perf_counter()
+        searcher = loaded.load_shards("josie", [shard])
+        loads.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        for query in asked:
+            ask(searcher, query)
+        searches.append((time.perf_counter() - started) / len(asked))
+    return {"load_ms": statistics.mean(loads) * 1000, "search_ms": statistics.mean(searches) * 1000, "load": load_average()}
 
 
 def main() -> None:
@@ -155,64 +309,82 @@ def main() -> None:
     parser.add_argument("--sets", type=int, help="sets in the lake (default 1,000,000; --quick 20,000)")
     parser.add_argument("--queries", type=int, help="query tables for the batch (default 200; --quick 40)")
     parser.add_argument("--shards", type=int, help="shard count (default: the pipeline's rule)")
+    parser.add_argument("--csv", action="store_true", help="write one CSV per table and run the whole main job (crawl, parse, quality, profiles) instead of writing the lake tables")
+    parser.add_argument("--home", type=Path, help="keep the lake here (built if it has no snapshot yet; default: a temporary folder)")
+    parser.add_argument("--steps", default="build,batch,interactive", help="comma-separated: build, batch, interactive")
     args = parser.parse_args()
     n_sets = args.sets or (20_000 if args.quick else 1_000_000)
     n_queries = args.queries or (40 if args.quick else 200)
-    from test_spark_cluster import standalone_cluster
-
+    steps = set(args.steps.split(","))
     with tempfile.TemporaryDirectory(prefix="lakejoin-bench-scale-") as folder:
-        root = Path(folder)
-        started = time.perf_counter()
-        write_lake(root / "sources", n_sets)
-        written = time.perf_counter() - started
-        built = build(root / "home", root / "sources", args.shards)
-        config = built["config"]
-        engine = QueryEngine(config)
-        loaded = engine.snapshot()
-        datasets = sorted(d for d, row in loaded.datasets.items() if row["status"] == "active")
-        step = max(1, len(datasets) // n_queries)
-        sample = datasets[::step][:n_queries]
-        spec = ",".join(sample)
-        runs = {"local[2]": batch(config.home, "local[2]", spec, root / "out-local", "org.apache.spark.deploy.SparkSubmit")}
-        for workers in (1, 2):
-            logs = root / f"cluster-{workers}"
-            logs.mkdir()
-            with standalone_cluster(logs, workers=workers, cores=1, memory="3g") as url:
-                runs[f"standalone, {workers} worker(s) x 1 core"] = batch(config.home, url, spec, root / f"out-{workers}", "CoarseGrainedExecutorBackend")
-        print("measured:", json.dumps({"build": {**built, "config": None}, "batch": runs}), flush=True)  # kept if a later step fails
-        queries = [(d, c.name) for d in sample[:20] for c in loaded.columns_of(d)[:1]]
-        rows = {n: loaded.row_count(f"index/josie/{n}") for n in loaded.index_tables_of("josie")}
-        whole_bytes = estimated_load_bytes("josie", rows)
-        # 2 GiB at full size; a small lake fits that, so then the largest shard (fewer than all fit)
-        budget = FULL_BUDGET if whole_bytes > FULL_BUDGET else max(ShardedFamily(loaded, "josie").load_bytes.values()) + 1
-        in_memory = interactive(config, queries, None)
-        sharded = interactive(config, queries, budget)
-        report(args, n_sets, written, built, runs, in_memory, sharded, budget, whole_bytes)
+        home = args.home or Path(folder) / "home"
+        config = LakeConfig(home=home, spark_master="local[2]", quiet=True)
+        built = None
+        if not snapshots.list_snapshots(config):
+            built = build(home, n_sets, n_queries, args.shards, args.csv)
+            print("built:", json.dumps({k: v for k, v in built.items() if k != "config"}), flush=True)
+        header(n_sets, built, built_families(config))
+        loaded = QueryEngine(config).snapshot()
+        n_tables = len(loaded.datasets)
+        sample = [table_id(t) for t in query_tables(n_tables, n_queries)] if not args.csv else sorted(loaded.datasets)[:: max(1, n_tables // n_queries)][:n_queries]
+        if "batch" in steps:
+            batch_step(config, ",".join(sample), Path(folder), built_families(config)["josie"]["shards"], n_sets)
+        if "interactive" in steps:
+            queries = [(d, c.name) for d in sample[:INTERACTIVE_QUERIES] for c in loaded.columns_of(d)[:1]]
+            interactive_step(config, queries)
 
 
-def report(args, n_sets, written, built, runs, in_memory, sharded, budget, whole_bytes) -> None:
+def header(n_sets: int, built: dict | None, families: dict) -> None:
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"bench_scale — {now} — {platform.machine()}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB (shared with other sessions)")
-    print(f"lake: {n_sets:,} sets in {n_sets // COLUMNS_PER_TABLE:,} tables (CSV written in {written:.0f} s); build {built['minutes']:.1f} min on local[2]")
-    for family, info in built["families"].items():
+    print(f"lake: {n_sets:,} sets in {-(-n_sets // COLUMNS_PER_TABLE):,} tables")
+    if built is not None:
+        steps = ", ".join(f"{name} {s:.0f} s" for name, s in built["seconds"].items())
+        print(f"build (load {built['load']:.1f} at its end): {built['minutes']:.1f} min wall; seconds per stage (the families' builds may overlap): {steps}")
+    for family, info in families.items():
         print(f"  {family:12s} {info['shards']:>4} shards, {info['bytes'] / 2**20:8.1f} MiB on disk ({info['bytes'] / max(info['shards'], 1) / 2**20:.2f} MiB/shard)")
+
+
+def batch_step(config: LakeConfig, spec: str, folder: Path, shards: int, n_sets: int) -> None:
+    from test_spark_cluster import standalone_cluster
+
+    runs = {"local[2]": batch(config.home, "local[2]", spec, folder / "out-local", "org.apache.spark.deploy.SparkSubmit")}
+    for workers in (1, 2):
+        logs = folder / f"cluster-{workers}"
+        logs.mkdir()
+        with standalone_cluster(logs, workers=workers, cores=1, memory="3g") as url:
+            runs[f"standalone, {workers} worker(s) x 1 core"] = batch(config.home, url, spec, folder / f"out-{workers}", "CoarseGrainedExecutorBackend")
     print("\nbatch discovery, JOSIE k=10 (every column of each query table)")
-    print(f"{'where':38s} {'queries':>8} {'seconds':>8} {'queries/s':>10} {'peak MiB/executor':>18}")
+    print(f"{'where':38s} {'queries':>8} {'seconds':>8} {'queries/s':>10} {'peak MiB/executor':>18} {'load':>5}")
     for where, r in runs.items():
-        print(f"{where:38s} {r['queries']:>8} {r['wall']:>8.1f} {r['qps']:>10.2f} {r['peak'] / 2**20:>18.0f}")
+        print(f"{where:38s} {r['queries']:>8} {r['wall']:>8.1f} {r['qps']:>10.2f} {r['peak'] / 2**20:>18.0f} {r['load']:>5.1f}")
     one, two = (runs[k]["qps"] for k in list(runs)[1:])
     print(f"two workers / one worker: {two / one:.2f}x (goal >= 1.7x)")
-    print(f"\ninteractive JOSIE, {MEMORY_LIMIT_VARIABLE}: whole index estimated {whole_bytes / 2**20:.0f} MiB, shard-by-shard budget {budget / 2**20:.0f} MiB")
-    print(f"  in memory      p50 {in_memory['p50']:8.1f} ms  p95 {in_memory['p95']:8.1f} ms")
-    print(f"  shard by shard p50 {sharded['p50']:8.1f} ms  p95 {sharded['p95']:8.1f} ms  ({sharded['p50'] / in_memory['p50']:.1f}x in memory; goal <= 10x)")
     two_run = runs[list(runs)[-1]]
-    shards = built["families"]["josie"]["shards"]
     per_query_shard = two_run["wall"] * 2 / (two_run["queries"] * shards)  # core-seconds per (query, shard)
     sets_per_shard = n_sets / shards
     print(f"\nprojection to {NODES} nodes x {CORES_PER_NODE} cores, shards of {sets_per_shard:,.0f} sets, {per_query_shard * 1000:.1f} core-ms per (query, shard) as measured on two workers:")
     for lake, size in SEEDS.items():
         n = size / sets_per_shard
         print(f"  {lake:28s} {size:>12,} -> {n:>9,.0f} shards: {NODES * CORES_PER_NODE / (n * per_query_shard):10.3f} queries/s")
+
+
+def interactive_step(config: LakeConfig, queries: list[tuple[str, str]]) -> None:
+    loaded = QueryEngine(config).snapshot()
+    rows = {n: loaded.row_count(f"index/josie/{n}") or 0 for n in loaded.index_tables_of("josie")}
+    whole_bytes = estimated_load_bytes("josie", rows)
+    # 2 GiB at full size; a small lake fits that, so then the largest shard (fewer than all fit)
+    budget = FULL_BUDGET if whole_bytes > FULL_BUDGET else max(ShardedFamily(loaded, "josie").load_bytes.values()) + 1
+    in_memory = interactive(config, queries, None)
+    sharded = interactive(config, queries, budget)
+    costs = shard_costs(config, queries)
+    print(f"\ninteractive JOSIE, {MEMORY_LIMIT_VARIABLE}: whole index estimated {whole_bytes / 2**20:.0f} MiB, shard-by-shard budget {budget / 2**20:.0f} MiB")
+    print(f"  in memory      p50 {in_memory['p50']:8.1f} ms  p95 {in_memory['p95']:8.1f} ms  (load {in_memory['load']:.1f})")
+    print(
+        f"  shard by shard p50 {sharded['p50']:8.1f} ms  p95 {sharded['p95']:8.1f} ms  ({sharded['p50'] / in_memory['p50']:.1f}x in memory; goal <= 10x; "
+        f"{sharded['read']:.1f} shards read per query; load {sharded['load']:.1f})"
+    )
+    print(f"  per shard: load {costs['load_ms']:.1f} ms, one query {costs['search_ms']:.2f} ms (load {costs['load']:.1f})")
 
 
 if __name__ == "__main__":
