@@ -128,9 +128,10 @@ def build_indexes(
     (``lakejoin.spark.indexing``): only the shards holding a dataset changed since the family's
     last build are rebuilt. ``shards`` sets the shard count of a family's first build.
 
-    Full builds run one family at a time (each can fill the machine); incremental builds are
-    small (most run in this process, ``lakejoin.spark.indexing``), so they run side by side
-    (the families share no table). Holds the lake's write lease."""
+    The families' builds run side by side (they share no table): incremental builds are small
+    (most run in this process, ``lakejoin.spark.indexing``), and full builds on the one Spark
+    session fill the cores one family's job leaves idle (single-task stages, driver-side
+    planning, collects and Delta commits). Holds the lake's write lease."""
     with snapshots.writing(config, "build_indexes", build_id, wait) as held:
         return _build_indexes(config, progress, spark, families, held.build_id, shards)
 
@@ -154,12 +155,9 @@ def _build_indexes(config: LakeConfig, progress: Progress, spark: SparkSession |
         with progress.stage(f"index:{plan.family}"), spark_tasks(spark, progress, plan.family):
             return build_family(config, spark, plan, builder, build_id, progress)
 
-    builds = {plan.family: build(plan, builder) for plan, builder in plans if plan.full}
-    small = [(plan, builder) for plan, builder in plans if not plan.full]
-    with ThreadPoolExecutor(max_workers=max(len(small), 1), thread_name_prefix="lakejoin-index") as pool:
-        futures = {plan.family: pool.submit(build, plan, builder) for plan, builder in small}
-    builds.update({family: future.result() for family, future in futures.items()})
-    return {family: builds[family] for family in families if family in builds}
+    with ThreadPoolExecutor(max_workers=len(plans), thread_name_prefix="lakejoin-index") as pool:
+        futures = {plan.family: pool.submit(build, plan, builder) for plan, builder in plans}
+    return {family: futures[family].result() for family in families if family in futures}
 
 
 def publish(config: LakeConfig, stats: dict[str, Any], progress: Progress, *, build_id: str | None = None, wait: float = 0.0) -> snapshots.Snapshot:
