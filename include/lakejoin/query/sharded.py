@@ -2,10 +2,11 @@
 
 Every query is asked of each shard's searcher in turn and the parts are merged exactly
 (``lakejoin.query.family.merge``), so the answer equals the whole index's. Shards are loaded
-on demand and kept in an LRU whose estimated load sizes (``lakejoin.query.memory``) stay within
-the budget measured when the family went shard by shard; the shards still cached are searched
-first, so a query reads from disk only the shards that did not fit. A single shard over the
-budget is refused with ``IndexTooLarge``, as a whole index would be.
+on demand and kept in an LRU whose estimated load sizes (``lakejoin.query.memory``: the index's
+global part once, each cached shard's own rows) stay within the budget measured when the family
+went shard by shard; the shards still cached are searched first, so a query reads from disk
+only the shards that did not fit. A single shard over the budget is refused with
+``IndexTooLarge``, as a whole index would be.
 """
 
 from __future__ import annotations
@@ -33,7 +34,10 @@ class ShardedFamily:
         if manifest is None:
             raise LookupError(f"the {family} index of snapshot {loaded.snapshot_id} has no shard manifest, so it cannot be served shard by shard")
         global_rows = {name: loaded.row_count(f"index/{family}/{name}") or 0 for name in loaded.index_tables_of(family) if name not in _sharded_tables(manifest.shard_rows)}
-        # a shard's load: its rows of the sharded tables and the global tables whole
+        # a shard's load: its rows of the sharded tables and the global tables whole; the global
+        # part is loaded once per process (lakejoin.query.family.load_searcher), so the cache
+        # holds it once and each cached shard's own rows
+        self.global_bytes = estimated_load_bytes(family, global_rows)
         self.load_bytes = {shard: estimated_load_bytes(family, {**global_rows, **rows}) for shard, rows in sorted(manifest.shard_rows.items()) if sum(rows.values()) > 0}
         self.budget = available_bytes()
         self._cache: OrderedDict[int, Any] = OrderedDict()
@@ -62,7 +66,7 @@ class ShardedFamily:
     def _load(self, shard: int) -> Any:
         needed = self.load_bytes[shard]
         budget = self.budget if self.budget is not None else float("inf")
-        while self._cache and sum(self.load_bytes[s] for s in self._cache) + needed > budget:
+        while self._cache and sum(self.load_bytes[s] - self.global_bytes for s in self._cache) + needed > budget:
             self._cache.popitem(last=False)
         searcher = self.loaded.load_shards(self.family, [shard])
         if needed <= budget:

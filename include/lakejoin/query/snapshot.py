@@ -32,6 +32,7 @@ from lakejoin.index.shards import MANIFEST, SHARD
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.manifest import read_manifest
 from lakejoin.lake.schemas import COLUMNS, DATASETS
+from lakejoin.query.family import load_columns, load_searcher
 from lakejoin.query.memory import IndexTooLarge, check_fits
 from lakejoin.query.sharded import ShardedFamily
 
@@ -62,6 +63,55 @@ class ColumnInfo:
 
 
 @dataclass
+class _IndexTable:
+    """One index table of a snapshot, its Delta log read once: schema, partitioning, rows (per
+    shard for a sharded table) and data files (listed per shard on first use)."""
+
+    path: Path
+    log: DeltaTable
+    schema: pa.Schema
+    partition_columns: list[str]
+    rows: int | None
+    shard_rows: dict[int, int | None]
+    _files: dict[int | None, list[str]] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, path: Path, log: DeltaTable) -> _IndexTable:
+        partition_columns = list(log.metadata().partition_columns)
+        actions = pa.table(log.get_add_actions(flatten=True))
+        counts = actions.column("num_records").to_pylist()
+        shard_rows: dict[int, int | None] = {}
+        if SHARD in partition_columns and actions.num_rows:  # an empty table may list no partition column
+            for shard, count in zip(actions.column(f"partition.{SHARD}").cast(pa.int64()).to_pylist(), counts):
+                known = shard_rows.get(shard, 0)
+                shard_rows[shard] = None if known is None or count is None else known + count
+        rows = None if any(c is None for c in counts) else int(sum(counts))
+        return cls(path, log, pa.schema(log.schema().to_arrow()), partition_columns, rows, shard_rows)
+
+    @property
+    def sharded(self) -> bool:
+        return SHARD in self.partition_columns
+
+    def rows_of(self, shards: list[int] | None) -> int | None:
+        """Rows of ``shards`` (None: every row), from the log's statistics."""
+        if shards is None or not self.sharded:
+            return self.rows
+        counts = [self.shard_rows.get(s, 0) for s in shards]
+        return None if any(c is None for c in counts) else sum(c or 0 for c in counts)
+
+    def read(self, shards: list[int] | None, columns: list[str] | None = None) -> pa.Table:
+        """The rows of ``shards`` (None, or a global table: every row), only ``columns`` if given."""
+        keys: list[int | None] = [None] if shards is None or not self.sharded else list(shards)
+        files = [uri for key in keys for uri in self._files_of(key)]
+        return delta.read_files(self.path, files, self.schema, self.partition_columns, columns)
+
+    def _files_of(self, shard: int | None) -> list[str]:
+        if shard not in self._files:
+            self._files[shard] = delta.files_of(self.log, None if shard is None else {SHARD: [shard]})
+        return self._files[shard]
+
+
+@dataclass
 class LoadedSnapshot:
     """The catalog of one snapshot in memory, and its searchers once loaded."""
 
@@ -73,6 +123,7 @@ class LoadedSnapshot:
     _locks: dict[str, threading.Lock] = field(default_factory=lambda: {f: threading.Lock() for f in FAMILIES})
     _load_lock: threading.Lock = field(default_factory=threading.Lock)
     _sharded: dict[str, ShardedFamily] = field(default_factory=dict)  # families over the memory budget
+    _index_tables: dict[str, _IndexTable] = field(default_factory=dict)  # index tables' logs, opened once
 
     @property
     def snapshot_id(self) -> int:
@@ -130,7 +181,8 @@ class LoadedSnapshot:
 
     def load_shards(self, family: str, shards: Iterable[int] | None = None) -> Any:
         """A new searcher over ``shards`` of the family's index (every shard when None): it reads
-        only those shards' partitions of each sharded table, and the global tables whole. Not
+        only those shards' partitions of each sharded table; the global tables are read whole, and
+        for a subset of shards once per process (``lakejoin.query.family.load_searcher``). Not
         cached: the caller owns it."""
         import importlib
 
@@ -141,12 +193,25 @@ class LoadedSnapshot:
             module = importlib.import_module(f"lakejoin.index.{family}")
         except ImportError as error:
             raise MethodUnavailable(f"the {family} search module is not installed: {error}") from error
-        opened = {name: self.open(f"index/{family}/{name}") for name in names}
-        pruning = {name: ({SHARD: sorted(set(shards))} if shards is not None and SHARD in table.metadata().partition_columns else None) for name, table in opened.items()}
-        rows = {name: delta.row_count(self.config.table_path(f"index/{family}/{name}"), opened=table, partitions=pruning[name]) for name, table in opened.items()}
+        opened = {name: self._index_table(family, name) for name in names}
+        wanted = sorted(set(shards)) if shards is not None else None
+        rows = {name: table.rows_of(wanted) for name, table in opened.items()}
         check_fits(family, {name: count for name, count in rows.items() if count is not None}, self.snapshot_id)
-        tables = {name: delta.read_arrow(self.config.table_path(f"index/{family}/{name}"), opened=table, partitions=pruning[name]) for name, table in opened.items()}
-        return module.load(tables)
+        columns = load_columns(family)
+        if wanted is None:
+            return module.load({name: table.read(None, columns.get(name)) for name, table in opened.items()})
+        parts = {name: table.read(wanted, columns.get(name)) for name, table in opened.items() if table.sharded}
+        global_names = sorted(name for name, table in opened.items() if not table.sharded)
+        key = (str(self.config.home), family, tuple((name, self.snapshot.version_of(f"index/{family}/{name}")) for name in global_names))
+        return load_searcher(family, parts, global_names, lambda name: opened[name].read(None, columns.get(name)), key)
+
+    def _index_table(self, family: str, name: str) -> _IndexTable:
+        """``index/<family>/<name>`` at the pinned version, its Delta log read once per snapshot."""
+        table = f"index/{family}/{name}"
+        found = self._index_tables.get(table)
+        if found is None:
+            found = self._index_tables[table] = _IndexTable.open(self.config.table_path(table), self.open(table))
+        return found
 
     def open(self, table: str) -> DeltaTable:
         """``table``'s Delta log at this snapshot's pinned version."""

@@ -6,10 +6,13 @@ Three stages, none of which moves index data through the driver:
    tables, dataset ids, or ``all``: every column the family indexes, the lake against itself)
    into small descriptions; executors read each lake dataset's values from its staged copy and
    write the query table as Parquet beside the output (``_queries/<run>``).
-2. **Shards.** One task per non-empty shard is handed the paths of its shard's data files and
+2. **Shards.** One task per non-empty shard (per slice of the queries, when there are fewer
+   shards than twice the cores: ``query_slices``) is handed the paths of its shard's data files and
    of the family's global tables (listed by the driver from the Delta log), loads that shard's
-   searcher (``lakejoin.index.<family>.load``) and asks it every query
-   (``lakejoin.query.family.ask``). A shard file missing on disk is named before any task runs.
+   searcher (``lakejoin.query.family.load_searcher``: the global tables, and what the family
+   builds from them, once per Python worker, which Spark reuses across tasks) and asks it every
+   query (``lakejoin.query.family.ask``). A shard file missing on disk is named before any task
+   runs.
 3. **Merge.** The parts are grouped by query and merged exactly
    (``lakejoin.query.family.merge``), turned into the API's result rows with the snapshot's
    catalog, and written as one Delta table (``OUTPUT_SCHEMA``) in one commit: a task retried by
@@ -18,7 +21,6 @@ Three stages, none of which moves index data through the driver:
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import shutil
@@ -26,7 +28,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +45,7 @@ from lakejoin.index.shards import MANIFEST, SHARD
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.manifest import read_manifest
 from lakejoin.query.engine import check_params
-from lakejoin.query.family import ask, family_query, merge, results
+from lakejoin.query.family import FamilyQuery, ask, family_query, load_columns, load_searcher, merge, results
 from lakejoin.query.snapshot import LoadedSnapshot, load_snapshot
 from lakejoin.query.tables import dataset_table, read_table_file
 from lakejoin.spark.delta import write_table
@@ -120,8 +122,10 @@ def discover(
     described_json = spark.sparkContext.parallelize([(json.dumps(d),) for d in described], max(1, min(len(described) // 64, 64)))
     described_json.toDF("query string").mapInArrow(_read_values(str(config.home)), from_arrow_schema(QUERY_SCHEMA)).write.parquet(str(staging))
     task = _AnswerShard(method, str(staging), k, params, os.environ.get(FAIL_FIRST_ATTEMPT_VARIABLE))
-    shards = spark.sparkContext.parallelize([(s, json.dumps(f)) for s, f in shard_files.items()], max(1, len(shard_files)))
-    parts = shards.toDF(f"{SHARD} int, files string").mapInArrow(task, "query_id long, part string")
+    slices = query_slices(len(shard_files), len(described), spark.sparkContext.defaultParallelism)
+    tasks = [(s, n, slices, json.dumps(f)) for s, f in shard_files.items() for n in range(slices)]
+    shards = spark.sparkContext.parallelize(tasks, max(1, len(tasks)))
+    parts = shards.toDF(f"{SHARD} int, slice int, slices int, files string").mapInArrow(task, "query_id long, part string")
     grouped = parts.groupBy("query_id").agg(F.collect_list("part").alias("parts"))
     header = spark.read.parquet(str(staging)).drop("values", "staged_path")
     rows = grouped.join(header, "query_id")
@@ -211,6 +215,13 @@ def _query_columns(family: str, names: list[str], columns: Sequence[str] | None)
     return [[c] for c in names if not columns or c in columns]
 
 
+def query_slices(shards: int, queries: int, cores: int) -> int:
+    """Into how many slices each shard's queries are cut, one task per (shard, slice): one,
+    unless there are fewer shards than twice the cores, so that every core gets tasks (each
+    slice's task loads the shard again; the index's global part is loaded once per worker)."""
+    return max(1, min(queries, -(-2 * cores // max(shards, 1))))
+
+
 def _shard_files(loaded: LoadedSnapshot, family: str) -> dict[int, dict[str, Any]]:
     """Per non-empty shard, what its task reads: every index table's files (the sharded tables'
     of that shard, the global tables' all), with their schema and partition columns."""
@@ -268,26 +279,45 @@ class _AnswerShard:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            for shard, files in zip(batch.column(SHARD).to_pylist(), batch.column("files").to_pylist()):
-                yield from self._answer(shard, json.loads(files))
+            columns = (batch.column(name).to_pylist() for name in (SHARD, "slice", "slices", "files"))
+            for shard, part, slices, files in zip(*columns):
+                yield from self._answer(shard, part, slices, json.loads(files))
 
-    def _answer(self, shard: int, files: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    def _answer(self, shard: int, part: int, slices: int, files: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         context = TaskContext.get()
         if self.fail_shard == str(shard) and context is not None and context.attemptNumber() == 0:
             raise RuntimeError(f"{FAIL_FIRST_ATTEMPT_VARIABLE}={shard}: failing this task's first attempt on purpose (test)")
-        tables = {name: delta.read_files(t["path"], t["files"], pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(t["schema"]))), t["partition_columns"]) for name, t in files.items()}
-        searcher = importlib.import_module(f"lakejoin.index.{self.family}").load(tables)
-        queries = pq.read_table(self.staging)
+        sharded = {name for name, t in files.items() if SHARD in t["partition_columns"]}
+        global_names = sorted(set(files) - sharded)
+        columns = load_columns(self.family)
+        key = (self.family, tuple((name, *files[name]["files"]) for name in global_names))  # Delta data files are immutable
+        tables = {name: _read(files[name], columns.get(name)) for name in sharded}
+        searcher = load_searcher(self.family, tables, global_names, lambda name: _read(files[name], columns.get(name)), key)
         ids, parts = [], []
-        for row in queries.to_pylist():
-            asked = family_query(self.family, row["columns"], row["values"], self.k, self.params, dataset_id=row["dataset_id"], own_columns=row["own_columns"])
+        for query_id, asked in _staged_queries(self.staging, self.family, self.k, json.dumps(self.params, sort_keys=True))[part::slices]:
             try:
-                part: Any = ask(searcher, asked)
+                answer: Any = ask(searcher, asked)
             except ValueError as error:  # this query cannot be searched (e.g. no value left): said once per query
-                part = {"error": str(error)}
-            ids.append(row["query_id"])
-            parts.append(json.dumps(part, default=_plain))
+                answer = {"error": str(error)}
+            ids.append(query_id)
+            parts.append(json.dumps(answer, default=_plain))
         yield pa.RecordBatch.from_pydict({"query_id": pa.array(ids, pa.int64()), "part": pa.array(parts, pa.string())})
+
+
+@lru_cache(maxsize=2)
+def _staged_queries(staging: str, family: str, k: int, params: str) -> list[tuple[int, FamilyQuery]]:
+    """The job's staged queries, prepared once per Python worker (Spark reuses workers across
+    tasks): every shard's task asks all of them, and PEXESO embeds each query once here."""
+    return [
+        (row["query_id"], family_query(family, row["columns"], row["values"], k, json.loads(params), dataset_id=row["dataset_id"], own_columns=row["own_columns"]))
+        for row in pq.read_table(staging).to_pylist()
+    ]
+
+
+def _read(table: dict[str, Any], columns: list[str] | None) -> pa.Table:
+    """One index table's rows (only ``columns`` if given) from the data files the driver listed
+    for a task."""
+    return delta.read_files(table["path"], table["files"], pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(table["schema"]))), table["partition_columns"], columns)
 
 
 class _WriteAnswers:
