@@ -1,13 +1,17 @@
 """The join graph's cost: a full computation against an incremental one after a two-table change.
 
-For each lake size N: the bundled lake with N tables is built by the main job (or an existing
-lake is given with ``--home``), its graph computed in full (``lakejoin.graph.refresh(full=True)``,
-written and published); then two tables' files change (a fifth of their rows dropped, three rows
-appended), the main job runs again, and the graph is updated incrementally. Printed per size:
-query units per kind (columns; composite keys for MATE), edges per query, the full and the
-incremental graph seconds and their ratio, and each kind's seconds.
+For each lake: its graph computed in full (``lakejoin.graph.refresh(full=True)``, written and
+published); then two tables' files change (a fifth of their rows dropped, three rows appended),
+the main job runs again, and the graph is updated incrementally. The lake is either built here
+(``--tables``: the bundled lake with N tables, a fresh lake root per size) or an existing lake
+home of the bundled lake (``--lake``, e.g. one bench_freshness.py left behind), measured on a
+copy so the original stays as it was; its size and index families are read from the lake.
+Printed per lake: query units per kind (columns; composite keys for MATE), edges per query unit
+per kind, the full and the incremental graph seconds and their ratio, each kind's seconds and
+the process's peak resident memory while each kind ran.
 
-    python tests/benchmarks/bench_graph.py [--tables 500,all] [--home DIR] [--families josie,mate,...]
+    python tests/benchmarks/bench_graph.py [--tables 500,all] [--families josie,mate,...]
+    python tests/benchmarks/bench_graph.py --lake /tmp/lakejoin-bench-freshness-x [--lake ...]
 
 Goals (issue "join graph"): the 500-table graph in <= 3 minutes on the 2-core machine; the
 incremental graph after a two-table change <= 5 % of the full one.
@@ -16,37 +20,86 @@ incremental graph after a two-table change <= 5 % of the full one.
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import platform
+import shutil
 import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
+import lakejoin.graph.build as graph_build
 from lakejoin.config import LakeConfig
 from lakejoin.graph import KINDS, refresh
 from lakejoin.index import FAMILIES
 from lakejoin.lake import snapshots
 from lakejoin.progress import Progress
+from lakejoin.query.snapshot import load_snapshot
 from lakejoin.spark.pipeline import RunOptions, run
 
 
-def measure(tables: int | None, home: Path | None, families: tuple[str, ...]) -> dict:
-    config = LakeConfig.from_args(str(home or tempfile.mkdtemp(prefix="lakejoin-bench-graph-")), quiet=True)
-    options = RunOptions(tables=tables, families=families)
-    if not snapshots.list_snapshots(config):
-        run(config, options, Progress(quiet=True))
-    full = refresh(config, full=True)
+def measure(config: LakeConfig, tables: int | None, families: tuple[str, ...]) -> None:
+    """Full graph, two tables changed and the main job run again, incremental graph; each graph
+    in its own process, so the next step does not run beside the memory the last one held."""
+    full = in_child(graph, config.home, True)
+    print(f"{len(active(config)):>7}{queries(full):>18}{edges_per_query(full):>18}{full['edges']:>9}{full['seconds']:>9.1f}", flush=True)
+    print(f"         full: {kinds(full)}", flush=True)
     changed = change_tables(config.home / "inputs" / "bundled", 2)
-    run(config, options, Progress(quiet=True))
-    incremental = refresh(config)
-    return {"tables": len(active(config)), "full": full, "incremental": incremental, "changed": changed}
+    run(config, RunOptions(tables=tables, families=families), Progress(quiet=True))
+    incremental = in_child(graph, config.home, False)
+    print(f"         incremental: {incremental['seconds']:.1f} s, {incremental['seconds'] / full['seconds']:.3f} of the full graph; {kinds(incremental)}", flush=True)
+    print(f"         changed: {'; '.join(changed)}", flush=True)
+
+
+def in_child(function: Callable[..., dict], *args: Any) -> dict:
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(function, *args).result()
+
+
+def graph(home: Path, full: bool) -> dict:
+    """``refresh`` of the lake at ``home`` (in full or incrementally), with each kind's peak memory."""
+    with kind_peaks() as peaks:
+        result = refresh(LakeConfig.from_args(str(home), quiet=True), full=full)
+    return {**result, "peaks": peaks}
+
+
+def built_lake(tables: int | None, families: tuple[str, ...]) -> tuple[LakeConfig, int | None, tuple[str, ...]]:
+    """A fresh lake root with the bundled lake's first ``tables`` tables, built by the main job."""
+    config = LakeConfig.from_args(tempfile.mkdtemp(prefix="lakejoin-bench-graph-"), quiet=True)
+    run(config, RunOptions(tables=tables, families=families), Progress(quiet=True))
+    return config, tables, families
+
+
+def copied_lake(home: Path, workdir: Path) -> tuple[LakeConfig, int | None, tuple[str, ...]]:
+    """A copy of the bundled lake at ``home``, the table count its inputs were materialized with
+    (the main job deletes input files outside it) and the families its snapshot has."""
+    if not (home / "inputs" / "bundled").is_dir() or not snapshots.list_snapshots(LakeConfig.from_args(str(home), quiet=True)):
+        raise SystemExit(f"{home} is not a published lake of the bundled tables (no inputs/bundled or no snapshot)")
+    copy = workdir / home.name
+    shutil.copytree(home, copy, symlinks=True)
+    config = LakeConfig.from_args(str(copy), quiet=True)
+    tables = len(list((copy / "inputs" / "bundled").rglob("*.csv")))
+    loaded = load_snapshot(config, snapshots.resolve(config))
+    serve_on_the_lakes_port(loaded.datasets.values())
+    return config, tables, tuple(loaded.families())
+
+
+def serve_on_the_lakes_port(datasets: Iterable[dict[str, Any]]) -> None:
+    """Serve the bundled tables on the port the lake crawled them from: a dataset id names its
+    portal (``ckan:127.0.0.1:<port>:...``), so on another port every table would be new."""
+    ports = {source.rsplit(":", 1)[1] for row in datasets if (source := row.get("source") or "").startswith("ckan:http://127.0.0.1:")}
+    if len(ports) != 1:
+        raise SystemExit(f"the lake's tables come from {len(ports)} local portals ({sorted(ports)}), not one")
+    os.environ["LAKEJOIN_PORTAL_PORT"] = ports.pop()
 
 
 def active(config: LakeConfig) -> list[str]:
-    from lakejoin.query.snapshot import load_snapshot
-
     loaded = load_snapshot(config, snapshots.resolve(config))
     return [d for d, row in loaded.datasets.items() if row["status"] == "active"]
 
@@ -62,27 +115,69 @@ def change_tables(folder: Path, n: int) -> list[str]:
     return changed
 
 
+def peak_rss_reset() -> None:
+    """Restart the kernel's peak-RSS counter (VmHWM) of this process (Linux)."""
+    with open("/proc/self/clear_refs", "w") as f:
+        f.write("5")
+
+
+def peak_rss_gib() -> float:
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 2**20
+
+
+@contextmanager
+def kind_peaks() -> Iterator[dict[str, float]]:
+    """The peak resident memory (GiB) while each edge kind is computed inside the block."""
+    peaks: dict[str, float] = {}
+    runners = dict(graph_build._KIND_RUNNERS)
+
+    def measured(kind: str, runner: Callable[..., Any]) -> Callable[..., Any]:
+        def run_kind(*args: Any) -> Any:
+            peak_rss_reset()
+            try:
+                return runner(*args)
+            finally:
+                peaks[kind] = peak_rss_gib()
+
+        return run_kind
+
+    graph_build._KIND_RUNNERS.update({kind: measured(kind, runner) for kind, runner in runners.items()})
+    try:
+        yield peaks
+    finally:
+        graph_build._KIND_RUNNERS.update(runners)
+
+
+def queries(result: dict) -> str:
+    return "/".join(str(result["stats"].get(kind, {}).get("queries", "-")) for kind in KINDS)
+
+
+def edges_per_query(result: dict) -> str:
+    return "/".join(f"{s['edges'] / max(s['queries'], 1):.2f}" if (s := result["stats"].get(kind)) else "-" for kind in KINDS)
+
+
+def kinds(result: dict) -> str:
+    stats = result["stats"]
+    return ", ".join(f"{k} {stats[k]['seconds']:.1f} s ({stats[k]['searched']} searched, peak {result['peaks'].get(k, 0):.2f} GiB)" for k in KINDS if k in stats)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", default="500", help="comma-separated sizes; 'all' = the whole bundled lake")
-    parser.add_argument("--home", type=Path, help="an existing lake to measure (one size: its own; --tables must be the size it was built with)")
-    parser.add_argument("--families", default=",".join(FAMILIES), help="index families the runs build (default all)")
+    parser.add_argument("--tables", default="500", help="comma-separated sizes of lakes built here; 'all' = the whole bundled lake")
+    parser.add_argument("--families", default=",".join(FAMILIES), help="index families the lakes built here have (default all)")
+    parser.add_argument("--lake", type=Path, action="append", help="an existing bundled lake home to measure (on a copy) instead of building lakes; repeatable")
     args = parser.parse_args()
-    sizes = [None if s == "all" else int(s) for s in args.tables.split(",")][: 1 if args.home else None]
-    print(f"bench_graph — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, k = 10")
-    print(f"{'tables':>7}{'queries j/m/p':>16}{'edges':>8}{'edges/query':>12}{'full s':>9}{'incr. s':>9}{'incr./full':>11}", flush=True)
-    for size in sizes:
-        r = measure(size, args.home, tuple(args.families.split(",")))
-        full, incr = r["full"], r["incremental"]
-        queries = "/".join(str(full["stats"].get(kind, {}).get("queries", 0)) for kind in KINDS)
-        print(
-            f"{r['tables']:>7}{queries:>16}{full['edges']:>8}{full['edges'] / max(full['queries'], 1):>12.2f}{full['seconds']:>9.1f}{incr['seconds']:>9.1f}{incr['seconds'] / full['seconds']:>11.3f}",
-            flush=True,
-        )
-        for name, result in (("full", full), ("incremental", incr)):
-            kinds = ", ".join(f"{k} {result['stats'][k]['seconds']:.1f} s ({result['stats'][k]['searched']} searched)" for k in KINDS if k in result["stats"])
-            print(f"         {name}: {kinds}")
-        print(f"         changed: {'; '.join(r['changed'])}")
+    print(f"bench_graph — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, k = 10; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'tables':>7}{'queries j/m/p':>18}{'edges/query j/m/p':>18}{'edges':>9}{'full s':>9}", flush=True)
+    if args.lake:
+        for home in args.lake:
+            with tempfile.TemporaryDirectory(prefix="lakejoin-bench-graph-") as workdir:
+                measure(*copied_lake(home.resolve(), Path(workdir)))
+    else:
+        for size in args.tables.split(","):
+            measure(*built_lake(None if size == "all" else int(size), tuple(args.families.split(","))))
+    print(f"load average at the end: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ from lakejoin.graph.edges import (
     pexeso_edges,
 )
 from lakejoin.index.shards import shards_of
+from lakejoin.lake import delta
 from lakejoin.lake.schemas import KEYS
 from lakejoin.query.snapshot import LoadedSnapshot
 
@@ -111,7 +112,13 @@ def compute(loaded: LoadedSnapshot, previous: Graph | None = None, k: int = DEFA
         skipped: set[Query] = set()
         computed, searched = _KIND_RUNNERS[kind](loaded, columns, changed if before else set(columns), before.lists if before else {}, k, force, skipped)
         lists.update(computed)
-        stats[kind] = {"queries": len(computed), "searched": searched, "seconds": round(time.perf_counter() - kind_started, 3), "skipped": sorted(list(q[1]) for q in skipped)}
+        stats[kind] = {
+            "queries": len(computed),
+            "searched": searched,
+            "edges": sum(len(edges) for edges in computed.values()),
+            "seconds": round(time.perf_counter() - kind_started, 3),
+            "skipped": sorted(list(q[1]) for q in skipped),
+        }
     stats["seconds"] = round(time.perf_counter() - started, 3)
     return Graph(lists, columns, kinds, k, stats)
 
@@ -240,16 +247,22 @@ def _pexeso(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], chang
 
 
 def column_vectors(loaded: LoadedSnapshot) -> tuple[dict[int, np.ndarray], dict[int, str]]:
-    """Each PEXESO-indexed column's vectors (one per distinct value) and its dataset."""
-    mapped = loaded.read("index/pexeso/mapped").select(["column_id", "dataset_id", "vector"]).sort_by("column_id")
-    ids = mapped["column_id"].to_numpy()
-    dim = len(mapped["vector"][0]) if mapped.num_rows else 0
-    flat = pc.list_flatten(mapped["vector"].combine_chunks()).to_numpy(zero_copy_only=False).reshape(-1, dim) if dim else np.zeros((0, 0))
-    bounds = np.flatnonzero(np.diff(ids)) + 1 if len(ids) else np.zeros(0, np.int64)
+    """Each PEXESO-indexed column's vectors (one per distinct value) and its dataset. Only the
+    three columns are read, and the vectors are gathered once in column order (no sorted copy of
+    the table): the lake's vectors are the largest thing the graph holds."""
+    table = "index/pexeso/mapped"
+    mapped = delta.read_arrow(loaded.config.table_path(table), columns=["column_id", "dataset_id", "vector"], opened=loaded.open(table))
+    if not mapped.num_rows:
+        return {}, {}
+    order = np.argsort(mapped["column_id"].to_numpy(), kind="stable")
+    ids = mapped["column_id"].to_numpy()[order]
+    flat = np.concatenate([pc.list_flatten(chunk).to_numpy(zero_copy_only=False) for chunk in mapped["vector"].chunks])
+    vectors = flat.reshape(mapped.num_rows, -1)[order]
+    del flat
+    bounds = np.flatnonzero(np.diff(ids)) + 1
     starts, ends = np.r_[0, bounds], np.r_[bounds, len(ids)]
-    datasets = mapped["dataset_id"].to_pylist()
-    vectors = {int(ids[s]): flat[s:e] for s, e in zip(starts.tolist(), ends.tolist())} if len(ids) else {}
-    return vectors, {int(ids[s]): datasets[s] for s in starts.tolist()} if len(ids) else {}
+    datasets = mapped["dataset_id"].take(order[starts]).to_pylist()
+    return {int(ids[s]): vectors[s:e] for s, e in zip(starts.tolist(), ends.tolist())}, {int(ids[s]): d for s, d in zip(starts.tolist(), datasets)}
 
 
 _KIND_RUNNERS: dict[str, Callable[..., tuple[Lists, int]]] = {JOSIE: _josie, MATE: _mate, PEXESO: _pexeso}

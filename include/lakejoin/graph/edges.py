@@ -136,6 +136,8 @@ class OverlapIndex:
     sizes: np.ndarray
     matrix: sparse.csr_matrix
     _row_of: dict[int, int] = field(default_factory=dict)
+    _dataset_codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # each set's dataset as an int
+    _tie_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # each set's place by (dataset id, column id)
 
     @classmethod
     def of_sets(cls, sets: pa.Table) -> OverlapIndex:
@@ -148,6 +150,9 @@ class OverlapIndex:
         matrix = sparse.csr_matrix((np.ones(len(tokens), np.int32), tokens, indptr), shape=(sets.num_rows, n_tokens))
         index = cls(sets["set_id"].to_numpy(), np.array(sets["dataset_id"].to_pylist(), dtype=object), lengths, matrix)
         index._row_of = {int(c): i for i, c in enumerate(index.column_ids)}
+        index._dataset_codes = np.unique(index.dataset_ids, return_inverse=True)[1].astype(np.int64).ravel() if len(index.dataset_ids) else np.zeros(0, np.int64)
+        index._tie_rank = np.empty(len(index.column_ids), np.int64)
+        index._tie_rank[np.lexsort((index.column_ids, index._dataset_codes))] = np.arange(len(index.column_ids))
         return index
 
     def rows_of(self, column_ids: Iterable[int]) -> np.ndarray:
@@ -157,7 +162,7 @@ class OverlapIndex:
         """For each query row, its best ``k`` candidate sets of other datasets (``candidates``:
         rows to consider, default all) by overlap."""
         candidates = np.arange(len(self.column_ids)) if candidates is None else candidates
-        target = self.matrix[candidates].T.tocsc() if len(candidates) else None
+        target = self.matrix[candidates].T.tocsr() if len(candidates) else None  # CSR: the product does not convert it again per block
         lists: dict[Query, list[Edge]] = {}
         for start in range(0, len(query_rows), QUERY_BLOCK):
             block = query_rows[start : start + QUERY_BLOCK]
@@ -167,10 +172,16 @@ class OverlapIndex:
         return lists
 
     def _ranked(self, row: int, candidates: np.ndarray, products: sparse.csr_matrix, i: int, k: int) -> list[Edge]:
+        """The row's best ``k`` by the total order, chosen in arrays: a column shares a value
+        with most of the lake's columns (small integers, codes), and an ``Edge`` per candidate
+        would cost more than the product."""
         lo, hi = products.indptr[i], products.indptr[i + 1]
         found, overlaps = candidates[products.indices[lo:hi]], products.data[lo:hi].astype(np.int64)
-        other = self.dataset_ids[found] != self.dataset_ids[row]
+        other = self._dataset_codes[found] != self._dataset_codes[row]
         found, overlaps = found[other], overlaps[other]
+        if len(found) > k:  # overlap descending, then (dataset id, column id): one int64 key per candidate
+            top = np.argpartition(-overlaps * len(self._tie_rank) + self._tie_rank[found], k - 1)[:k]
+            found, overlaps = found[top], overlaps[top]
         size = int(self.sizes[row])
         edges = [
             Edge(
