@@ -314,14 +314,19 @@ class PortalHandler(BaseHTTPRequestHandler):
         rows, start = _int_param(params, "rows", 10), _int_param(params, "start", 0)
         if rows > CKAN_MAX_ROWS:
             raise _CkanError(409, "Validation Error", "Validation Error", rows=[f"Must be less than or equal to {CKAN_MAX_ROWS}"])
-        packages = [self._package(t) for t in self._tables()]
-        packages = [p for p in packages if _matches_fq(p, str(params.get("fq") or "")) and _matches_q(p, str(params.get("q") or ""))]
         sort = str(params.get("sort") or "metadata_modified desc")
         key, _, direction = sort.partition(" ")
-        if key not in ("id", "name", "title", "metadata_modified"):
+        if key not in _SORT_KEYS:
             raise _CkanError(409, "Search Query Error", f"Search Query is invalid: cannot sort by {key!r}")
-        packages.sort(key=lambda p: p[key], reverse=direction.strip().lower() == "desc")
-        return {"count": len(packages), "sort": sort, "facets": {}, "results": packages[start : start + rows], "search_facets": {}}
+        fq, q = str(params.get("fq") or ""), str(params.get("q") or "")
+        # Package documents are built for the page only unless a filter must read them: a crawl
+        # pages through the whole portal, and building every document per page is quadratic.
+        tables = self._tables()
+        if fq or not _matches_q_all(q):
+            tables = [t for t in tables if _matches_fq(package := self._package(t), fq) and _matches_q(package, q)]
+        tables.sort(key=_SORT_KEYS[key], reverse=direction.strip().lower() == "desc")
+        page = [self._package(t) for t in tables[start : start + rows]]
+        return {"count": len(tables), "sort": sort, "facets": {}, "results": page, "search_facets": {}}
 
     def _package_show(self, params: dict[str, Any]) -> dict[str, Any]:
         wanted = str(params.get("id") or "")
@@ -400,6 +405,14 @@ class PortalHandler(BaseHTTPRequestHandler):
         self._send_table_bytes(table, etag, "text/csv; charset=UTF-8", lambda: self.state.rows.get(table).page(offset, limit))
 
 
+_SORT_KEYS: dict[str, Callable[[Table], Any]] = {
+    "id": lambda t: t.package_id,
+    "name": lambda t: t.name,
+    "title": lambda t: t.title,
+    "metadata_modified": lambda t: t.modified,
+}
+
+
 def _body_params(headers: Any, body: bytes) -> dict[str, Any]:
     if not body:
         return {}
@@ -438,8 +451,12 @@ def _matches_fq(package: dict[str, Any], fq: str) -> bool:
     return all(value.strip('"').lower() in {v.lower() for v in _package_field(package, name)} for name, value in _FQ_TERM.findall(fq))
 
 
+def _matches_q_all(q: str) -> bool:
+    return q.strip() in ("", "*:*")
+
+
 def _matches_q(package: dict[str, Any], q: str) -> bool:
-    if q.strip() in ("", "*:*"):
+    if _matches_q_all(q):
         return True
     text = f"{package['name']} {package['title']} {package['notes']}".lower()
     return all(word in text for word in q.lower().split())

@@ -1,4 +1,5 @@
-"""CKAN crawler (``ckan:https://portal``): Action API ``package_search`` paged by rows/start,
+"""CKAN crawler (``ckan:https://portal``): Action API ``package_search`` paged by rows/start (1,000 a page by default,
+CKAN's own ``ckan.search.rows_max``: a crawl of a large portal costs few round trips),
 every tabular resource of every listed package becomes one dataset.
 
 Incremental as Auctus does it: the package's ``metadata_modified`` is the change token (CKAN bumps
@@ -134,7 +135,7 @@ class CkanSource:
         tag: str | None = None,
         res_format: str | None = None,
         formats: Sequence[str] = TABLE_FORMATS,
-        page_size: int = 100,
+        page_size: int = 1000,
         workers: int = 4,
         **http_options: Any,
     ) -> None:
