@@ -12,7 +12,7 @@ from __future__ import annotations
 import pendulum
 from airflow.sdk import Param, dag
 
-from lakejoin.index import FAMILIES
+from lakejoin.index import SEARCH_FAMILIES
 from lakejoin_airflow.operators import LakeDiscoverOperator
 
 
@@ -24,7 +24,7 @@ from lakejoin_airflow.operators import LakeDiscoverOperator
     render_template_as_native_obj=True,
     tags=["lakejoin"],
     params={
-        "method": Param("josie", enum=list(FAMILIES), description="the index family to search with"),
+        "method": Param("josie", enum=list(SEARCH_FAMILIES), description="the index family to search with"),
         "queries": Param("all", type="string", description="a table file or folder on the workers, dataset ids (comma-separated), or all"),
         "columns": Param([], type="array", maxItems=8, items={"type": "string"}, description="only these query columns (MATE: the composite key, required)"),
         "k": Param(10, type="integer", minimum=1, maximum=100),

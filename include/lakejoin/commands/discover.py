@@ -17,13 +17,13 @@ from typing import Any
 
 from lakejoin.commands.search import FAMILY_FLAGS
 from lakejoin.config import LakeConfig
-from lakejoin.index import FAMILIES
+from lakejoin.index import SEARCH_FAMILIES
 
 NAME = "discover"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("method", help=f"one of {', '.join(FAMILIES)}")
+    parser.add_argument("method", help=f"one of {', '.join(SEARCH_FAMILIES)}")
     parser.add_argument("--queries", required=True, metavar="SPEC", help="a table file, a folder of tables, dataset ids (comma-separated) or 'all'")
     parser.add_argument("--out", required=True, metavar="TABLE", help="where to write the answers (a Delta table; replaced if it exists)")
     columns = parser.add_mutually_exclusive_group()

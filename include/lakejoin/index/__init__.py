@@ -41,6 +41,8 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 FAMILIES = ("josie", "lshensemble", "mate", "pexeso", "qgram")
+# the families a query searches by their own score; qgram only proposes candidates to `search transform`
+SEARCH_FAMILIES = ("josie", "lshensemble", "mate", "pexeso")
 
 
 class Searcher(Protocol):

@@ -40,7 +40,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakejoin.config import LakeConfig
-from lakejoin.index import FAMILIES
+from lakejoin.index import SEARCH_FAMILIES
 from lakejoin.index.shards import MANIFEST, SHARD
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.manifest import read_manifest
@@ -107,8 +107,8 @@ def discover(
     """Answer every query of ``queries`` with ``method`` on the snapshot (the latest published
     one by default) and write the ranked results as a Delta table at ``out``; returns a summary."""
     started = time.perf_counter()
-    if method not in FAMILIES:
-        raise ValueError(f"unknown method {method!r} for batch discovery; choose one of {', '.join(FAMILIES)}")
+    if method not in SEARCH_FAMILIES:
+        raise ValueError(f"unknown method {method!r} for batch discovery; choose one of {', '.join(SEARCH_FAMILIES)}")
     params = check_params(method, params or {})
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
