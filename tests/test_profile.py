@@ -99,7 +99,7 @@ def test_default_selection_leaves_numeric_columns_to_mate():
 
 def test_selection_rules_are_configurable():
     rules = SelectionRules(pexeso=frozenset({"string"}), josie=DEFAULT_RULES.josie | {"integer"}, min_distinct=3)
-    assert indexed_by({"type": "identifier", "distinct": 5}, rules) == ["josie", "lshensemble", "mate"]
+    assert indexed_by({"type": "identifier", "distinct": 5}, rules) == ["josie", "lshensemble", "mate", "qgram"]
     assert indexed_by({"type": "integer", "distinct": 5}, rules) == ["josie", "mate"]
     assert indexed_by({"type": "string", "distinct": 2}, rules) == []
     assert profile_values(["1", "2", "3"], name="c", rules=rules)["indexed_by"] == ["josie", "mate"]
