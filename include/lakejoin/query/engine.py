@@ -294,9 +294,6 @@ def _runner(family: str) -> Runner:
     return run
 
 
-TRANSFORM_PARAMS = ("candidates", "sample", "budget", "learner")
-
-
 def _run_transform(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any], report: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
     """Transformation-aware discovery: the q-gram family's candidates (every shard, merged
     exactly), then a program learned and verified per candidate (``lakejoin.transform.discover``)."""
@@ -304,7 +301,7 @@ def _run_transform(loaded: LoadedSnapshot, query: QueryTable, columns: list[str]
 
     if len(columns) != 1:
         raise ValueError(f"transform searches one column, got {len(columns)}")
-    settings = DiscoveryParams(**{name: params[name] for name in TRANSFORM_PARAMS if name in params})
+    settings = DiscoveryParams(**{name: params[name] for name in PARAMS["transform"] if name in params})
     values = query.column_values(columns[0])
     asked = family_query("qgram", columns, [values], settings.candidates, {}, dataset_id=query.dataset_id, own_columns=_own_columns(loaded, query, "qgram"))
     found, reads = loaded.answer("qgram", lambda searcher: ask(searcher, asked), lambda parts: merge(asked, parts))
