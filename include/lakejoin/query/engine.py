@@ -302,10 +302,8 @@ def _run_transform(loaded: LoadedSnapshot, query: QueryTable, columns: list[str]
     if len(columns) != 1:
         raise ValueError(f"transform searches one column, got {len(columns)}")
     settings = DiscoveryParams(**{name: params[name] for name in PARAMS["transform"] if name in params})
+    candidates, reads = _runner("qgram")(loaded, query, columns, settings.candidates, {}, {})
     values = query.column_values(columns[0])
-    asked = family_query("qgram", columns, [values], settings.candidates, {}, dataset_id=query.dataset_id, own_columns=_own_columns(loaded, query, "qgram"))
-    found, reads = loaded.answer("qgram", lambda searcher: ask(searcher, asked), lambda parts: merge(asked, parts))
-    candidates = results(loaded, asked, found)
     answer = discover(values, candidates, lambda candidate: _column_values(loaded, candidate), k=k, params=settings)
     by_column = {c["column_id"]: c for c in candidates}
     rows = [{**{key: by_column[r["column_id"]][key] for key in ("dataset_id", "table", "column")}, **r} for r in answer.pop("results")]
