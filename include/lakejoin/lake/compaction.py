@@ -6,6 +6,8 @@ one per embedding batch, ``quality/validations`` one per run, and an index table
 were each rewritten by different runs is many files. :func:`compact` finds, per table, the
 partitions holding at least ``min_files`` files and rewrites each into a few large files with
 delta-rs' optimize (one commit per table, ``dataChange = false``: readers see the same rows).
+A table with small row groups (``embed/values``, sorted for point lookups) keeps them: optimize
+streams the merged files in order, so the new file is their sorted runs in the same group size.
 
 Compaction never deletes a file: the files it replaces are tombstoned, and
 ``snapshots.vacuum`` deletes them only once no retained snapshot pins a version that reads them.
@@ -17,13 +19,15 @@ from collections import Counter
 from typing import Any
 
 import pyarrow as pa
-from deltalake import DeltaTable
+from deltalake import DeltaTable, WriterProperties
 
 from lakejoin.config import LakeConfig
 from lakejoin.lake import delta, snapshots
+from lakejoin.lake.schemas import EMBEDDINGS, EMBEDDINGS_LAYOUT
 
 MIN_FILES = 8  # a partition with fewer files is left alone
 TARGET_FILE_BYTES = 128 * 1024 * 1024
+ROW_GROUP_ROWS = {EMBEDDINGS: EMBEDDINGS_LAYOUT.row_group_rows}  # tables not written in Parquet's default groups
 
 
 def compact(config: LakeConfig, tables: list[str] | None = None, min_files: int = MIN_FILES) -> dict[str, dict[str, Any]]:
@@ -41,7 +45,7 @@ def compact(config: LakeConfig, tables: list[str] | None = None, min_files: int 
         column, values = crowded
         filters = [(column, "in", values)] if column else None
         with delta.committing(path, "compact") as properties:
-            metrics = table.optimize.compact(partition_filters=filters, target_size=TARGET_FILE_BYTES, commit_properties=properties)
+            metrics = table.optimize.compact(partition_filters=filters, target_size=TARGET_FILE_BYTES, writer_properties=_writer_properties(name), commit_properties=properties)
         done[name] = {"files_removed": metrics["numFilesRemoved"], "files_added": metrics["numFilesAdded"], "partitions": len(values) if column else 1}
     return done
 
@@ -58,3 +62,8 @@ def _crowded_partitions(table: DeltaTable, min_files: int) -> tuple[str | None, 
     counts = Counter(str(v) for v in actions[f"partition.{columns[0]}"].to_pylist())
     crowded = sorted(v for v, n in counts.items() if n >= min_files)
     return (columns[0], crowded) if crowded else None
+
+
+def _writer_properties(table: str) -> WriterProperties | None:
+    rows = ROW_GROUP_ROWS.get(table)
+    return WriterProperties(max_row_group_size=rows, compression="ZSTD") if rows else None

@@ -10,6 +10,7 @@ does.
 
 from __future__ import annotations
 
+import bisect
 import json
 import time
 import uuid
@@ -34,6 +35,18 @@ from lakejoin.lake import lease
 # log cleanup, so retention is decided by `lakejoin vacuum`, not by the log's age.
 TABLE_CONFIGURATION = {"delta.enableExpiredLogCleanup": "false"}
 BUILD_KEY = "lakejoin.build"  # commitInfo key: the build that made the commit
+
+
+@dataclass(frozen=True)
+class FileLayout:
+    """How a table's files are laid out inside: rows sorted by ``sort_by`` in row groups of at
+    most ``row_group_rows`` rows (None: Parquet's defaults, unsorted)."""
+
+    sort_by: str | None = None
+    row_group_rows: int | None = None
+
+
+DEFAULT_LAYOUT = FileLayout()
 
 
 @dataclass(frozen=True)
@@ -83,6 +96,42 @@ def read_arrow(
     table = opened if opened is not None else open_table(path, version)
     schema = pa.schema(table.schema().to_arrow())
     return read_files(path, files_of(table, partitions), schema, table.metadata().partition_columns, columns, filter)
+
+
+def read_matching(path: Path, column: str, keys: Iterable[str], columns: Sequence[str]) -> pa.Table:
+    """The rows of an unpartitioned table whose ``column`` is one of ``keys``, reading only the
+    row groups whose Parquet statistics can hold one of them: a point lookup that costs the
+    groups it touches, not the table, when the files are sorted by ``column`` in small row groups
+    (``embed/values``, see :data:`lakejoin.lake.schemas.EMBEDDINGS_LAYOUT`)."""
+    wanted = sorted(set(keys))
+    table = open_table(path)
+    parts = []
+    for uri in files_of(table) if wanted else []:
+        parquet = pq.ParquetFile(uri)
+        leaf = _leaf_index(parquet.metadata, column)
+        groups = [g for g in range(parquet.metadata.num_row_groups) if _may_hold(parquet.metadata.row_group(g).column(leaf).statistics, wanted)]
+        if groups:
+            parts.append(parquet.read_row_groups(groups, columns=list(columns)))
+    if not parts:
+        return pa.schema(table.schema().to_arrow()).empty_table().select(list(columns))
+    rows = pa.concat_tables(parts)
+    return rows.filter(pc.is_in(rows[column], value_set=pa.array(wanted, rows.schema.field(column).type)))
+
+
+def _leaf_index(metadata: pq.FileMetaData, column: str) -> int:
+    for index in range(metadata.num_columns):
+        if metadata.schema.column(index).path == column:
+            return index
+    raise KeyError(f"no column {column!r} in the Parquet file")
+
+
+def _may_hold(statistics: pq.Statistics | None, wanted: list[str]) -> bool:
+    """Whether a row group whose ``column`` has these statistics may hold a ``wanted`` key
+    (sorted); a group without min/max may hold anything."""
+    if statistics is None or not statistics.has_min_max:
+        return True
+    first = bisect.bisect_left(wanted, statistics.min)
+    return first < len(wanted) and wanted[first] <= statistics.max
 
 
 def read_files(
@@ -245,11 +294,13 @@ def write_rows(
     replace: str = "all",
     replace_values: Sequence[str] = (),
     operation: str | None = None,
+    layout: FileLayout = DEFAULT_LAYOUT,
 ) -> int:
     """Write ``rows`` (a table, or batches) from this process as the Spark writer does (one file
-    per partition, one commit, ``replace`` as in :func:`commit_replacing`); returns the new version."""
+    per partition laid out as ``layout`` says, one commit, ``replace`` as in
+    :func:`commit_replacing`); returns the new version."""
     prepare_layout(path, schema, partition_by, replace, operation)
-    writer = partition_writer(str(path), schema, list(partition_by))
+    writer = partition_writer(str(path), schema, list(partition_by), layout)
     batches = iter(rows.cast(schema).to_batches()) if isinstance(rows, pa.Table) else rows
     added = [data_file(row) for batch in writer(batches) for row in batch.to_pylist()]
     return commit_replacing(path, schema, added, partition_by, replace, replace_values, operation)
@@ -303,10 +354,11 @@ def _files_to_replace(table_path: Path, partition_by: Sequence[str], replace: st
     return [p for p, value in live.items() if str(value) in targets]
 
 
-def partition_writer(table_root: str, schema: pa.Schema, partition_by: list[str]):
+def partition_writer(table_root: str, schema: pa.Schema, partition_by: list[str], layout: FileLayout = DEFAULT_LAYOUT):
     """The function that turns Arrow batches into Parquet files under ``table_root`` (one per
-    partition of the batches) and yields one row per file (path, size, num_records,
-    partition_values as JSON, stats): what each Spark executor task runs, and :func:`write_rows`."""
+    partition of the batches, laid out as ``layout`` says) and yields one row per file (path, size,
+    num_records, partition_values as JSON, stats): what each Spark executor task runs, and
+    :func:`write_rows`."""
     data_schema = pa.schema([f for f in schema if f.name not in partition_by])
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -321,7 +373,9 @@ def partition_writer(table_root: str, schema: pa.Schema, partition_by: list[str]
             relative += f"part-{uuid.uuid4().hex}.parquet"
             absolute = Path(table_root) / relative
             absolute.parent.mkdir(parents=True, exist_ok=True)
-            pq.write_table(part.select(data_schema.names), absolute, compression="zstd")
+            if layout.sort_by:
+                part = part.sort_by(layout.sort_by)
+            pq.write_table(part.select(data_schema.names), absolute, compression="zstd", row_group_size=layout.row_group_rows)
             yield pa.RecordBatch.from_pylist(
                 [
                     {

@@ -34,6 +34,7 @@ def write_table(
     replace_values: Sequence[str] = (),
     operation: str | None = None,
     produce: Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]] | None = None,
+    layout: delta.FileLayout = delta.DEFAULT_LAYOUT,
 ) -> int:
     """Write ``df`` into a Delta table in one commit and return the new version.
 
@@ -45,9 +46,10 @@ def write_table(
     partitioning first gets the new layout in a commit of its own); ``"partitions"`` replaces only the
     files of the partitions named in ``replace_values`` (plus those ``df`` writes to), which is
     how one dataset's cells are swapped without touching the others; ``"none"`` appends.
+    Each task writes its rows as ``layout`` says (sorted, row-group size).
     """
     delta.prepare_layout(table_path, schema, partition_by, replace, operation)
-    writer = delta.partition_writer(str(table_path), schema, list(partition_by))
+    writer = delta.partition_writer(str(table_path), schema, list(partition_by), layout)
     if produce is None:
         rows = df.select([f.name for f in schema]).mapInArrow(writer, _FILE_ROWS).collect()
     else:

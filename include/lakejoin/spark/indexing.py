@@ -50,7 +50,7 @@ from lakejoin.embed import PEXESO_MODEL, embed, value_hash
 from lakejoin.index.shards import MANIFEST, SHARD, choose_shard_count, shards_of
 from lakejoin.lake import catalog, delta
 from lakejoin.lake.manifest import COMPLETE, PENDING, Manifest, read_manifest, rows_per_shard, write_manifest
-from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, DATASETS, EMBEDDINGS, EMBEDDINGS_SCHEMA
+from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, DATASETS, EMBEDDINGS, EMBEDDINGS_LAYOUT, EMBEDDINGS_SCHEMA
 from lakejoin.pause import pause_point
 from lakejoin.progress import Progress
 from lakejoin.spark import delta as spark_delta
@@ -256,7 +256,7 @@ def _embedded_in_process(config: LakeConfig, cells: pa.Table, model: str) -> pa.
     if misses:
         embedded = vector_array(embed(misses, model))
         rows = pa.table({"model": [model] * len(misses), "value_hash": [hashes[v] for v in misses], "vector": embedded}, schema=EMBEDDINGS_SCHEMA)
-        delta.write_rows(config.table_path(EMBEDDINGS), rows, EMBEDDINGS_SCHEMA, replace="none", operation=f"embed:{model}")
+        delta.write_rows(config.table_path(EMBEDDINGS), rows, EMBEDDINGS_SCHEMA, replace="none", operation=f"embed:{model}", layout=EMBEDDINGS_LAYOUT)
         vectors.update(zip((hashes[v] for v in misses), embedded.to_pylist()))
     texts = distinct["value"].to_pylist()
     return pa.table(
@@ -275,8 +275,8 @@ def _cached_vectors(config: LakeConfig, model: str, hashes: set[str]) -> dict[st
     path = config.table_path(EMBEDDINGS)
     if not hashes or not delta.exists(path):
         return {}
-    wanted = (pc.field("model") == model) & pc.field("value_hash").isin(sorted(hashes))
-    cached = delta.read_arrow(path, columns=["value_hash", "vector"], filter=wanted)
+    cached = delta.read_matching(path, "value_hash", hashes, columns=["model", "value_hash", "vector"])
+    cached = cached.filter(pc.equal(cached["model"], model))
     return dict(zip(cached["value_hash"].to_pylist(), cached["vector"].to_pylist()))
 
 
@@ -313,7 +313,7 @@ def embedded_values(config: LakeConfig, spark: SparkSession, cells: DataFrame, m
     cache = spark_delta.read_table(spark, cache_path) if delta.exists(cache_path) else None
     distinct = cells.select("dataset_id", "column_id", "value").distinct()
     vectors, new_cache = embed_values(spark, distinct.select("value"), model, cache)
-    spark_delta.write_table(new_cache, cache_path, EMBEDDINGS_SCHEMA, replace="none", operation=f"embed:{model}")
+    spark_delta.write_table(new_cache, cache_path, EMBEDDINGS_SCHEMA, replace="none", operation=f"embed:{model}", layout=EMBEDDINGS_LAYOUT)
     keyed = distinct.join(vectors.select("value", "value_hash", "vector"), "value")
     vector_ids = F.conv(F.substring("value_hash", 1, 15), 16, 10).cast("long")  # as vector_id() computes it
     return keyed.withColumn("vector_id", vector_ids).select("dataset_id", "column_id", "vector_id", "value", "vector")
