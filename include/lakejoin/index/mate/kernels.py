@@ -39,7 +39,8 @@ STATS = ("tables_verified", "pruned_rule1", "pruned_rule2", "pairs_checked", "pa
 @njit(cache=True, nogil=True)
 def _contains(item_keys, i, bucket_keys, j):
     """Line 22: query row j's key is in item i's super key S (``key & ~S == 0``), tested word by
-    word from word 0, which holds the length bits: most rows fail there (§5.2)."""
+    word in the order the candidates hold them (``search.filter_word_order``: the words that
+    reject most pairs first)."""
     for w in range(item_keys.shape[1]):
         if bucket_keys[j, w] & ~item_keys[i, w]:
             return False
@@ -111,19 +112,19 @@ def _first_cell(cell_values, lo, hi, value):
 
 
 @njit(cache=True, nogil=True)
-def _verify_pair(g, c0, x, value_ids, initial, row_offsets, cell_values, cell_columns, out, n, first, count, pick, combo):
+def _verify_pair(g, c0, x, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, n, first, count, pick, combo):
     """calculateJ's comparison for pair (row g, initial column c0, query row x).
 
-    Every other key value ``value_ids[x, p]`` must sit in some cell of row g, and the chosen
-    columns must all differ. A value held by several cells gives several mappings, all
-    appended to ``out`` (columns..., x) from row ``n`` (an odometer over the choices).
-    Returns (out, possibly grown; new n; whether the pair supports some mapping).
+    Every other key value ``value_ids[x, p]`` must sit in some cell of row g, looked up for
+    the positions ``checks`` in that order (the likeliest to be missing first, so most failing
+    pairs stop at the first lookup), and the chosen columns must all differ. A value held by
+    several cells gives several mappings, all appended to ``out`` (columns..., x) from row ``n``
+    (an odometer over the choices, in key column order). Returns (out, possibly grown; new n;
+    whether the pair supports some mapping).
     """
     m = value_ids.shape[1]
     lo, hi = row_offsets[g], row_offsets[g + 1]
-    for p in range(m):
-        if p == initial:
-            continue
+    for p in checks:
         v = value_ids[x, p]
         a = _first_cell(cell_values, lo, hi, v) if v >= 0 else hi
         b = a
@@ -274,7 +275,7 @@ def best_mapping(supported, n_query):
 
 
 @njit(cache=True, nogil=True)
-def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_ids, initial, row_offsets, cell_values, cell_columns, out, n):
+def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, n):
     """calculateJ's comparison for the pairs that passed the row filter, appending to the ``n``
     supported mappings already in ``out``: (``out``, their count, pairs supporting some mapping)."""
     m = value_ids.shape[1]
@@ -288,6 +289,7 @@ def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_
             query_rows[positions[p]],
             value_ids,
             initial,
+            checks,
             row_offsets,
             cell_values,
             cell_columns,
@@ -304,7 +306,7 @@ def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_
 
 @njit(cache=True, nogil=True)
 def _verify_slices(
-    lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, item_rows, item_columns, query_rows, value_ids, initial, row_offsets, cell_values, cell_columns, items, positions, out
+    lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, item_rows, item_columns, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, items, positions, out
 ):
     """Row filter and calculateJ over items ``lo:hi`` in slices whose pairs fit ``items`` and
     ``positions`` (one item's pairs always fit): the same pairs in the same order as one pass.
@@ -317,7 +319,7 @@ def _verify_slices(
             pairs += slot_count[item_slots[b]]
             b += 1
         got = row_filter(a, b, item_keys, item_slots, slot_start, slot_count, bucket_keys, items, positions)
-        out, n, ok = _verify_passed(items[:got], positions[:got], item_rows, item_columns, query_rows, value_ids, initial, row_offsets, cell_values, cell_columns, out, n)
+        out, n, ok = _verify_passed(items[:got], positions[:got], item_rows, item_columns, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, n)
         passed += got
         joinable += ok
         a = b
@@ -325,7 +327,7 @@ def _verify_slices(
 
 
 @njit(cache=True, nogil=True)
-def _verify_items(lo, hi, item_rows, item_columns, item_slots, slot_start, slot_count, query_rows, value_ids, initial, row_offsets, cell_values, cell_columns, out):
+def _verify_items(lo, hi, item_rows, item_columns, item_slots, slot_start, slot_count, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out):
     """``_verify_passed`` for SCR: every pair of items ``lo:hi``, read straight from the buckets."""
     m = value_ids.shape[1]
     first, count, pick, combo = np.zeros(m, np.int64), np.ones(m, np.int64), np.zeros(m, np.int64), np.empty(m, np.int64)
@@ -339,6 +341,7 @@ def _verify_items(lo, hi, item_rows, item_columns, item_slots, slot_start, slot_
                 query_rows[j],
                 value_ids,
                 initial,
+                checks,
                 row_offsets,
                 cell_values,
                 cell_columns,
@@ -377,6 +380,7 @@ def scan_tables(
     use_superkeys,
     value_ids,
     initial,
+    checks,
     row_offsets,
     cell_values,
     cell_columns,
@@ -432,7 +436,7 @@ def scan_tables(
             if worst >= 0 and _distinct_rows(item_rows, items[:passed], seen) <= worst:  # rule 2
                 counters[2] += 1
                 continue
-            out, n, joinable = _verify_passed(items[:passed], positions[:passed], item_rows, item_columns, query_rows, value_ids, initial, row_offsets, cell_values, cell_columns, out, 0)
+            out, n, joinable = _verify_passed(items[:passed], positions[:passed], item_rows, item_columns, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, 0)
         elif use_superkeys:  # more pairs than the buffer holds
             if worst >= 0:
                 matching = _passed_rows(lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, item_rows, seen)
@@ -454,6 +458,7 @@ def scan_tables(
                 query_rows,
                 value_ids,
                 initial,
+                checks,
                 row_offsets,
                 cell_values,
                 cell_columns,
@@ -479,6 +484,7 @@ def scan_tables(
                 query_rows,
                 value_ids,
                 initial,
+                checks,
                 row_offsets,
                 cell_values,
                 cell_columns,
