@@ -37,6 +37,12 @@ class LakeConfig:
         """Content-addressed copies of ingested files, parsed to Parquet (``raw/<sha256>.parquet``)."""
         return self.home / "raw"
 
+    @property
+    def shard_cache_dir(self) -> Path:
+        """Shard searchers' arrays, one folder per snapshot id (``lakejoin.query.shard_arrays``;
+        ``vacuum`` deletes the expired snapshots' folders)."""
+        return self.home / "cache" / "shards"
+
     def table_path(self, name: str) -> Path:
         """Location of a Delta table, e.g. ``catalog/datasets`` or ``index/josie/postings``."""
         return self.home / name

@@ -5,13 +5,15 @@ version of every table: that commit is the publish. Readers resolve the latest p
 snapshot and read each table at its pinned version, so a build that dies before publishing
 changes nothing they see. ``vacuum`` expires all but the newest ``retain`` snapshots (an
 appended ``expired`` row per snapshot) and deletes the data files no retained snapshot can
-reach (delta-rs vacuum with the retention cut at the oldest retained snapshot's time).
+reach (delta-rs vacuum with the retention cut at the oldest retained snapshot's time), and the
+shard arrays cached for the expired ones (``lakejoin.query.shard_arrays``).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -190,7 +192,20 @@ def vacuum(config: LakeConfig, retain: int) -> dict[str, Any]:
             with delta.committing(path, "vacuum") as properties:
                 files = delta.open_table(path).vacuum(retention_hours=math.ceil(hours), enforce_retention_duration=False, dry_run=False, commit_properties=properties)
             deleted[table] = len(files)
-    return {"expired": [s.snapshot_id for s in expired], "kept": [s.snapshot_id for s in kept], "files_deleted": deleted}
+    caches = _remove_shard_caches(config, [s.snapshot_id for s in list_snapshots(config) if s.status == EXPIRED])
+    return {"expired": [s.snapshot_id for s in expired], "kept": [s.snapshot_id for s in kept], "files_deleted": deleted, "shard_caches_deleted": caches}
+
+
+def _remove_shard_caches(config: LakeConfig, snapshot_ids: list[int]) -> int:
+    """Delete the shard arrays cached for ``snapshot_ids`` (``lakejoin.query.shard_arrays``): no
+    query reads an expired snapshot again. How many snapshot folders were deleted."""
+    deleted = 0
+    for snapshot_id in snapshot_ids:
+        folder = config.shard_cache_dir / str(snapshot_id)
+        if folder.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            deleted += 1
+    return deleted
 
 
 def _append(config: LakeConfig, snapshots: list[Snapshot]) -> None:

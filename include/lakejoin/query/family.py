@@ -94,6 +94,27 @@ def load_searcher(family: str, sharded: Mapping[str, pa.Table], global_names: It
     ``shared(global_tables)`` (JOSIE: the token dictionary and the fitted read costs) gets that
     state instead of the tables, so a shard's load builds nothing global again.
     """
+    module, part = _global_part(family, global_names, read_global, key)
+    if "shared" in part:
+        return module.load(dict(sharded), shared=part["shared"])
+    return module.load({**sharded, **part["tables"]})
+
+
+def has_arrays(family: str) -> bool:
+    """Whether ``family``'s searchers can be written as arrays and rebuilt from them
+    (``to_arrays`` / ``from_arrays``: ``lakejoin.query.shard_arrays``)."""
+    return hasattr(importlib.import_module(f"lakejoin.index.{family}"), "from_arrays")
+
+
+def searcher_from_arrays(family: str, arrays: Mapping[str, np.ndarray], global_names: Iterable[str], read_global: Callable[[str], pa.Table], key: Hashable) -> Any:
+    """The searcher ``family``'s ``to_arrays`` gave ``arrays`` (``ValueError`` when they are not
+    one searcher's), with the index's global part as :func:`load_searcher` keeps it."""
+    module, part = _global_part(family, global_names, read_global, key)
+    return module.from_arrays(arrays, shared=part.get("shared"))
+
+
+def _global_part(family: str, global_names: Iterable[str], read_global: Callable[[str], pa.Table], key: Hashable) -> tuple[Any, dict[str, Any]]:
+    """The family's module and the index's global part, read once per process and ``key``."""
     module = importlib.import_module(f"lakejoin.index.{family}")
     with _global_parts_lock:
         part = _global_parts.get(key)
@@ -104,9 +125,7 @@ def load_searcher(family: str, sharded: Mapping[str, pa.Table], global_names: It
                 _global_parts.popitem(last=False)
         else:
             _global_parts.move_to_end(key)
-    if "shared" in part:
-        return module.load(dict(sharded), shared=part["shared"])
-    return module.load({**sharded, **part["tables"]})
+    return module, part
 
 
 def ask(searcher: Any, query: FamilyQuery) -> list[dict[str, Any]]:

@@ -32,7 +32,8 @@ from lakejoin.index.shards import MANIFEST, SHARD
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.manifest import read_manifest
 from lakejoin.lake.schemas import COLUMNS, DATASETS
-from lakejoin.query.family import load_columns, load_searcher
+from lakejoin.query import shard_arrays
+from lakejoin.query.family import has_arrays, load_columns, load_searcher, searcher_from_arrays
 from lakejoin.query.memory import IndexTooLarge, check_fits
 from lakejoin.query.sharded import ShardedFamily
 
@@ -102,10 +103,11 @@ class _IndexTable:
     def read(self, shards: list[int] | None, columns: list[str] | None = None) -> pa.Table:
         """The rows of ``shards`` (None, or a global table: every row), only ``columns`` if given."""
         keys: list[int | None] = [None] if shards is None or not self.sharded else list(shards)
-        files = [uri for key in keys for uri in self._files_of(key)]
+        files = [uri for key in keys for uri in self.files_of(key)]
         return delta.read_files(self.path, files, self.schema, self.partition_columns, columns)
 
-    def _files_of(self, shard: int | None) -> list[str]:
+    def files_of(self, shard: int | None) -> list[str]:
+        """The data files of ``shard`` (None, or a global table: every file), listed once."""
         if shard not in self._files:
             self._files[shard] = delta.files_of(self.log, None if shard is None else {SHARD: [shard]})
         return self._files[shard]
@@ -200,10 +202,31 @@ class LoadedSnapshot:
         columns = load_columns(family)
         if wanted is None:
             return module.load({name: table.read(None, columns.get(name)) for name, table in opened.items()})
-        parts = {name: table.read(wanted, columns.get(name)) for name, table in opened.items() if table.sharded}
         global_names = sorted(name for name, table in opened.items() if not table.sharded)
         key = (str(self.config.home), family, tuple((name, self.snapshot.version_of(f"index/{family}/{name}")) for name in global_names))
-        return load_searcher(family, parts, global_names, lambda name: opened[name].read(None, columns.get(name)), key)
+
+        def read_global(name: str) -> pa.Table:
+            return opened[name].read(None, columns.get(name))
+
+        def build() -> Any:
+            return load_searcher(family, {name: table.read(wanted, columns.get(name)) for name, table in opened.items() if table.sharded}, global_names, read_global, key)
+
+        if len(wanted) != 1 or not has_arrays(family):
+            return build()
+        # one shard: its searcher's arrays are written once per snapshot and memory-mapped after
+        return shard_arrays.cached_searcher(
+            shard_arrays.shard_folder(self.config, self.snapshot_id, family, wanted[0]),
+            self._shard_key(family, module, wanted[0], opened),
+            build,
+            module.to_arrays,
+            lambda arrays: searcher_from_arrays(family, arrays, global_names, read_global, key),
+        )
+
+    def _shard_key(self, family: str, module: Any, shard: int, opened: dict[str, _IndexTable]) -> dict[str, Any]:
+        """What a shard's cached arrays are built from (``lakejoin.query.shard_arrays``): the
+        family's array format, and each index table's pinned version and the data files read."""
+        tables = {name: {"version": self.snapshot.version_of(f"index/{family}/{name}"), "files": sorted(table.files_of(shard if table.sharded else None))} for name, table in opened.items()}
+        return {"format": module.ARRAYS_FORMAT, "family": family, "snapshot_id": self.snapshot_id, "shard": shard, "tables": tables}
 
     def _index_table(self, family: str, name: str) -> _IndexTable:
         """``index/<family>/<name>`` at the pinned version, its Delta log read once per snapshot."""

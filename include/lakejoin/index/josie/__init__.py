@@ -4,14 +4,15 @@
   duplicate groups found on load, and :func:`build_in_memory` / :func:`update_in_memory`,
   the Spark-free full and incremental builds of the same tables.
 - ``josie``: Algorithm 2 and :class:`JosieSearcher` (``load(tables)``; ``shared(tables)``: the token
-  dictionary and fitted read costs every shard's searcher of one index shares).
+  dictionary and fitted read costs every shard's searcher of one index shares; ``to_arrays`` /
+  ``from_arrays``: a searcher's arrays, for the shard cache of ``lakejoin.query.shard_arrays``).
 - ``cost``: the read-cost model of Eq. 3.15, fitted on load.
 - ``baselines``: MergeList-D and ProbeSet-D.
 - ``reads``: the list/set reads and top-k heap they all share.
 """
 
 from lakejoin.index.josie.cost import ReadCost
-from lakejoin.index.josie.josie import LOAD_COLUMNS, JosieSearcher, TokenDictionary, load, shared
+from lakejoin.index.josie.josie import ARRAYS_FORMAT, LOAD_COLUMNS, JosieSearcher, TokenDictionary, from_arrays, load, shared, to_arrays
 from lakejoin.index.josie.tokens import (
     APPEND_TABLES,
     GLOBAL_TABLES,
@@ -21,4 +22,20 @@ from lakejoin.index.josie.tokens import (
     update_tables,
 )
 
-__all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "LOAD_COLUMNS", "SCHEMAS", "JosieSearcher", "ReadCost", "TokenDictionary", "build_in_memory", "load", "shared", "update_in_memory", "update_tables"]
+__all__ = [
+    "APPEND_TABLES",
+    "ARRAYS_FORMAT",
+    "GLOBAL_TABLES",
+    "LOAD_COLUMNS",
+    "SCHEMAS",
+    "JosieSearcher",
+    "ReadCost",
+    "TokenDictionary",
+    "build_in_memory",
+    "from_arrays",
+    "load",
+    "shared",
+    "to_arrays",
+    "update_in_memory",
+    "update_tables",
+]

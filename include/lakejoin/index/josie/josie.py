@@ -108,6 +108,11 @@ from lakejoin.normalize import normalize_set
 # dataset ids a shard's rows carry for the pipeline are not needed to search, and each set's
 # tokens are rebuilt from its postings.
 LOAD_COLUMNS = {"sets": ["set_id", "size"], "postings": ["token_id", "set_id", "position", "set_size"]}
+# What a searcher holds besides scratch space (``JosieSearcher.arrays``), and the version of that
+# layout: a shard's arrays cached on disk under another version are rebuilt, never read
+# (``lakejoin.query.shard_arrays``). Bump it when what these arrays mean changes.
+ARRAYS = ("set_ids", "set_indptr", "token_of", "list_indptr", "post_set", "post_pos", "post_size", "set_tokens", "group")
+ARRAYS_FORMAT = 1
 DECISIONS_PER_QUERY = 24  # λ per query = ⌈distinct lists / 24⌉ (24 and ⌈⌉: bench_josie, both lakes)
 MIN_BATCH_SIZE = 2  # estimates (Eq. 3.4) need two lists since first sight to be a rate at all
 MATCHED_SAMPLE = 5
@@ -687,10 +692,34 @@ class JosieSearcher:
         if missing:
             raise ValueError(f"JOSIE index is missing tables: {sorted(missing)}")
         shared = shared if shared is not None else token_dictionary(tables["tokens"])
-        self.batch_size = batch_size
         self._load_sets(tables["sets"])
         self._load_postings(tables["postings"], shared.n_tokens)
         self._group = duplicate_groups(self._list_indptr, self._post_set)
+        self._ready(shared, batch_size, read_cost, fit_samples)
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray], *, shared: TokenDictionary, batch_size: int | None = None, read_cost: ReadCost | None = None, fit_samples: int = 1000) -> JosieSearcher:
+        """The searcher whose :meth:`arrays` are ``arrays`` (e.g. memory-mapped from a shard's
+        cache, ``lakejoin.query.shard_arrays``): nothing is sorted or grouped again. Raises
+        ``ValueError`` when they do not have the shape of one searcher's arrays (a missing one, a
+        wrong dtype, lengths or end offsets that disagree, a token past the dictionary)."""
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        _check_arrays(arrays, shared.n_tokens)
+        searcher = cls.__new__(cls)
+        for name in ARRAYS:
+            setattr(searcher, name if name == "set_ids" else f"_{name}", arrays[name])
+        searcher._ready(shared, batch_size, read_cost, fit_samples)
+        return searcher
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What this searcher holds besides its scratch space (:data:`ARRAYS`): writing them and
+        :meth:`from_arrays` give the same searcher back."""
+        return {name: getattr(self, name if name == "set_ids" else f"_{name}") for name in ARRAYS}
+
+    def _ready(self, shared: TokenDictionary, batch_size: int | None, read_cost: ReadCost | None, fit_samples: int) -> None:
+        """The scratch arrays, the lock and the read costs, once the index arrays are set."""
+        self.batch_size = batch_size
         self._token_ids = shared.token_ids
         self._mark = np.zeros(len(self._group), np.uint8)
         n_sets = len(self.set_ids)
@@ -880,6 +909,39 @@ class JosieSearcher:
             "containment": overlap / size,
             "matched_sample": [known[int(t)] for t in matched],
         }
+
+
+def _check_arrays(arrays: Mapping[str, np.ndarray], n_tokens: int) -> None:
+    """Raise ``ValueError`` unless ``arrays`` have the shape of one searcher's :data:`ARRAYS`:
+    every one present, one-dimensional integers, lengths and end offsets that agree. Their
+    contents are not scanned (a load must cost less than a query; the shard cache checks a
+    CRC-32 of what it wrote)."""
+    missing = [name for name in ARRAYS if name not in arrays]
+    if missing:
+        raise ValueError(f"JOSIE arrays are missing {missing}")
+    if any(arrays[name].ndim != 1 or arrays[name].dtype.kind not in "iu" for name in ARRAYS):
+        raise ValueError("JOSIE arrays must be one-dimensional integer arrays")
+    n_sets, n_lists, n_postings = len(arrays["set_ids"]), len(arrays["token_of"]), len(arrays["post_set"])
+    set_indptr, list_indptr = arrays["set_indptr"], arrays["list_indptr"]
+    if len(set_indptr) != n_sets + 1 or len(list_indptr) != n_lists + 1 or len(arrays["group"]) != n_lists:
+        raise ValueError("JOSIE arrays disagree: offsets and ids have different lengths")
+    if not len(arrays["post_pos"]) == len(arrays["post_size"]) == len(arrays["set_tokens"]) == n_postings:
+        raise ValueError("JOSIE arrays disagree: the postings' columns and the sets' tokens have different lengths")
+    if set_indptr[0] != 0 or set_indptr[-1] != n_postings or list_indptr[0] != 0 or list_indptr[-1] != n_postings:
+        raise ValueError("JOSIE arrays disagree: an offset array does not run from 0 to the postings' count")
+    if n_lists and arrays["token_of"][-1] >= n_tokens:
+        raise ValueError("JOSIE arrays name a token missing from the index's token dictionary")
+
+
+def to_arrays(searcher: JosieSearcher) -> dict[str, np.ndarray]:
+    """The searcher's :data:`ARRAYS` (family shape, ``lakejoin.index``)."""
+    return searcher.arrays()
+
+
+def from_arrays(arrays: Mapping[str, np.ndarray], *, shared: TokenDictionary, **params: Any) -> JosieSearcher:
+    """The searcher :func:`to_arrays` was given (family shape, ``lakejoin.index``); ``params`` as
+    for :func:`load`."""
+    return JosieSearcher.from_arrays(arrays, shared=shared, **params)
 
 
 def load(tables: Mapping[str, pa.Table], **params: Any) -> JosieSearcher:

@@ -1,0 +1,127 @@
+"""Shard searchers' arrays, written once per snapshot and memory-mapped by every later load.
+
+Building a shard's searcher from its Delta files (JOSIE: read the postings, sort them into lists,
+find the duplicate lists) costs tens of times one query on it, and a family served shard by shard
+under a memory budget re-loads the shards that did not stay cached for every query. So the first
+load of a (snapshot, family, shard) writes the searcher's arrays (the family's ``to_arrays``) into
+one file in ``<home>/cache/shards/<snapshot_id>/<family>/<shard>/`` (``LakeConfig.shard_cache_dir``;
+dtypes, shapes and offsets in a JSON record beside it) and every later load, in any process, maps
+that file (copy-on-write, so the arrays have the writable type the family's compiled kernels
+already have) and builds the searcher around views of it (``from_arrays``): a load costs an open
+and a map, and the OS page cache keeps the shards in use. (With one ``.npy`` file per array, a
+load spent most of its time parsing their headers.)
+
+- **Never stale.** The folder's ``arrays.json`` records what the arrays were built from: the
+  family's ``ARRAYS_FORMAT``, the snapshot, and every index table's pinned version and the data
+  files the shard's load reads. A load whose record differs (a lake re-created with the same
+  snapshot ids, a family whose array layout changed) rebuilds the folder.
+- **Two writers.** A folder is written under a temporary name beside it and renamed into place in
+  one step (``os.replace``): a reader sees a complete folder or none, and a writer that loses the
+  race drops its copy.
+- **Damage.** A record that does not parse, a data file whose size is not the record's, an array
+  that does not fit in it or whose CRC-32 is not the record's (checked on a process's first use
+  of a folder: the whole file is read once), and arrays the family's ``from_arrays`` rejects make
+  the load read the Delta files and replace the folder.
+- **Vacuum.** ``lakejoin vacuum`` deletes the folders of the snapshots it expires
+  (``lakejoin.lake.snapshots.vacuum``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import mmap
+import os
+import shutil
+import threading
+import uuid
+import zlib
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from lakejoin.config import LakeConfig
+
+RECORD = "arrays.json"  # the key, and each array's dtype, shape, offset and CRC-32
+DATA = "arrays.bin"  # the arrays one after another, each at a multiple of ALIGNMENT bytes
+ALIGNMENT = 64
+
+_verified: set[tuple[str, int, int]] = set()  # folders whose checksums this process has checked
+_verified_lock = threading.Lock()
+
+
+def shard_folder(config: LakeConfig, snapshot_id: int, family: str, shard: int) -> Path:
+    return config.shard_cache_dir / str(snapshot_id) / family / str(shard)
+
+
+def cached_searcher(folder: Path, key: Mapping[str, Any], build: Callable[[], Any], to_arrays: Callable[[Any], dict[str, np.ndarray]], restore: Callable[[dict[str, np.ndarray]], Any]) -> Any:
+    """The searcher ``restore`` makes of the arrays in ``folder`` when they were written for
+    ``key``; else ``build()``'s, whose arrays then replace the folder's."""
+    arrays = read_arrays(folder, key)
+    if arrays is not None:
+        try:
+            return restore(arrays)
+        except ValueError:
+            pass  # arrays the family rejects: rebuilt below
+    searcher = build()
+    write_arrays(folder, key, to_arrays(searcher))
+    return searcher
+
+
+def read_arrays(folder: Path, key: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
+    """The arrays written in ``folder`` for ``key``, memory-mapped; None when the folder is
+    missing, was written for another key, or is damaged."""
+    try:
+        record_path = folder / RECORD
+        stat = record_path.stat()
+        record = json.loads(record_path.read_text())
+        if record.get("key") != json.loads(json.dumps(key)):
+            return None
+        with open(folder / DATA, "rb") as data:
+            if os.fstat(data.fileno()).st_size != record["size"]:
+                return None  # cut short (or grown): not what was written
+            mapped = mmap.mmap(data.fileno(), 0, access=mmap.ACCESS_COPY) if record["size"] else b""
+        arrays = {name: np.frombuffer(mapped, np.dtype(info["dtype"]), math.prod(info["shape"]), info["offset"]).reshape(info["shape"]) for name, info in record["arrays"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    seen = (str(folder), stat.st_ino, stat.st_mtime_ns)
+    if seen not in _verified:
+        if any(_checksum(arrays[name]) != info["crc32"] for name, info in record["arrays"].items()):
+            return None
+        with _verified_lock:
+            _verified.add(seen)
+    return arrays
+
+
+def write_arrays(folder: Path, key: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> bool:
+    """Write ``arrays`` for ``key`` as ``folder`` (replacing what is there); False when it could
+    not be written (a read-only or full disk: the cache only saves time) or another process
+    wrote it first."""
+    temporary = folder.parent / f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex}"
+    try:
+        temporary.mkdir(parents=True)
+        record: dict[str, Any] = {"key": key, "arrays": {}}
+        with open(temporary / DATA, "wb") as data:
+            for name, array in arrays.items():
+                array = np.ascontiguousarray(array)
+                data.write(b"\0" * (-data.tell() % ALIGNMENT))
+                record["arrays"][name] = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": data.tell(), "crc32": _checksum(array)}
+                data.write(array.reshape(-1).view(np.uint8).data)
+            record["size"] = data.tell()
+        (temporary / RECORD).write_text(json.dumps(record))
+        if folder.exists():  # written for another key, or damaged: set aside, then deleted
+            discarded = folder.parent / f".{folder.name}.discarded.{uuid.uuid4().hex}"
+            os.replace(folder, discarded)
+            shutil.rmtree(discarded, ignore_errors=True)
+        os.replace(temporary, folder)
+        return True
+    except OSError:
+        return False  # e.g. another process renamed its folder into place first
+    finally:
+        shutil.rmtree(temporary, ignore_errors=True)
+
+
+def _checksum(array: np.ndarray) -> int:
+    return zlib.crc32(np.ascontiguousarray(array).reshape(-1).view(np.uint8).data) if array.size else 0

@@ -1,0 +1,186 @@
+"""lakejoin.query.shard_arrays: a shard's searcher arrays cached per snapshot and memory-mapped.
+
+A small JOSIE index (synthetic open-data sets, built in process in four shards) is written as
+Delta tables and published as snapshots, without Spark. Shard loads through the cache answer
+exactly as searchers loaded from the shard's own tables, a later load reads no Delta file, a
+cache written for another snapshot or array format is never used, a damaged cache is rebuilt,
+two writers leave one complete folder, and vacuum deletes the expired snapshots' folders.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from lakejoin.config import LakeConfig
+from lakejoin.index import josie
+from lakejoin.index.josie import GLOBAL_TABLES, build_in_memory, load
+from lakejoin.index.shards import in_shards
+from lakejoin.lake import delta, snapshots
+from lakejoin.query import shard_arrays
+from lakejoin.query import snapshot as snapshot_module
+from lakejoin.query.family import ask, family_query
+from lakejoin.query.snapshot import LoadedSnapshot, load_snapshot
+from lakejoin.testing import set_lake
+
+N_SHARDS = 4
+K = 10
+
+
+def lake_tables(seed: int) -> dict[str, pa.Table]:
+    """JOSIE's tables over 240 synthetic sets in 24 datasets of 10 columns, in ``N_SHARDS`` shards."""
+    sets = dict(enumerate(set_lake("opendata", 240, seed=seed)))
+    return build_in_memory(sets, dataset_ids={c: f"d{c // 10:02d}" for c in sets}, n_shards=N_SHARDS)
+
+
+def publish(config: LakeConfig, tables: dict[str, pa.Table]) -> LoadedSnapshot:
+    """``tables`` as ``index/josie/*`` (the sharded ones partitioned by shard), published."""
+    for name, table in tables.items():
+        delta.write_arrow(config.table_path(f"index/josie/{name}"), table, partition_by=None if name in GLOBAL_TABLES else ["shard"])
+    names = [f"index/josie/{name}" for name in tables]
+    return load_snapshot(config, snapshots.publish(config, snapshots.table_versions(config, names), {}))
+
+
+def queries(tables: dict[str, pa.Table]) -> list[list[str]]:
+    """Some of the lake's own sets (the first of each shard's lists), and values never seen."""
+    tokens = tables["tokens"]["token"].to_pylist()
+    return [tokens[i : i + n] for i, n in ((0, 40), (25, 120), (300, 60), (1000, 15))] + [["never seen", tokens[5]]]
+
+
+def answers(searchers: list, asked: list[list[str]]) -> list[list[list[dict]]]:
+    return [[ask(s, family_query("josie", ["c"], [q], K, {})) for q in asked] for s in searchers]
+
+
+def alone(tables: dict[str, pa.Table], read_cost: josie.ReadCost) -> list:
+    """Each shard's searcher loaded from its own tables (the oracle of a shard's answer)."""
+    return [load(in_shards(tables, [shard], GLOBAL_TABLES), read_cost=read_cost) for shard in range(N_SHARDS)]
+
+
+def no_delta_reads(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self, shards, columns=None):
+        if self.sharded:
+            raise AssertionError(f"{self.path} read from Delta although its arrays are cached")
+        return unpatched(self, shards, columns)
+
+    unpatched = snapshot_module._IndexTable.read
+    monkeypatch.setattr(snapshot_module._IndexTable, "read", refuse)
+
+
+@pytest.fixture
+def lake(tmp_path: Path) -> tuple[LakeConfig, dict[str, pa.Table], LoadedSnapshot]:
+    config = LakeConfig(home=tmp_path / "home", quiet=True)
+    tables = lake_tables(seed=3)
+    return config, tables, publish(config, tables)
+
+
+def test_cached_shards_answer_like_their_tables_and_read_no_delta_file(lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    config, tables, loaded = lake
+    asked = queries(tables)
+    first = [loaded.load_shards("josie", [shard]) for shard in range(N_SHARDS)]  # from Delta; writes the cache
+    expected = answers(alone(tables, first[0].read_cost), asked)
+    assert answers(first, asked) == expected
+    assert sorted(p.name for p in (config.shard_cache_dir / str(loaded.snapshot_id) / "josie").iterdir()) == [str(s) for s in range(N_SHARDS)]
+    no_delta_reads(monkeypatch)
+    shard_arrays._verified.clear()  # as in a new process: the checksums are checked again
+    for _ in range(2):
+        cached = [loaded.load_shards("josie", [shard]) for shard in range(N_SHARDS)]
+        assert answers(cached, asked) == expected
+        assert all(not s.arrays()["post_set"].flags.owndata for s in cached)  # views of the mapped file
+    for name, array in first[1].arrays().items():
+        assert np.array_equal(cached[1].arrays()[name], array) and cached[1].arrays()[name].dtype == array.dtype, name
+
+
+def test_a_cache_of_another_snapshot_or_format_is_rebuilt_not_read(lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    config, _, loaded = lake
+    for shard in range(N_SHARDS):
+        loaded.load_shards("josie", [shard])
+    changed = lake_tables(seed=4)
+    second = publish(config, changed)
+    old, new = (config.shard_cache_dir / str(s.snapshot_id) for s in (loaded, second))
+    shutil.copytree(old, new)  # snapshot 1's arrays where snapshot 2's belong
+    asked = queries(changed)
+    fresh = [second.load_shards("josie", [shard]) for shard in range(N_SHARDS)]
+    assert answers(fresh, asked) == answers(alone(changed, fresh[0].read_cost), asked)
+    record = json.loads((new / "josie" / "0" / shard_arrays.RECORD).read_text())
+    assert record["key"]["snapshot_id"] == second.snapshot_id
+    # a new array format makes every folder stale
+    monkeypatch.setattr(josie, "ARRAYS_FORMAT", josie.ARRAYS_FORMAT + 1)
+    rebuilt: list[int] = []
+    monkeypatch.setattr(shard_arrays, "write_arrays", lambda folder, key, arrays: rebuilt.append(key["shard"]) or True)
+    assert answers([second.load_shards("josie", [2])], asked) == answers(fresh[2:3], asked)
+    assert rebuilt == [2]
+
+
+@pytest.mark.parametrize("damage", ["truncated data", "flipped bytes", "garbage record", "missing data", "record of another shape"])
+def test_a_damaged_cache_is_rebuilt(lake, damage: str) -> None:
+    config, tables, loaded = lake
+    asked = queries(tables)
+    expected = answers([loaded.load_shards("josie", [1])], asked)
+    folder = shard_arrays.shard_folder(config, loaded.snapshot_id, "josie", 1)
+    data, record = folder / shard_arrays.DATA, folder / shard_arrays.RECORD
+    written = data.read_bytes()
+    if damage == "truncated data":
+        data.write_bytes(written[: len(written) // 2])
+    elif damage == "flipped bytes":  # same size: only the checksum tells
+        middle = len(written) // 2
+        data.write_bytes(written[:middle] + bytes(b ^ 0xFF for b in written[middle : middle + 64]) + written[middle + 64 :])
+    elif damage == "garbage record":
+        record.write_text("{not json")
+    elif damage == "missing data":
+        data.unlink()
+    else:  # a consistent-looking record whose arrays do not make a searcher: from_arrays refuses
+        kept = json.loads(record.read_text())
+        group = kept["arrays"]["group"]
+        group["shape"], group["crc32"] = [1], shard_arrays._checksum(np.frombuffer(written, np.dtype(group["dtype"]), 1, group["offset"]))
+        record.write_text(json.dumps(kept))
+    shard_arrays._verified.clear()  # as in a new process
+    assert answers([loaded.load_shards("josie", [1])], asked) == expected
+    assert data.read_bytes() == written  # rewritten whole
+    shard_arrays._verified.clear()
+    assert shard_arrays.read_arrays(folder, json.loads(record.read_text())["key"]) is not None
+
+
+def test_two_writers_leave_one_complete_folder(tmp_path: Path) -> None:
+    folder = tmp_path / "cache" / "7" / "josie" / "0"
+    arrays = {"a": np.arange(100_000, dtype=np.int64), "b": np.arange(7, dtype=np.int32), "empty": np.empty(0, np.int32)}
+    key = {"format": 1, "snapshot_id": 7}
+    barrier = threading.Barrier(4)
+
+    def write() -> None:
+        barrier.wait()
+        shard_arrays.write_arrays(folder, key, arrays)
+
+    threads = [threading.Thread(target=write) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    read = shard_arrays.read_arrays(folder, key)
+    assert read is not None and all(np.array_equal(read[name], arrays[name]) and read[name].dtype == arrays[name].dtype for name in arrays)
+    assert sorted(p.name for p in folder.parent.iterdir()) == ["0"]  # no temporary or discarded folder left
+    assert shard_arrays.read_arrays(folder, {**key, "snapshot_id": 8}) is None
+
+
+def test_an_unwritable_cache_still_serves(lake) -> None:
+    config, tables, loaded = lake
+    config.shard_cache_dir.parent.mkdir(parents=True)
+    config.shard_cache_dir.write_text("a file where the cache folder belongs")
+    asked = queries(tables)
+    searchers = [loaded.load_shards("josie", [shard]) for shard in range(N_SHARDS)]
+    assert answers(searchers, asked) == answers(alone(tables, searchers[0].read_cost), asked)
+
+
+def test_vacuum_deletes_the_expired_snapshots_caches(lake) -> None:
+    config, _, loaded = lake
+    second = publish(config, lake_tables(seed=4))
+    for snapshot in (loaded, second):
+        snapshot.load_shards("josie", [0])
+    report = snapshots.vacuum(config, retain=1)
+    assert report["expired"] == [loaded.snapshot_id] and report["shard_caches_deleted"] == 1
+    assert sorted(p.name for p in config.shard_cache_dir.iterdir()) == [str(second.snapshot_id)]
