@@ -12,16 +12,18 @@
 """
 
 from lakejoin.index.mate.build import build_from_cells, build_in_memory, cells_from_frames, choose_bits, update_tables
-from lakejoin.index.mate.search import MateSearcher, SearchStats, load
+from lakejoin.index.mate.search import KeyQuery, MateSearcher, SearchStats, key_query, load
 from lakejoin.index.mate.xash import super_key, xash
 
 __all__ = [
+    "KeyQuery",
     "MateSearcher",
     "SearchStats",
     "build_from_cells",
     "build_in_memory",
     "cells_from_frames",
     "choose_bits",
+    "key_query",
     "load",
     "super_key",
     "update_tables",

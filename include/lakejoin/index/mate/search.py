@@ -39,7 +39,7 @@ score is at most the distinct rows that passed the filter plus the items not yet
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -86,15 +86,41 @@ class MateIndex:
 
 
 @dataclass
+class KeyQuery:
+    """The part of initialization that needs no index (line 1): the query's distinct normalized
+    key tuples without a null value, as codes into their distinct values. Made once per query
+    and prepared for each index it searches (a searcher of every shard in turn)."""
+
+    columns: list[str]
+    distinct: np.ndarray  # the tuples' distinct values (object)
+    codes: np.ndarray  # (n, m) each tuple's values as positions in ``distinct``
+    _words: dict[int, np.ndarray] = field(default_factory=dict, repr=False)  # hash size -> each value's XASH words
+
+    @property
+    def tuples(self) -> np.ndarray:
+        """(n, m) normalized distinct key tuples."""
+        return self.distinct[self.codes]
+
+    def keys(self, bits: int) -> np.ndarray:
+        """(n, bits/64) each tuple's super key: its values' XASH words OR-ed."""
+        if bits not in self._words:
+            self._words[bits] = xash_words(self.distinct, bits)
+        return np.ascontiguousarray(np.bitwise_or.reduce(self._words[bits][self.codes], axis=1))
+
+
+@dataclass
 class PreparedQuery:
     """The query after initialization (Algorithm 1 lines 1-6)."""
 
-    columns: list[str]
+    key: KeyQuery
     initial: int  # position of q' in columns
-    tuples: np.ndarray  # (n, m) normalized distinct key tuples
     value_ids: np.ndarray  # (n, m) value ids in the index, -1 where absent
     keys: np.ndarray  # (n, bits/64) query super keys
     checks: np.ndarray  # the positions other than q', in the order calculateJ looks their values up
+
+    @property
+    def columns(self) -> list[str]:
+        return self.key.columns
 
 
 @dataclass
@@ -224,14 +250,8 @@ def _superkey_words(column: pa.ChunkedArray, bits: int, order: np.ndarray) -> np
 INITIAL_RULES = ("pl_items", "cardinality")
 
 
-def prepare_query(
-    index: MateIndex,
-    query: pd.DataFrame,
-    columns: list[str],
-    initial_column: str | None,
-    initial_rule: str = "pl_items",
-) -> PreparedQuery:
-    """Initialization: normalized, de-duplicated key tuples, q', value ids and query keys."""
+def key_query(query: pd.DataFrame, columns: list[str]) -> KeyQuery:
+    """Line 1 for ``query`` on the key ``columns``: the index-free part of ``prepare_query``."""
     if not isinstance(query, pd.DataFrame) or query.empty:
         raise ValueError("the query table is empty")
     columns = list(columns)
@@ -242,23 +262,33 @@ def prepare_query(
     unknown = [c for c in columns if c not in query.columns]
     if unknown:
         raise ValueError(f"key columns not in the query table: {unknown} (it has {list(query.columns)})")
-    if initial_column is not None and initial_column not in columns:
-        raise ValueError(f"initial column {initial_column!r} is not one of the key columns {columns}")
-    if initial_rule not in INITIAL_RULES:
-        raise ValueError(f"initial_rule must be one of {INITIAL_RULES}, got {initial_rule!r}")
-
     tuples = _key_tuples(query, columns)
     if not len(tuples):
         raise ValueError(f"no query row has a non-null value in every key column {columns}")
     codes, distinct = pd.factorize(tuples.ravel())
-    value_ids = index.values.get_indexer(distinct).astype(np.int64)[codes].reshape(tuples.shape)
+    return KeyQuery(columns, np.asarray(distinct, dtype=object), codes.reshape(tuples.shape))
+
+
+def prepare_query(
+    index: MateIndex,
+    query: pd.DataFrame | KeyQuery,
+    columns: list[str],
+    initial_column: str | None,
+    initial_rule: str = "pl_items",
+) -> PreparedQuery:
+    """Initialization: normalized, de-duplicated key tuples (``query`` as a ``KeyQuery`` when
+    already made), q', value ids and query keys."""
+    key = query if isinstance(query, KeyQuery) else key_query(query, columns)
+    if initial_column is not None and initial_column not in key.columns:
+        raise ValueError(f"initial column {initial_column!r} is not one of the key columns {key.columns}")
+    if initial_rule not in INITIAL_RULES:
+        raise ValueError(f"initial_rule must be one of {INITIAL_RULES}, got {initial_rule!r}")
+    value_ids = index.values.get_indexer(key.distinct.tolist()).astype(np.int64)[key.codes]
     if initial_column is None:
-        initial = initial_column_selection(index, codes.reshape(tuples.shape), value_ids, initial_rule)
+        initial = initial_column_selection(index, key.codes, value_ids, initial_rule)
     else:
-        initial = columns.index(initial_column)
-    value_words = xash_words(distinct, index.bits)[codes].reshape(*tuples.shape, -1)
-    query_keys = np.bitwise_or.reduce(value_words, axis=1)
-    return PreparedQuery(columns, initial, tuples, value_ids, np.ascontiguousarray(query_keys), check_order(codes.reshape(tuples.shape), initial))
+        initial = key.columns.index(initial_column)
+    return PreparedQuery(key, initial, value_ids, key.keys(index.bits), check_order(key.codes, initial))
 
 
 def check_order(codes: np.ndarray, initial: int) -> np.ndarray:
@@ -431,9 +461,9 @@ def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int,
         {
             "dataset_id": str(index.dataset_ids[c.tables[rank]]),
             "joinability": score,
-            "share": score / len(query.tuples),
+            "share": score / len(query.key.codes),
             "mapping": {col: int(index.column_ids[column]) for col, column in zip(query.columns, mapping)},
-            "matched_sample": [list(query.tuples[i]) for i in sample if i >= 0],
+            "matched_sample": [list(query.key.distinct[query.key.codes[i]]) for i in sample if i >= 0],
             "rows_verified": pairs,
         }
         for score, rank, mapping, sample, pairs in zip(scores.tolist(), ranks.tolist(), mappings.tolist(), samples.tolist(), verified.tolist())
@@ -464,7 +494,7 @@ class MateSearcher:
 
     def search(
         self,
-        query: pd.DataFrame,
+        query: pd.DataFrame | KeyQuery,
         columns: list[str],
         k: int = 10,
         initial_column: str | None = None,
@@ -478,13 +508,14 @@ class MateSearcher:
         key tuples, normalized) and ``rows_verified`` (pairs of candidate row and query row
         that passed the super-key filter), ranked by joinability, then dataset id.
         ``initial_rule`` chooses q' when ``initial_column`` is None: ``"pl_items"`` (fewest PL
-        items) or the paper's ``"cardinality"`` (see ``initial_column_selection``).
+        items) or the paper's ``"cardinality"`` (see ``initial_column_selection``). ``query``
+        may be ``key_query(frame, columns)``, made once to search several indexes (shards).
         """
         return self.search_with_stats(query, columns, k, initial_column, exclude_datasets, True, initial_rule)[0]
 
     def search_with_stats(
         self,
-        query: pd.DataFrame,
+        query: pd.DataFrame | KeyQuery,
         columns: list[str],
         k: int = 10,
         initial_column: str | None = None,
@@ -498,7 +529,7 @@ class MateSearcher:
 
     def search_scr(
         self,
-        query: pd.DataFrame,
+        query: pd.DataFrame | KeyQuery,
         columns: list[str],
         k: int = 10,
         initial_column: str | None = None,
