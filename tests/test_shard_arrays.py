@@ -1,8 +1,9 @@
 """lakejoin.query.shard_arrays: a shard's searcher arrays cached per snapshot and memory-mapped.
 
-A small JOSIE index (synthetic open-data sets, built in process in four shards) is written as
-Delta tables and published as snapshots, without Spark. Shard loads through the cache answer
-exactly as searchers loaded from the shard's own tables, a later load reads no Delta file, a
+Small JOSIE and LSH Ensemble indexes (synthetic open-data sets, built in process in four
+shards) are written as Delta tables and published as snapshots, without Spark. Shard loads
+through the cache answer exactly as searchers loaded from the shard's own tables, a later load
+reads no Delta file, a
 cache written for another snapshot or array format is never used, a damaged cache is rebuilt,
 two writers leave one complete folder, and vacuum deletes the expired snapshots' folders.
 """
@@ -19,8 +20,8 @@ import pyarrow as pa
 import pytest
 
 from lakejoin.config import LakeConfig
-from lakejoin.index import josie
-from lakejoin.index.josie import GLOBAL_TABLES, build_in_memory, load
+from lakejoin.index import josie, lshensemble
+from lakejoin.index.josie import build_in_memory, load
 from lakejoin.index.shards import in_shards
 from lakejoin.lake import delta, snapshots
 from lakejoin.query import shard_arrays
@@ -31,35 +32,48 @@ from lakejoin.testing import set_lake
 
 N_SHARDS = 4
 K = 10
+GLOBAL = {"josie": josie.GLOBAL_TABLES, "lshensemble": lshensemble.tables.GLOBAL_TABLES}
 
 
-def lake_tables(seed: int) -> dict[str, pa.Table]:
-    """JOSIE's tables over 240 synthetic sets in 24 datasets of 10 columns, in ``N_SHARDS`` shards."""
-    sets = dict(enumerate(set_lake("opendata", 240, seed=seed)))
-    return build_in_memory(sets, dataset_ids={c: f"d{c // 10:02d}" for c in sets}, n_shards=N_SHARDS)
+def lake_sets(seed: int) -> dict[int, list[str]]:
+    """240 synthetic open-data sets (column ids 0..239), in 24 datasets of 10 columns."""
+    return dict(enumerate(set_lake("opendata", 240, seed=seed)))
 
 
-def publish(config: LakeConfig, tables: dict[str, pa.Table]) -> LoadedSnapshot:
-    """``tables`` as ``index/josie/*`` (the sharded ones partitioned by shard), published."""
+def dataset_ids(sets: dict[int, list[str]]) -> dict[int, str]:
+    return {c: f"d{c // 10:02d}" for c in sets}
+
+
+def lake_tables(seed: int, family: str = "josie") -> dict[str, pa.Table]:
+    """The family's tables over :func:`lake_sets`, built in process in ``N_SHARDS`` shards."""
+    sets = lake_sets(seed)
+    build = build_in_memory if family == "josie" else lshensemble.build_in_memory
+    return build(sets, dataset_ids=dataset_ids(sets), n_shards=N_SHARDS)
+
+
+def publish(config: LakeConfig, tables: dict[str, pa.Table], family: str = "josie") -> LoadedSnapshot:
+    """``tables`` as ``index/<family>/*`` (the sharded ones partitioned by shard), published."""
     for name, table in tables.items():
-        delta.write_arrow(config.table_path(f"index/josie/{name}"), table, partition_by=None if name in GLOBAL_TABLES else ["shard"])
-    names = [f"index/josie/{name}" for name in tables]
+        delta.write_arrow(config.table_path(f"index/{family}/{name}"), table, partition_by=None if name in GLOBAL[family] else ["shard"])
+    names = [f"index/{family}/{name}" for name in tables]
     return load_snapshot(config, snapshots.publish(config, snapshots.table_versions(config, names), {}))
 
 
-def queries(tables: dict[str, pa.Table]) -> list[list[str]]:
-    """Some of the lake's own sets (the first of each shard's lists), and values never seen."""
-    tokens = tables["tokens"]["token"].to_pylist()
-    return [tokens[i : i + n] for i, n in ((0, 40), (25, 120), (300, 60), (1000, 15))] + [["never seen", tokens[5]]]
+def queries(seed: int) -> list[list[str]]:
+    """Some of the lake's own sets, a mix of two, and values never seen."""
+    sets = lake_sets(seed)
+    return [sets[3], sets[57], sets[130], sets[10][:20] + sets[200][:20], ["never seen", *sets[99][:3]]]
 
 
-def answers(searchers: list, asked: list[list[str]]) -> list[list[list[dict]]]:
-    return [[ask(s, family_query("josie", ["c"], [q], K, {})) for q in asked] for s in searchers]
+def answers(searchers: list, asked: list[list[str]], family: str = "josie", params: dict | None = None) -> list[list[list[dict]]]:
+    return [[ask(s, family_query(family, ["c"], [q], K, params or {})) for q in asked] for s in searchers]
 
 
-def alone(tables: dict[str, pa.Table], read_cost: josie.ReadCost) -> list:
+def alone(tables: dict[str, pa.Table], read_cost: josie.ReadCost | None = None, family: str = "josie") -> list:
     """Each shard's searcher loaded from its own tables (the oracle of a shard's answer)."""
-    return [load(in_shards(tables, [shard], GLOBAL_TABLES), read_cost=read_cost) for shard in range(N_SHARDS)]
+    if family == "lshensemble":
+        return [lshensemble.load(in_shards(tables, [shard], GLOBAL[family])) for shard in range(N_SHARDS)]
+    return [load(in_shards(tables, [shard], GLOBAL[family]), read_cost=read_cost) for shard in range(N_SHARDS)]
 
 
 def no_delta_reads(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,10 +95,10 @@ def lake(tmp_path: Path) -> tuple[LakeConfig, dict[str, pa.Table], LoadedSnapsho
 
 def test_cached_shards_answer_like_their_tables_and_read_no_delta_file(lake, monkeypatch: pytest.MonkeyPatch) -> None:
     config, tables, loaded = lake
-    asked = queries(tables)
+    asked = queries(3)
     first = [loaded.load_shards("josie", [shard]) for shard in range(N_SHARDS)]  # from Delta; writes the cache
     expected = answers(alone(tables, first[0].read_cost), asked)
-    assert answers(first, asked) == expected
+    assert answers(first, asked) == expected and any(any(a) for a in expected)
     assert sorted(p.name for p in (config.shard_cache_dir / str(loaded.snapshot_id) / "josie").iterdir()) == [str(s) for s in range(N_SHARDS)]
     no_delta_reads(monkeypatch)
     shard_arrays._verified.clear()  # as in a new process: the checksums are checked again
@@ -96,6 +110,23 @@ def test_cached_shards_answer_like_their_tables_and_read_no_delta_file(lake, mon
         assert np.array_equal(cached[1].arrays()[name], array) and cached[1].arrays()[name].dtype == array.dtype, name
 
 
+def test_cached_lshensemble_shards_answer_like_their_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LSH Ensemble's shards (signatures by size, the prefix forest, the verifier's encoded sets)
+    through the cache: the same steps, estimated and verified."""
+    config = LakeConfig(home=tmp_path / "home", quiet=True)
+    tables = lake_tables(3, "lshensemble")
+    loaded = publish(config, tables, "lshensemble")
+    asked = queries(3)
+    first = [loaded.load_shards("lshensemble", [shard]) for shard in range(N_SHARDS)]
+    no_delta_reads(monkeypatch)
+    cached = [loaded.load_shards("lshensemble", [shard]) for shard in range(N_SHARDS)]
+    assert all(not s.signatures.flags.owndata for s in cached)
+    for params in ({}, {"verify": True}, {"threshold": 0.2, "verify": True}):
+        expected = answers(alone(tables, family="lshensemble"), asked, "lshensemble", params)
+        assert answers(first, asked, "lshensemble", params) == expected and any(any(a) for a in expected)
+        assert answers(cached, asked, "lshensemble", params) == expected
+
+
 def test_a_cache_of_another_snapshot_or_format_is_rebuilt_not_read(lake, monkeypatch: pytest.MonkeyPatch) -> None:
     config, _, loaded = lake
     for shard in range(N_SHARDS):
@@ -104,7 +135,7 @@ def test_a_cache_of_another_snapshot_or_format_is_rebuilt_not_read(lake, monkeyp
     second = publish(config, changed)
     old, new = (config.shard_cache_dir / str(s.snapshot_id) for s in (loaded, second))
     shutil.copytree(old, new)  # snapshot 1's arrays where snapshot 2's belong
-    asked = queries(changed)
+    asked = queries(4)
     fresh = [second.load_shards("josie", [shard]) for shard in range(N_SHARDS)]
     assert answers(fresh, asked) == answers(alone(changed, fresh[0].read_cost), asked)
     record = json.loads((new / "josie" / "0" / shard_arrays.RECORD).read_text())
@@ -119,8 +150,8 @@ def test_a_cache_of_another_snapshot_or_format_is_rebuilt_not_read(lake, monkeyp
 
 @pytest.mark.parametrize("damage", ["truncated data", "flipped bytes", "garbage record", "missing data", "record of another shape"])
 def test_a_damaged_cache_is_rebuilt(lake, damage: str) -> None:
-    config, tables, loaded = lake
-    asked = queries(tables)
+    config, _, loaded = lake
+    asked = queries(3)
     expected = answers([loaded.load_shards("josie", [1])], asked)
     folder = shard_arrays.shard_folder(config, loaded.snapshot_id, "josie", 1)
     data, record = folder / shard_arrays.DATA, folder / shard_arrays.RECORD
@@ -171,7 +202,7 @@ def test_an_unwritable_cache_still_serves(lake) -> None:
     config, tables, loaded = lake
     config.shard_cache_dir.parent.mkdir(parents=True)
     config.shard_cache_dir.write_text("a file where the cache folder belongs")
-    asked = queries(tables)
+    asked = queries(3)
     searchers = [loaded.load_shards("josie", [shard]) for shard in range(N_SHARDS)]
     assert answers(searchers, asked) == answers(alone(tables, searchers[0].read_cost), asked)
 

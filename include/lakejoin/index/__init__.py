@@ -31,6 +31,11 @@
   reads; others are not read) and ``shared(global_tables) -> object``, what every shard's
   searcher of one index shares, built once per process and passed as ``load(sharded_tables,
   shared=...)`` instead of the global tables (JOSIE: its token dictionary and fitted read costs).
+  Optional, so that a shard is built once per snapshot and memory-mapped by later loads
+  (``lakejoin.query.shard_arrays``): ``to_arrays(searcher) -> dict[str, numpy.ndarray]``,
+  ``from_arrays(arrays, shared=...) -> Searcher`` (the same searcher around those arrays;
+  ``ValueError`` when they do not have its arrays' shape) and ``ARRAYS_FORMAT`` (an int, bumped
+  when what the arrays mean changes: cached arrays of another format are rebuilt).
 - ``Searcher.search(query, **params) -> list[dict]`` returns ranked results; each carries the
   candidate's ``column_id`` (or ``dataset_id`` for table-level families), its score and its
   evidence. ``lakejoin.query`` adds rank, dataset, table title and column name.

@@ -13,7 +13,7 @@ or changed columns enter the next snapshot without re-hashing the others.
 """
 
 from lakejoin.index.lshensemble.minhash import minhash_signatures
-from lakejoin.index.lshensemble.search import LshEnsembleSearcher, load
+from lakejoin.index.lshensemble.search import ARRAYS_FORMAT, LshEnsembleSearcher, from_arrays, load, to_arrays
 from lakejoin.index.lshensemble.tables import build_in_memory, update_tables
 
-__all__ = ["LshEnsembleSearcher", "build_in_memory", "load", "minhash_signatures", "update_tables"]
+__all__ = ["ARRAYS_FORMAT", "LshEnsembleSearcher", "build_in_memory", "from_arrays", "load", "minhash_signatures", "to_arrays", "update_tables"]

@@ -40,6 +40,9 @@ TOPK_STEP = 0.05  # decreasing thresholds of the top-k mode (thesis §3.5 compar
 # filter, estimate, verification), misses are not, so false negatives weigh 9x: recall 0.99
 # averaged, precision 0.49 before verifying.
 DEFAULT_WEIGHTS = (0.1, 0.9)
+# The version of what ``LshEnsembleSearcher.arrays`` returns: a shard's arrays cached on disk
+# under another version are rebuilt (``lakejoin.query.shard_arrays``).
+ARRAYS_FORMAT = 1
 
 
 def min_overlap(q: int, threshold: float) -> int:
@@ -94,6 +97,42 @@ class LshEnsembleSearcher:
         if self.num_perm:
             params_table(self.num_perm, max_r, weights)  # (b, r) lookups: built here, not in a query
         self._verifier = _Verifier(sets, self.column_ids) if sets is not None else None
+
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> LshEnsembleSearcher:
+        """The searcher whose :meth:`arrays` are ``arrays`` (e.g. memory-mapped from a shard's
+        cache, ``lakejoin.query.shard_arrays``): nothing is sorted or tuned again. Raises
+        ``ValueError`` when they do not have the shape of one searcher's arrays."""
+        _check_arrays(arrays)
+        searcher = cls.__new__(cls)
+        searcher.column_ids, searcher.sizes, searcher.signatures = arrays["column_ids"], arrays["sizes"], arrays["signatures"]
+        searcher.segments, searcher.uppers = arrays["segments"], arrays["uppers"]
+        searcher.num_perm = searcher.signatures.shape[1] if len(searcher.signatures) else 0
+        searcher.seed, searcher.max_r = (int(v) for v in arrays["seed_max_r"])
+        searcher.weights = (float(arrays["weights"][0]), float(arrays["weights"][1]))
+        searcher._nonempty = np.flatnonzero(np.diff(searcher.segments) > 0)
+        forest = [arrays[f"forest_{name}"] for name in ("keys", "ids", "bits", "offsets", "directory")]
+        searcher.forest = PrefixForest.from_arrays(searcher.signatures.shape[1], searcher.segments, *forest)
+        if searcher.num_perm:
+            params_table(searcher.num_perm, searcher.max_r, searcher.weights)
+        searcher._verifier = _Verifier.from_arrays(arrays) if "verify_tokens" in arrays else None
+        return searcher
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """What this searcher holds (its signatures sorted by size, the forest, the verifier's
+        encoded sets): writing them and :meth:`from_arrays` give the same searcher back."""
+        forest = self.forest
+        arrays = {
+            "column_ids": self.column_ids,
+            "sizes": self.sizes,
+            "signatures": self.signatures,
+            "segments": self.segments,
+            "uppers": self.uppers,
+            "seed_max_r": np.array([self.seed, self.max_r], np.int64),
+            "weights": np.array(self.weights, np.float64),
+            **{f"forest_{name}": getattr(forest, name) for name in ("keys", "ids", "bits", "offsets", "directory")},
+        }
+        return {**arrays, **(self._verifier.arrays() if self._verifier is not None else {})}
 
     def __len__(self) -> int:
         return len(self.column_ids)
@@ -198,6 +237,28 @@ class _Verifier:
         self.starts = offsets[rows]
         self.ends = offsets[rows + 1]
 
+    @classmethod
+    def from_arrays(cls, arrays: Mapping[str, np.ndarray]) -> _Verifier:
+        offsets, data = arrays["verify_offsets"], arrays["verify_data"]
+        strings = pa.LargeStringArray if offsets.dtype == np.int64 else pa.StringArray
+        verifier = cls.__new__(cls)
+        verifier.dictionary = strings.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
+        verifier.tokens, verifier.starts, verifier.ends = arrays["verify_tokens"], arrays["verify_starts"], arrays["verify_ends"]
+        return verifier
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The dictionary's offsets and bytes, each set's token ids and where they start and end."""
+        dictionary = self.dictionary
+        _, offsets, data = dictionary.buffers()
+        width = np.int64 if pa.types.is_large_string(dictionary.type) else np.int32
+        return {
+            "verify_offsets": np.frombuffer(offsets, width)[dictionary.offset : dictionary.offset + len(dictionary) + 1] if offsets is not None else np.zeros(1, width),
+            "verify_data": np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8),
+            "verify_tokens": self.tokens,
+            "verify_starts": self.starts,
+            "verify_ends": self.ends,
+        }
+
     def overlaps(self, rows: np.ndarray, tokens: list[str]) -> np.ndarray:
         """``|Q ∩ X|`` for each candidate row."""
         in_query = np.zeros(len(self.dictionary) + 1, dtype=bool)
@@ -209,6 +270,38 @@ class _Verifier:
         hits = in_query[self.tokens[flat]]
         seg = np.repeat(np.arange(len(rows)), lengths)
         return np.bincount(seg, weights=hits, minlength=len(rows)).astype(np.int64)
+
+
+def _check_arrays(arrays: Mapping[str, np.ndarray]) -> None:
+    """Raise ``ValueError`` unless ``arrays`` have the shape of one searcher's arrays: every one
+    present, and lengths, end offsets and table shapes that agree (contents are not scanned;
+    the shard cache checks a CRC-32 of what it wrote)."""
+    names = ("column_ids", "sizes", "signatures", "segments", "uppers", "seed_max_r", "weights", "forest_keys", "forest_ids", "forest_bits", "forest_offsets", "forest_directory")
+    verifier = ("verify_offsets", "verify_data", "verify_tokens", "verify_starts", "verify_ends")
+    missing = [name for name in names if name not in arrays] + ([name for name in verifier if name not in arrays] if any(name in arrays for name in verifier) else [])
+    if missing:
+        raise ValueError(f"LSH Ensemble arrays are missing {missing}")
+    n, keys, offsets = len(arrays["column_ids"]), arrays["forest_keys"], arrays["forest_offsets"]
+    if len(arrays["sizes"]) != n or arrays["signatures"].ndim != 2 or arrays["signatures"].shape[0] != n or keys.ndim != 2 or keys.shape[1] != n or arrays["forest_ids"].shape != keys.shape:
+        raise ValueError("LSH Ensemble arrays disagree: columns, sizes, signatures and the forest hold different numbers of sets")
+    segments, bits = arrays["segments"], arrays["forest_bits"]
+    if len(segments) != len(arrays["uppers"]) + 1 or len(bits) + 1 != len(segments) or len(offsets) != len(segments) or segments[0] != 0 or segments[-1] != n:
+        raise ValueError("LSH Ensemble arrays disagree: the partitions' segments, bounds and directories")
+    if arrays["forest_directory"].shape != (keys.shape[0], offsets[-1]) or arrays["seed_max_r"].shape != (2,) or arrays["weights"].shape != (2,):
+        raise ValueError("LSH Ensemble arrays disagree: the forest's directory or the parameters have another shape")
+    if "verify_tokens" in arrays and (len(arrays["verify_starts"]) != n or len(arrays["verify_ends"]) != n or arrays["verify_offsets"][-1] > len(arrays["verify_data"])):
+        raise ValueError("LSH Ensemble arrays disagree: the verifier's sets")
+
+
+def to_arrays(searcher: LshEnsembleSearcher) -> dict[str, np.ndarray]:
+    """The searcher's arrays (family shape, ``lakejoin.index``)."""
+    return searcher.arrays()
+
+
+def from_arrays(arrays: Mapping[str, np.ndarray], shared: object = None) -> LshEnsembleSearcher:
+    """The searcher :func:`to_arrays` was given (family shape, ``lakejoin.index``; LSH Ensemble
+    shares no state between shards, so ``shared`` is None)."""
+    return LshEnsembleSearcher.from_arrays(arrays)
 
 
 def _topk_thresholds(floor: float) -> list[float]:
