@@ -101,7 +101,7 @@ def test_cached_shards_answer_like_their_tables_and_read_no_delta_file(lake, mon
     assert answers(first, asked) == expected and any(any(a) for a in expected)
     assert sorted(p.name for p in (config.shard_cache_dir / str(loaded.snapshot_id) / "josie").iterdir()) == [str(s) for s in range(N_SHARDS)]
     no_delta_reads(monkeypatch)
-    shard_arrays._verified.clear()  # as in a new process: the checksums are checked again
+    shard_arrays._mapped.clear()  # as in a new process: the checksums are checked again
     for _ in range(2):
         cached = [loaded.load_shards("josie", [shard]) for shard in range(N_SHARDS)]
         assert answers(cached, asked) == expected
@@ -170,10 +170,10 @@ def test_a_damaged_cache_is_rebuilt(lake, damage: str) -> None:
         group = kept["arrays"]["group"]
         group["shape"], group["crc32"] = [1], shard_arrays._checksum(np.frombuffer(written, np.dtype(group["dtype"]), 1, group["offset"]))
         record.write_text(json.dumps(kept))
-    shard_arrays._verified.clear()  # as in a new process
+    shard_arrays._mapped.clear()  # as in a new process
     assert answers([loaded.load_shards("josie", [1])], asked) == expected
     assert data.read_bytes() == written  # rewritten whole
-    shard_arrays._verified.clear()
+    shard_arrays._mapped.clear()
     assert shard_arrays.read_arrays(folder, json.loads(record.read_text())["key"]) is not None
 
 

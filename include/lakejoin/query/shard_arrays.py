@@ -19,9 +19,13 @@ load spent most of its time parsing their headers.)
   one step (``os.replace``): a reader sees a complete folder or none, and a writer that loses the
   race drops its copy.
 - **Damage.** A record that does not parse, a data file whose size is not the record's, an array
-  that does not fit in it or whose CRC-32 is not the record's (checked on a process's first use
-  of a folder: the whole file is read once), and arrays the family's ``from_arrays`` rejects make
+  that does not fit in it or whose CRC-32 is not the record's (checked when a process maps the
+  folder: the whole file is read once), and arrays the family's ``from_arrays`` rejects make
   the load read the Delta files and replace the folder.
+
+A process keeps its mappings (``MAPPED_KEPT`` folders, least recently used dropped), so a
+shard's later loads only wrap the mapped arrays in a new searcher; a folder replaced on disk
+(its record another file) is mapped again.
 - **Vacuum.** ``lakejoin vacuum`` deletes the folders of the snapshots it expires
   (``lakejoin.lake.snapshots.vacuum``).
 """
@@ -36,6 +40,7 @@ import shutil
 import threading
 import uuid
 import zlib
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -48,8 +53,12 @@ RECORD = "arrays.json"  # the key, and each array's dtype, shape, offset and CRC
 DATA = "arrays.bin"  # the arrays one after another, each at a multiple of ALIGNMENT bytes
 ALIGNMENT = 64
 
-_verified: set[tuple[str, int, int]] = set()  # folders whose checksums this process has checked
-_verified_lock = threading.Lock()
+MAPPED_KEPT = 4096  # folders whose mapping a process keeps (least recently used dropped first)
+
+# folder -> (its record's inode and mtime, the key it was written for, its arrays): mapped and
+# CRC-checked once per process
+_mapped: OrderedDict[str, tuple[tuple[int, int], dict[str, Any], dict[str, np.ndarray]]] = OrderedDict()
+_mapped_lock = threading.Lock()
 
 
 def shard_folder(config: LakeConfig, snapshot_id: int, family: str, shard: int) -> Path:
@@ -64,35 +73,59 @@ def cached_searcher(folder: Path, key: Mapping[str, Any], build: Callable[[], An
         try:
             return restore(arrays)
         except ValueError:
-            pass  # arrays the family rejects: rebuilt below
+            forget(folder)  # arrays the family rejects: rebuilt below
     searcher = build()
     write_arrays(folder, key, to_arrays(searcher))
     return searcher
 
 
 def read_arrays(folder: Path, key: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
-    """The arrays written in ``folder`` for ``key``, memory-mapped; None when the folder is
-    missing, was written for another key, or is damaged."""
+    """The arrays written in ``folder`` for ``key`` (JSON values: dicts, lists, strings,
+    numbers), memory-mapped; None when the folder is missing, was written for another key, or
+    is damaged. A process maps a folder once (checking its CRCs) and reuses the mapping while
+    the folder's record is the same file."""
     try:
-        record_path = folder / RECORD
-        stat = record_path.stat()
-        record = json.loads(record_path.read_text())
-        if record.get("key") != json.loads(json.dumps(key)):
+        stat = (folder / RECORD).stat()
+    except OSError:
+        return None
+    seen = (stat.st_ino, stat.st_mtime_ns)
+    with _mapped_lock:
+        found = _mapped.get(str(folder))
+        if found is not None and found[0] == seen:
+            _mapped.move_to_end(str(folder))
+    if found is None or found[0] != seen:
+        mapped = _map(folder)
+        if mapped is None:
             return None
+        found = (seen, *mapped)
+        with _mapped_lock:
+            _mapped[str(folder)] = found
+            while len(_mapped) > MAPPED_KEPT:
+                _mapped.popitem(last=False)
+    return found[2] if found[1] == key else None
+
+
+def forget(folder: Path) -> None:
+    """Drop this process's mapping of ``folder`` (its arrays were rejected)."""
+    with _mapped_lock:
+        _mapped.pop(str(folder), None)
+
+
+def _map(folder: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """``folder``'s key and arrays, mapped, when its data file has the record's size and every
+    array its CRC; else None."""
+    try:
+        record = json.loads((folder / RECORD).read_text())
         with open(folder / DATA, "rb") as data:
             if os.fstat(data.fileno()).st_size != record["size"]:
                 return None  # cut short (or grown): not what was written
             mapped = mmap.mmap(data.fileno(), 0, access=mmap.ACCESS_COPY) if record["size"] else b""
         arrays = {name: np.frombuffer(mapped, np.dtype(info["dtype"]), math.prod(info["shape"]), info["offset"]).reshape(info["shape"]) for name, info in record["arrays"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
-    seen = (str(folder), stat.st_ino, stat.st_mtime_ns)
-    if seen not in _verified:
         if any(_checksum(arrays[name]) != info["crc32"] for name, info in record["arrays"].items()):
             return None
-        with _verified_lock:
-            _verified.add(seen)
-    return arrays
+        return record["key"], arrays
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
 
 
 def write_arrays(folder: Path, key: Mapping[str, Any], arrays: Mapping[str, np.ndarray]) -> bool:
