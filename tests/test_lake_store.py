@@ -68,3 +68,15 @@ def test_snapshots_resolve_latest_pin_versions_and_vacuum_expires_old_ones(tmp_p
     assert delta.read_arrow(table, snapshots.resolve(config, 2).version_of("catalog/datasets")).num_rows == 2
     with pytest.raises(ValueError):
         snapshots.vacuum(config, retain=0)
+
+
+def test_the_writer_puts_each_partitions_rows_in_one_file_in_their_order(tmp_path):
+    root = tmp_path / "cells"
+    datasets = ["b", "a", "c", "a", "b", "a"]  # interleaved, as a task's cells of several datasets may be
+    rows = pa.table({"dataset_id": datasets, "x": list(range(len(datasets)))}, schema=SCHEMA)
+    delta.write_rows(root, rows, SCHEMA, partition_by=["dataset_id"])
+    files = delta.live_files(root, "dataset_id")
+    assert sorted(files.values()) == ["a", "b", "c"]  # one file per partition
+    for path, dataset in files.items():
+        written = pq.read_table(root / path)["x"].to_pylist()
+        assert written == [x for x, d in enumerate(datasets) if d == dataset]  # in the table's order

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import quote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
@@ -391,17 +392,18 @@ def partition_writer(table_root: str, schema: pa.Schema, partition_by: list[str]
     return write
 
 
-def _split_by_partition(table: pa.Table, partition_by: list[str]):
+def _split_by_partition(table: pa.Table, partition_by: list[str]) -> Iterator[tuple[tuple, pa.Table]]:
+    """The table's rows per partition value, each in table order: one grouping pass, then one
+    take per partition. (A filter per partition scanned the whole table once per partition:
+    a cells task holding ~290 datasets' 12.7 M cells spent about a minute there.)"""
     if not partition_by:
         yield (), table
         return
-    keys = table.select(partition_by).group_by(partition_by).aggregate([]).to_pylist()
-    for key in keys:
-        mask = None
-        for column, value in key.items():
-            condition = pc.equal(table[column], value)
-            mask = condition if mask is None else pc.and_(mask, condition)
-        yield tuple(key[c] for c in partition_by), table.filter(mask)
+    rows = table.select(partition_by).append_column("_row", pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    groups = rows.group_by(partition_by, use_threads=False).aggregate([("_row", "list")])
+    row_lists = groups["_row_list"].combine_chunks()
+    for i, key in enumerate(groups.select(partition_by).to_pylist()):
+        yield tuple(key[c] for c in partition_by), table.take(row_lists[i].values)
 
 
 def parquet_stats(path: Path) -> str:
