@@ -414,6 +414,27 @@ def test_shard_loads_share_the_global_part_and_answer_like_their_own_tables():
     assert all(s.read_cost is searchers[0].read_cost for s in searchers)
 
 
+def test_a_prepared_query_answers_on_every_shard_like_its_values():
+    """``JosieSearcher.prepare``: a query normalized and looked up once answers on every shard's
+    searcher (they share the token dictionary) as its values do, and on a searcher with another
+    dictionary it is looked up again."""
+    rng = np.random.default_rng(11)
+    lake = _random_lake(rng, 24)
+    sets, datasets = _sets(lake)
+    tables = build_in_memory(sets, dataset_ids=datasets, n_shards=N_SHARDS)
+    key = ("test", uuid.uuid4().hex)
+    parts = [in_shards(tables, [shard], GLOBAL_TABLES) for shard in range(N_SHARDS)]
+    shards = [load_searcher("josie", {n: part[n] for n in ("sets", "postings")}, sorted(GLOBAL_TABLES), tables.__getitem__, key) for part in parts]
+    whole = load(tables)  # a dictionary of its own
+    for query in _queries(rng, sets):
+        prepared = shards[0].prepare(query)
+        for searcher in shards:
+            assert searcher.prepare(prepared) is prepared
+            assert searcher.search(prepared, k=10) == searcher.search(query, k=10)
+        assert whole.prepare(prepared) is not prepared
+        assert whole.search(prepared, k=10) == whole.search(query, k=10)
+
+
 # --------------------------------------------------------------------------------------------
 # Spark build and incremental maintenance
 

@@ -469,6 +469,26 @@ def test_subset_of_shards_answers_as_its_own_datasets_with_global_tuning() -> No
     assert _results(load(full), queries) == _results(load(build_in_memory(sets, dataset_ids=datasets, num_perm=64, num_part=8)), queries)
 
 
+def test_a_prepared_query_answers_on_every_shard_like_its_values() -> None:
+    """``LshEnsembleSearcher.prepare``: a query normalized and signed once answers on every
+    shard's searcher (one hash family) as its values do; under another hash family it is signed
+    again, and an empty shard keeps it as it is."""
+    rng = np.random.default_rng(29)
+    sets, datasets = random_lake(rng, 60)
+    full = build_in_memory(sets, dataset_ids=datasets, num_perm=64, num_part=8, n_shards=N_SHARDS)
+    shards = [load(in_shards(full, [shard], GLOBAL_TABLES)) for shard in range(N_SHARDS)]
+    other = load(build_in_memory(sets, dataset_ids=datasets, num_perm=32, num_part=8))
+    empty = load(in_shards(full, [], GLOBAL_TABLES))
+    for query in [sets[c] for c in rng.choice(sorted(sets), 8)]:
+        prepared = shards[0].prepare([v.upper() for v in query])
+        for searcher in shards:
+            assert searcher.prepare(prepared) is prepared and empty.prepare(prepared) is prepared
+            for verify, k in ((False, None), (True, 5)):
+                assert searcher.search_steps(prepared, 0.3, verify, k) == searcher.search_steps(query, 0.3, verify, k)
+        assert other.prepare(prepared) is not prepared
+        assert other.search(prepared, 0.3, True) == other.search(query, 0.3, True)
+
+
 def test_staleness_counts_sets_the_kept_partitioning_misplaces() -> None:
     rng = np.random.default_rng(5)
     sets, _ = random_lake(rng, 50)

@@ -22,11 +22,14 @@ import pytest
 from lakejoin.config import LakeConfig
 from lakejoin.index import josie, lshensemble
 from lakejoin.index.josie import build_in_memory, load
-from lakejoin.index.shards import in_shards
+from lakejoin.index.shards import MANIFEST, in_shards
 from lakejoin.lake import delta, snapshots
+from lakejoin.lake.manifest import COMPLETE, Manifest, rows_per_shard, write_manifest
 from lakejoin.query import shard_arrays
 from lakejoin.query import snapshot as snapshot_module
-from lakejoin.query.family import ask, family_query
+from lakejoin.query.family import ask, family_query, merge
+from lakejoin.query.memory import MEMORY_LIMIT_VARIABLE
+from lakejoin.query.sharded import ShardedFamily
 from lakejoin.query.snapshot import LoadedSnapshot, load_snapshot
 from lakejoin.testing import set_lake
 
@@ -52,10 +55,16 @@ def lake_tables(seed: int, family: str = "josie") -> dict[str, pa.Table]:
 
 
 def publish(config: LakeConfig, tables: dict[str, pa.Table], family: str = "josie") -> LoadedSnapshot:
-    """``tables`` as ``index/<family>/*`` (the sharded ones partitioned by shard), published."""
+    """``tables`` as ``index/<family>/*`` (the sharded ones partitioned by shard) and the shard
+    manifest (its rows per shard from the Delta logs), published."""
+    rows: dict[int, dict[str, int]] = {shard: {} for shard in range(N_SHARDS)}
     for name, table in tables.items():
-        delta.write_arrow(config.table_path(f"index/{family}/{name}"), table, partition_by=None if name in GLOBAL[family] else ["shard"])
-    names = [f"index/{family}/{name}" for name in tables]
+        path = config.table_path(f"index/{family}/{name}")
+        delta.write_arrow(path, table, partition_by=None if name in GLOBAL[family] else ["shard"])
+        for shard, count in ({} if name in GLOBAL[family] else rows_per_shard(path)).items():
+            rows[shard][name] = count
+    write_manifest(config.home, family, Manifest(N_SHARDS, None, COMPLETE, "test", 0.0, rows), "test")
+    names = [f"index/{family}/{name}" for name in [*tables, MANIFEST]]
     return load_snapshot(config, snapshots.publish(config, snapshots.table_versions(config, names), {}))
 
 
@@ -108,6 +117,30 @@ def test_cached_shards_answer_like_their_tables_and_read_no_delta_file(lake, mon
         assert all(not s.arrays()["post_set"].flags.owndata for s in cached)  # views of the mapped file
     for name, array in first[1].arrays().items():
         assert np.array_equal(cached[1].arrays()[name], array) and cached[1].arrays()[name].dtype == array.dtype, name
+
+
+def test_over_the_budget_the_engine_maps_the_shards_it_reloads(lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over the memory budget the snapshot answers shard by shard (``lakejoin.query.sharded``)
+    with a budget of one shard's load, so every query loads the shards not cached: the first
+    queries build them from Delta (and cache their arrays), the next ones map them and read no
+    Delta file; the answers are the whole index's."""
+    _, tables, loaded = lake
+    whole = load(tables)
+    monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(max(ShardedFamily(loaded, "josie").load_bytes.values()) + 1))
+    asked = [family_query("josie", ["c"], [q], K, {}) for q in queries(3)]
+
+    def served() -> list[tuple[list[dict], dict[str, int] | None]]:
+        return [loaded.answer("josie", lambda searcher, q=q: ask(searcher, q), lambda parts, q=q: merge(q, parts)) for q in asked]
+
+    first = served()
+    assert all(stats is not None and stats["searched"] == N_SHARDS for _, stats in first)
+    assert sum(stats["read"] for _, stats in first if stats) > N_SHARDS  # reloaded per query
+    for (found, _), q in zip(first, asked):
+        assert [r["overlap"] for r in found] == [r["overlap"] for r in merge(q, [ask(whole, q)])]  # ties may pick other columns
+    no_delta_reads(monkeypatch)
+    again = served()
+    assert [found for found, _ in again] == [found for found, _ in first]
+    assert all(stats and 0 < stats["read"] < N_SHARDS for _, stats in again)  # the budget holds at least one shard, never all
 
 
 def test_cached_lshensemble_shards_answer_like_their_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

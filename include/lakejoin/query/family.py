@@ -61,6 +61,10 @@ class FamilyQuery:
     params: dict[str, Any]
     dataset_id: str | None = None  # the query is this lake dataset: never returned
     _embedded: dict[str, tuple[list[str], np.ndarray]] = field(default_factory=dict, repr=False)
+    _prepared: Any = field(default=None, repr=False, compare=False)  # JOSIE, LSH Ensemble: prepared once for every shard
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_prepared": None}  # JOSIE's refers to the index's whole token dictionary
 
     def embedded(self, searcher: Any, model: str) -> tuple[list[str], np.ndarray]:
         """PEXESO: the query's values and vectors under ``model``, embedded once per query."""
@@ -131,10 +135,13 @@ def _global_part(family: str, global_names: Iterable[str], read_global: Callable
 def ask(searcher: Any, query: FamilyQuery) -> list[dict[str, Any]]:
     """The part ``searcher`` answers for ``query`` (see the module docstring)."""
     params = query.params
-    if query.family in ("josie", "qgram"):  # q-gram: JOSIE over the query's tokens
+    if query.family in ("josie", "lshensemble"):  # normalized (and signed) once for every shard's searcher
+        query._prepared = prepared = searcher.prepare(query._prepared if query._prepared is not None else query.values[0])
+        if query.family == "josie":
+            return searcher.search(prepared, k=query.ask_k)
+        return searcher.search_steps(prepared, params.get("threshold", DEFAULT_THRESHOLD), verify=params.get("verify", False), k=query.ask_k)
+    if query.family == "qgram":  # JOSIE over the query's tokens
         return searcher.search(query.values[0], k=query.ask_k)
-    if query.family == "lshensemble":
-        return searcher.search_steps(query.values[0], params.get("threshold", DEFAULT_THRESHOLD), verify=params.get("verify", False), k=query.ask_k)
     if query.family == "pexeso":
         model = params.get("model", searcher.model)
         kept, vectors = query.embedded(searcher, model)

@@ -132,6 +132,24 @@ _UNSEEN, _DONE, _ONCE = 0, -(1 << 30), -1
 
 
 @njit(cache=True)
+def _matched_samples(sets, set_indptr, set_tokens, mark, limit):
+    """``out[i]``: the first ``limit`` tokens of set ``sets[i]`` that the query holds (``mark``),
+    in the set's order (rarest first), -1 after the last. It stops at ``limit``: a shard's top k
+    are each sampled, and most are dropped by the merge, so a sample must not cost a scan of a
+    large set's every token."""
+    out = np.full((len(sets), limit), -1, np.int32)
+    for i in range(len(sets)):
+        found = 0
+        for p in range(set_indptr[sets[i]], set_indptr[sets[i] + 1]):
+            if mark[set_tokens[p]] == 1:
+                out[i, found] = set_tokens[p]
+                found += 1
+                if found == limit:
+                    break
+    return out
+
+
+@njit(cache=True)
 def _new_threshold(values, n, k, estimate):
     """|Q ∩ X'_k|_est after reading a candidate estimated at ``estimate`` (Eq. 3.5)."""
     if n < k - 1:
@@ -668,6 +686,17 @@ def shared(tables: Mapping[str, pa.Table]) -> TokenDictionary:
     return token_dictionary(tables["tokens"])
 
 
+@dataclasses.dataclass
+class PreparedQuery:
+    """A query's distinct normalized values and their TokenIDs in one index's token dictionary
+    (``JosieSearcher.prepare``)."""
+
+    values: set[str]
+    token_ids: dict[str, int]  # the dictionary they were looked up in
+    found: dict[int, str]  # TokenID -> value, for the values the dictionary holds
+    global_ids: np.ndarray  # found's TokenIDs
+
+
 class JosieSearcher:
     """Exact top-k joinable-column search over one loaded JOSIE index.
 
@@ -799,8 +828,9 @@ class JosieSearcher:
     def num_sets(self) -> int:
         return len(self.set_ids)
 
-    def search(self, query: Iterable[str], k: int = 10) -> list[dict]:
-        """Top-k columns by overlap with ``query``'s distinct normalized values (JOSIE)."""
+    def search(self, query: Iterable[str] | PreparedQuery, k: int = 10) -> list[dict]:
+        """Top-k columns by overlap with ``query``'s distinct normalized values (JOSIE); ``query``
+        may be :meth:`prepare`'s."""
         return self._run("josie", query, k)
 
     def search_mergelist(self, query: Iterable[str], k: int = 10) -> list[dict]:
@@ -811,23 +841,36 @@ class JosieSearcher:
         """Same answer as :meth:`search`, computed by ProbeSet-D (Eq. 3.3)."""
         return self._run("probeset", query, k)
 
-    def _prepare(self, query: Iterable[str]) -> tuple[int, np.ndarray, dict[int, str]]:
-        if isinstance(query, (str, bytes)):
-            raise ValueError("query must be an iterable of values, not a single string")
-        values = normalize_set(query)
-        if not values:
-            raise ValueError("empty query: no non-null value after normalization")
+    def prepare(self, query: Iterable[str] | PreparedQuery) -> PreparedQuery:
+        """``query`` normalized and looked up in the token dictionary, for :meth:`search` on this
+        searcher and on every other one that shares its dictionary (the other shards of its
+        index, ``shared``): a query searched shard by shard is prepared once. A query prepared
+        with another dictionary is looked up again (its values are kept)."""
+        if isinstance(query, PreparedQuery):
+            if query.token_ids is self._token_ids:
+                return query
+            values = query.values
+        else:
+            if isinstance(query, (str, bytes)):
+                raise ValueError("query must be an iterable of values, not a single string")
+            values = normalize_set(query)
+            if not values:
+                raise ValueError("empty query: no non-null value after normalization")
+        found = {self._token_ids[v]: v for v in values if v in self._token_ids}
+        return PreparedQuery(values, self._token_ids, found, np.fromiter(found, np.int64, len(found)))
+
+    def _prepare(self, query: Iterable[str] | PreparedQuery) -> tuple[int, np.ndarray, dict[int, str]]:
+        prepared = self.prepare(query)
         # tokens without a loaded list (in no loaded shard) match nothing: a query holds exactly
         # the tokens a build of these shards has
-        found = {self._token_ids[v]: v for v in values if v in self._token_ids}
-        global_ids = np.fromiter(found, np.int64, len(found))
+        found, global_ids = prepared.found, prepared.global_ids
         local = np.minimum(np.searchsorted(self._token_of, global_ids), max(len(self._token_of) - 1, 0))
         held = (self._token_of[local] == global_ids) if len(self._token_of) else np.zeros(len(global_ids), bool)
         known = {int(i): found[int(g)] for i, g in zip(local[held], global_ids[held])}
         q = np.array(sorted(known), dtype=np.int32)
-        return len(values), q, known
+        return len(prepared.values), q, known
 
-    def _run(self, algorithm: str, query: Iterable[str], k: int) -> list[dict]:
+    def _run(self, algorithm: str, query: Iterable[str] | PreparedQuery, k: int) -> list[dict]:
         if not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")
         size, q, known = self._prepare(query)
@@ -839,7 +882,8 @@ class JosieSearcher:
             self._mark[q] = 1
             n = self._dispatch(algorithm, q, k, out_sets, out_overlaps, stats) if len(q) else 0
             elapsed, elapsed_cpu = time.perf_counter() - started, time.thread_time() - started_cpu
-            results = [self._result(int(s), int(o), size, known) for s, o in zip(out_sets[:n], out_overlaps[:n])]
+            samples = _matched_samples(out_sets[:n], self._set_indptr, self._set_tokens, self._mark, MATCHED_SAMPLE)
+            results = [self._result(int(s), int(o), size, known, sample) for s, o, sample in zip(out_sets[:n], out_overlaps[:n], samples)]
             self._mark[q] = 0
         self.last_stats = {
             "algorithm": algorithm,
@@ -900,14 +944,12 @@ class JosieSearcher:
             stats,
         )
 
-    def _result(self, set_index: int, overlap: int, size: int, known: dict[int, str]) -> dict:
-        members = self._set_tokens[self._set_indptr[set_index] : self._set_indptr[set_index + 1]]
-        matched = members[self._mark[members] == 1][:MATCHED_SAMPLE]  # rarest matches first
+    def _result(self, set_index: int, overlap: int, size: int, known: dict[int, str], sample: np.ndarray) -> dict:
         return {
             "column_id": int(self.set_ids[set_index]),
             "overlap": overlap,
             "containment": overlap / size,
-            "matched_sample": [known[int(t)] for t in matched],
+            "matched_sample": [known[t] for t in sample.tolist() if t >= 0],
         }
 
 

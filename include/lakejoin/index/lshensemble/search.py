@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -53,6 +54,16 @@ def min_overlap(q: int, threshold: float) -> int:
     while o / q < threshold:
         o += 1
     return o
+
+
+@dataclass
+class PreparedQuery:
+    """A query's distinct normalized values and their MinHash signature under one hash family
+    (``LshEnsembleSearcher.prepare``)."""
+
+    tokens: list[str]
+    hash_family: tuple[int, int]  # (num_perm, seed) of the signature
+    signature: np.ndarray | None  # None: prepared by an empty index, which has no hash family
 
 
 class LshEnsembleSearcher:
@@ -137,16 +148,15 @@ class LshEnsembleSearcher:
     def __len__(self) -> int:
         return len(self.column_ids)
 
-    def candidates(self, query: Iterable[str], threshold: float) -> np.ndarray:
+    def candidates(self, query: Iterable[str] | PreparedQuery, threshold: float) -> np.ndarray:
         """The column_ids of Partitioned-Containment-Search's candidates (steps 1–3), unscored
         and unverified: what ``datasketch.MinHashLSHEnsemble.query`` answers, as an array."""
-        tokens = self._query_tokens(query, threshold)
-        if len(self) == 0:
+        prepared = self._prepared(query, threshold)
+        if len(self) == 0 or prepared.signature is None:
             return np.empty(0, dtype=np.int64)
-        signature = minhash_signatures([tokens], self.num_perm, self.seed)[0]
-        return self.column_ids[self._candidates(signature, len(tokens), threshold)]
+        return self.column_ids[self._candidates(prepared.signature, len(prepared.tokens), threshold)]
 
-    def search(self, query: Iterable[str], threshold: float, verify: bool = False, k: int | None = None) -> list[dict]:
+    def search(self, query: Iterable[str] | PreparedQuery, threshold: float, verify: bool = False, k: int | None = None) -> list[dict]:
         """Columns whose containment of ``query`` is at least ``threshold``.
 
         Each result is ``{"column_id", "containment_estimate"}`` plus the exact ``"containment"``
@@ -156,19 +166,19 @@ class LshEnsembleSearcher:
         """
         return merge_threshold_steps([self.search_steps(query, threshold, verify, k)], k)
 
-    def search_steps(self, query: Iterable[str], threshold: float, verify: bool = False, k: int | None = None) -> list[dict]:
+    def search_steps(self, query: Iterable[str] | PreparedQuery, threshold: float, verify: bool = False, k: int | None = None) -> list[dict]:
         """The steps of :meth:`search` on this index, for a merge with other shards' steps
         (``lakejoin.index.merge.merge_threshold_steps``): per threshold tried, descending,
         ``{"threshold", "reached": results scoring at least it, "results": the top k so far}``;
         one step without ``k``."""
-        tokens = self._query_tokens(query, threshold)
+        prepared = self._prepared(query, threshold)
         if k is not None and k < 1:
             raise ValueError(f"k must be >= 1, got {k}")
         if verify and self._verifier is None:
             raise ValueError("verify=True needs the 'sets' table; load the index with it")
-        if len(self) == 0:
+        if len(self) == 0 or prepared.signature is None:
             return []
-        signature = minhash_signatures([tokens], self.num_perm, self.seed)[0]
+        tokens, signature = prepared.tokens, prepared.signature
         thresholds = [threshold] if k is None else _topk_thresholds(threshold)
         rows = np.empty(0, dtype=np.int64)
         steps = []
@@ -183,15 +193,28 @@ class LshEnsembleSearcher:
                 break
         return steps
 
-    def _query_tokens(self, query: Iterable[str], threshold: float) -> list[str]:
-        if isinstance(query, str):
-            raise ValueError("query must be an iterable of values, not a single string")
+    def prepare(self, query: Iterable[str] | PreparedQuery) -> PreparedQuery:
+        """``query``'s distinct normalized values and their signature, for :meth:`search_steps`
+        on this searcher and on every other one with the same hash family (the other shards of
+        its index): a query searched shard by shard is prepared once. A query prepared under
+        another hash family is signed again (its values are kept); an empty index keeps it."""
+        if isinstance(query, PreparedQuery):
+            if query.hash_family == (self.num_perm, self.seed) or len(self) == 0:
+                return query
+            tokens = query.tokens
+        else:
+            if isinstance(query, str):
+                raise ValueError("query must be an iterable of values, not a single string")
+            tokens = list(normalize_set(query))
+            if not tokens:
+                raise ValueError("query is empty after normalization")
+        signature = minhash_signatures([tokens], self.num_perm, self.seed)[0] if len(self) else None
+        return PreparedQuery(tokens, (self.num_perm, self.seed), signature)
+
+    def _prepared(self, query: Iterable[str] | PreparedQuery, threshold: float) -> PreparedQuery:
         if not 0.0 < threshold <= 1.0:
             raise ValueError(f"threshold must be in (0, 1], got {threshold}")
-        tokens = list(normalize_set(query))
-        if not tokens:
-            raise ValueError("query is empty after normalization")
-        return tokens
+        return self.prepare(query)
 
     def _candidates(self, signature: np.ndarray, q: int, threshold: float) -> np.ndarray:
         """Rows returned by Partitioned-Containment-Search for ``t*`` (steps 1–3)."""
