@@ -48,8 +48,51 @@ def _contains(item_keys, i, bucket_keys, j):
 
 
 @njit(cache=True, nogil=True)
-def row_filter(lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, out_item, out_j):
-    """Lines 20-25 for items ``lo:hi``: the pairs (item, bucket position j) whose key is in S.
+def _item_pairs(i, first_only, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, out_item, out_j, n):
+    """Lines 21-25 for PL item i: appends to ``out_item``/``out_j`` from ``n`` the bucket positions
+    j (ascending) whose key is in the item's super key S, only the first when ``first_only``;
+    returns the new count.
+
+    A query row can join the item's row only if its value at the probe column (``probe[j]``, the
+    bucket ascending by it, ``search.fetch_candidates``) sits in some cell of the row, so when the
+    bucket holds more rows than the row has cells, only the bucket rows with one of the row's
+    values are tested: a merge of the row's cells (ascending values) with the bucket. A key of
+    low-cardinality columns (weather's origin has 3 values) meets each row of a large table with
+    thousands of query rows, of which only those sharing a second value with the row can join."""
+    s = item_slots[i]
+    a, b = slot_start[s], slot_start[s] + slot_count[s]
+    g = item_rows[i]
+    lo, hi = row_offsets[g], row_offsets[g + 1]
+    if len(probe) == 0 or b - a <= hi - lo:
+        for j in range(a, b):
+            if _contains(item_keys, i, bucket_keys, j):
+                out_item[n] = i
+                out_j[n] = j
+                n += 1
+                if first_only:
+                    return n
+        return n
+    c = lo
+    while c < hi and a < b:
+        v = cell_values[c]
+        a = _first_cell(probe, a, b, v)
+        while a < b and probe[a] == v:
+            if _contains(item_keys, i, bucket_keys, a):
+                out_item[n] = i
+                out_j[n] = a
+                n += 1
+                if first_only:
+                    return n
+            a += 1
+        while c < hi and cell_values[c] == v:
+            c += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def row_filter(lo, hi, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, out_item, out_j):
+    """Lines 20-25 for items ``lo:hi``: the pairs (item, bucket position j) whose key is in S
+    (``_item_pairs``).
 
     ``item_keys[i]`` is the super key S that came with PL item i (line 4). The surviving pairs go
     to ``out_item`` (ascending) and ``out_j``, which must hold every pair of the items; returns
@@ -57,29 +100,21 @@ def row_filter(lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_key
     """
     n = 0
     for i in range(lo, hi):
-        s = item_slots[i]
-        for j in range(slot_start[s], slot_start[s] + slot_count[s]):
-            if _contains(item_keys, i, bucket_keys, j):
-                out_item[n] = i
-                out_j[n] = j
-                n += 1
+        n = _item_pairs(i, False, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, out_item, out_j, n)
     return n
 
 
 @njit(cache=True, nogil=True)
-def _passed_rows(lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, item_rows, seen):
+def _passed_rows(lo, hi, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, seen):
     """Rule 2's r_match without keeping the pairs: distinct candidate rows among items ``lo:hi``
     with some pair passing the row filter. ``seen`` (one flag per lake row, all False) is left as
     it was found."""
     distinct = 0
+    one_item, one_j = np.empty(1, np.int64), np.empty(1, np.int64)
     for i in range(lo, hi):
-        s = item_slots[i]
-        for j in range(slot_start[s], slot_start[s] + slot_count[s]):
-            if _contains(item_keys, i, bucket_keys, j):
-                if not seen[item_rows[i]]:
-                    seen[item_rows[i]] = True
-                    distinct += 1
-                break
+        if not seen[item_rows[i]] and _item_pairs(i, True, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, one_item, one_j, 0):
+            seen[item_rows[i]] = True
+            distinct += 1
     for i in range(lo, hi):
         seen[item_rows[i]] = False
     return distinct
@@ -306,7 +341,26 @@ def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_
 
 @njit(cache=True, nogil=True)
 def _verify_slices(
-    lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, item_rows, item_columns, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, items, positions, out
+    lo,
+    hi,
+    item_keys,
+    item_slots,
+    slot_start,
+    slot_count,
+    bucket_keys,
+    probe,
+    item_rows,
+    item_columns,
+    query_rows,
+    value_ids,
+    initial,
+    checks,
+    row_offsets,
+    cell_values,
+    cell_columns,
+    items,
+    positions,
+    out,
 ):
     """Row filter and calculateJ over items ``lo:hi`` in slices whose pairs fit ``items`` and
     ``positions`` (one item's pairs always fit): the same pairs in the same order as one pass.
@@ -318,7 +372,7 @@ def _verify_slices(
         while b < hi and (b == a or pairs + slot_count[item_slots[b]] <= len(items)):
             pairs += slot_count[item_slots[b]]
             b += 1
-        got = row_filter(a, b, item_keys, item_slots, slot_start, slot_count, bucket_keys, items, positions)
+        got = row_filter(a, b, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, items, positions)
         out, n, ok = _verify_passed(items[:got], positions[:got], item_rows, item_columns, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, n)
         passed += got
         joinable += ok
@@ -376,6 +430,7 @@ def scan_tables(
     slot_count,
     query_rows,
     bucket_keys,
+    probe,
     item_keys,
     use_superkeys,
     value_ids,
@@ -430,7 +485,7 @@ def scan_tables(
             seen = np.zeros(len(row_offsets) - 1, np.bool_)
         counters[3] += table_pairs[r]
         if use_superkeys and table_pairs[r] <= most:
-            passed = row_filter(lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, items, positions)
+            passed = row_filter(lo, hi, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, items, positions)
             if passed == 0:
                 continue  # no row passed the filter: ȷ_t = 0
             if worst >= 0 and _distinct_rows(item_rows, items[:passed], seen) <= worst:  # rule 2
@@ -439,7 +494,7 @@ def scan_tables(
             out, n, joinable = _verify_passed(items[:passed], positions[:passed], item_rows, item_columns, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, 0)
         elif use_superkeys:  # more pairs than the buffer holds
             if worst >= 0:
-                matching = _passed_rows(lo, hi, item_keys, item_slots, slot_start, slot_count, bucket_keys, item_rows, seen)
+                matching = _passed_rows(lo, hi, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, seen)
                 if matching == 0:
                     continue
                 if matching <= worst:  # rule 2
@@ -453,6 +508,7 @@ def scan_tables(
                 slot_start,
                 slot_count,
                 bucket_keys,
+                probe,
                 item_rows,
                 item_columns,
                 query_rows,

@@ -21,7 +21,10 @@ The four phases, as in Algorithm 1:
    ``L_t − r_checked + r_match ≤ ȷ_k``. ``≤`` prunes ties, which cannot enter the list anyway.
 3. Row filtering (§6.3, lines 20-25): each PL item meets only the query rows with its value
    (a dictionary on q'); a pair survives iff the query key is contained in the row's super key.
-   The words that reject most pairs of a sample are tested first (``filter_word_order``).
+   The words that reject most pairs of a sample are tested first (``filter_word_order``). Where
+   q''s value has more query rows than the item's row has cells, the dictionary is on two
+   columns: only the query rows whose value in a second key column sits in the row are tested
+   (``kernels._item_pairs``), the pairs every joining pair is among.
 4. ``calculateJ`` (line 27): the surviving rows' cells are compared with the key values (the
    key columns with the most distinct values looked up first, ``check_order``) to find
    every one-to-one mapping they support, and ȷ_t is the best mapping's count of distinct tuples.
@@ -348,7 +351,8 @@ class Candidates:
     whose keys are ``bucket_keys`` in the same order (line 6's dictionary). ``item_keys[i]``
     is item i's super key (the PL items come with them, paper §6.1); SCR fetches none. Both
     hold only the words that can reject a pair, in the order the filter tests them
-    (``filter_word_order``).
+    (``filter_word_order``). A bucket's rows are ordered by their ``probe`` value: the row filter
+    tests only those whose probe value is in the item's row (``kernels._item_pairs``).
     """
 
     tables: np.ndarray  # dataset index of each rank
@@ -360,6 +364,7 @@ class Candidates:
     slot_start: np.ndarray
     slot_count: np.ndarray
     bucket_keys: np.ndarray
+    probe: np.ndarray  # each bucket row's value id in the first column calculateJ checks, ascending within a bucket; empty: no probe
     item_keys: np.ndarray
 
 
@@ -368,7 +373,9 @@ def fetch_candidates(index: MateIndex, query: PreparedQuery, exclude_datasets: I
     ``with_superkeys`` is False (SCR), grouped and ordered by table."""
     exclude = np.flatnonzero(np.isin(index.dataset_ids, list(exclude_datasets)))
     v0 = query.value_ids[:, query.initial]
-    query_rows = np.argsort(v0, kind="stable")
+    probing = with_superkeys and len(query.checks) > 0
+    probe = query.value_ids[:, query.checks[0]] if probing else np.zeros(0, np.int64)
+    query_rows = np.lexsort((probe, v0)) if probing else np.argsort(v0, kind="stable")
     query_rows = query_rows[v0[query_rows] >= 0]
     slots, slot_start, slot_count = np.unique(v0[query_rows], return_index=True, return_counts=True)
     lengths = _pl_lengths(index, slots)
@@ -399,6 +406,7 @@ def fetch_candidates(index: MateIndex, query: PreparedQuery, exclude_datasets: I
         slot_start=slot_start,
         slot_count=slot_count,
         bucket_keys=np.ascontiguousarray(bucket_keys[:, words]),
+        probe=np.ascontiguousarray(probe[query_rows]) if probing else probe,
         item_keys=np.ascontiguousarray(index.superkeys[item_rows][:, words]) if with_superkeys else index.superkeys[:0],
     )
 
@@ -443,6 +451,7 @@ def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int,
         c.slot_count,
         c.query_rows,
         c.bucket_keys,
+        c.probe,
         c.item_keys,
         use_superkeys,
         query.value_ids,
