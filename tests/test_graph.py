@@ -99,10 +99,10 @@ def record_reverse_searches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, 
     calls: list[tuple[str, list[int]]] = []
     search_by_groups = graph_build.search_by_groups
 
-    def recorded(loaded, family, wanted, search, k, shards=None):
+    def recorded(loaded, family, wanted, search, k, shards=None, rows=None):
         if shards is not None:
             calls.append((family, sorted(shards)))
-        return search_by_groups(loaded, family, wanted, search, k, shards)
+        return search_by_groups(loaded, family, wanted, search, k, shards, rows)
 
     monkeypatch.setattr(graph_build, "search_by_groups", recorded)
     return calls

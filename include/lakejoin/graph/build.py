@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from lakejoin.graph.edges import (
@@ -74,6 +75,7 @@ MATE_MAX_QUERY_ROWS = 100_000
 GRAPH_LOAD_BYTES = 1 << 30
 
 Lists = dict[Query, list[Edge]]
+Rows = Mapping[str, pads.Expression] | None  # sharded index table -> the only rows a search reads
 T = TypeVar("T")
 
 
@@ -195,29 +197,31 @@ def shard_groups(loaded: LoadedSnapshot, family: str, shards: Iterable[int] | No
     return found
 
 
-def answers(loaded: LoadedSnapshot, family: str, ask: Callable[[Any], T], shards: Iterable[int] | None = None) -> Iterator[T]:
-    """``ask`` of a searcher of each of ``shard_groups``, loaded when it is reached and released
-    before the next one is loaded; an index whose shards form one group is asked through the
-    snapshot's cached searcher of the whole index."""
+def answers(loaded: LoadedSnapshot, family: str, ask: Callable[[Any], T], shards: Iterable[int] | None = None, rows: Rows = None) -> Iterator[T]:
+    """``ask`` of a searcher of each of ``shard_groups``, loaded when it is reached (only the
+    ``rows`` of its sharded tables, ``LoadedSnapshot.load_shards``'s ``filters``) and released before the next
+    one is loaded; an index whose shards form one group is asked through the snapshot's cached
+    searcher of the whole index."""
     groups = shard_groups(loaded, family, shards)
     if shards is None and len(groups) == 1:
         yield ask(loaded.searcher(family)[0])
         return
     for group in groups:
-        searcher = loaded.load_shards(family, group)
+        searcher = loaded.load_shards(family, group, rows)
         answer = ask(searcher)
         del searcher
         yield answer
 
 
-def search_by_groups(loaded: LoadedSnapshot, family: str, wanted: list[Query], search: Callable[[Any, list[Query]], Lists], k: int, shards: Iterable[int] | None = None) -> Lists:
+def search_by_groups(loaded: LoadedSnapshot, family: str, wanted: list[Query], search: Callable[[Any, list[Query]], Lists], k: int, shards: Iterable[int] | None = None, rows: Rows = None) -> Lists:
     """Each of ``wanted``'s best ``k`` over the family's index (only ``shards`` when given), one
-    group of shards loaded at a time (see the module docstring). A query that some group's
-    search refused (``None``) is ``None``."""
+    group of shards loaded at a time (see the module docstring), with only ``rows`` of its sharded
+    tables when given (rows no query of ``wanted`` reads). A query that some group's search
+    refused (``None``) is ``None``."""
     lists: Lists = {}
     if not wanted:
         return lists
-    for found in answers(loaded, family, lambda searcher: search(searcher, wanted), shards):
+    for found in answers(loaded, family, lambda searcher: search(searcher, wanted), shards, rows):
         for q in wanted:
             edges, kept = found.get(q, []), lists.get(q, [])
             lists[q] = None if edges is None or kept is None else best([*kept, *edges], k)
@@ -225,17 +229,24 @@ def search_by_groups(loaded: LoadedSnapshot, family: str, wanted: list[Query], s
 
 
 def _searches(
-    loaded: LoadedSnapshot, family: str, changed: set[str], columns: Mapping[str, frozenset[int]], search: Callable[[Any, list[Query]], Lists], k: int
+    loaded: LoadedSnapshot,
+    family: str,
+    changed: set[str],
+    columns: Mapping[str, frozenset[int]],
+    search: Callable[[Any, list[Query]], Lists],
+    k: int,
+    rows: Callable[[list[Query]], Rows] = lambda wanted: None,
 ) -> tuple[Callable[[list[Query]], Lists], Callable[[list[Query]], Lists]]:
     """``search`` over the family's whole index (forward) and over only the shards holding a
-    changed dataset still in the snapshot (reverse), shard group by shard group."""
+    changed dataset still in the snapshot (reverse), shard group by shard group; ``rows(wanted)``:
+    the only rows of the sharded tables that the queries read (None: all)."""
     changed_shards = shards_of(sorted(d for d in changed if d in columns), loaded.shard_count(family) or 1)
 
     def forward(wanted: list[Query]) -> Lists:
-        return search_by_groups(loaded, family, wanted, search, k)
+        return search_by_groups(loaded, family, wanted, search, k, rows=rows(wanted) if wanted else None)
 
     def reverse(wanted: list[Query]) -> Lists:
-        return search_by_groups(loaded, family, wanted, search, k, changed_shards) if changed_shards else {}
+        return search_by_groups(loaded, family, wanted, search, k, changed_shards, rows(wanted) if wanted else None) if changed_shards else {}
 
     return forward, reverse
 
@@ -258,24 +269,39 @@ def _mate(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed
     """MATE refuses a key whose values match too many (mapping, row) pairs in one table
     (``lakejoin.index.mate.kernels.SUPPORTED_LIMIT``): such a key has no edges and is recorded as
     skipped, and every later graph searches it in full again (a reverse search cannot tell).
-    Each key's tuples are read and normalized once (``key_query``) for every shard group."""
+
+    Each key's tuples are read and normalized once (``mate_key``) for every shard group, and a
+    group's searcher holds only the postings of the searched keys' values: MATE reads the posting
+    lists of a query's values and compares a candidate row's cells with those values only (rows
+    and their super keys are loaded whole), so it answers those keys as the whole index does."""
     keys = _mate_keys(loaded, columns)
     queries = _Queries(MATE, {q: d for q, (d, _) in keys.items()})
-    prepared: dict[Query, KeyQuery] = {}
+    prepared: dict[Query, KeyQuery | None] = {}
+
+    def key_of(q: Query) -> KeyQuery | None:
+        if q not in prepared:
+            try:
+                prepared[q] = mate_key(_key_table(loaded, *keys[q]), keys[q][1])
+            except ValueError:  # no tuple without a null value
+                prepared[q] = None
+        return prepared[q]
 
     def search(searcher: Any, wanted: list[Query]) -> Lists:
         lists: Lists = {}
         for q in wanted:
             dataset_id, key = keys[q]
+            query = key_of(q)
             try:
-                if q not in prepared:
-                    prepared[q] = mate_key(_key_table(loaded, dataset_id, key), key)
-                lists[q] = mate_edges(searcher, prepared[q], dataset_id, key, k)
+                lists[q] = mate_edges(searcher, query, dataset_id, key, k) if query is not None else None  # type: ignore[assignment]
             except ValueError:
                 lists[q] = None  # type: ignore[assignment]
         return lists
 
-    forward, reverse = _searches(loaded, MATE, changed, columns, search, k)
+    def their_values(wanted: list[Query]) -> Rows:
+        values = set().union(*(query.distinct.tolist() for q in wanted if (query := key_of(q)) is not None))
+        return {"postings": pc.field("value").isin(pa.array(sorted(values), pa.string()))}
+
+    forward, reverse = _searches(loaded, MATE, changed, columns, search, k, their_values)
 
     def forward_recorded(wanted: list[Query]) -> Lists:
         found = forward(wanted)

@@ -16,13 +16,14 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
@@ -100,11 +101,12 @@ class _IndexTable:
         counts = [self.shard_rows.get(s, 0) for s in shards]
         return None if any(c is None for c in counts) else sum(c or 0 for c in counts)
 
-    def read(self, shards: list[int] | None, columns: list[str] | None = None) -> pa.Table:
-        """The rows of ``shards`` (None, or a global table: every row), only ``columns`` if given."""
+    def read(self, shards: list[int] | None, columns: list[str] | None = None, where: pads.Expression | None = None) -> pa.Table:
+        """The rows of ``shards`` (None, or a global table: every row) that match ``where`` if
+        given, only ``columns`` if given."""
         keys: list[int | None] = [None] if shards is None or not self.sharded else list(shards)
         files = [uri for key in keys for uri in self.files_of(key)]
-        return delta.read_files(self.path, files, self.schema, self.partition_columns, columns)
+        return delta.read_files(self.path, files, self.schema, self.partition_columns, columns, where)
 
     def files_of(self, shard: int | None) -> list[str]:
         """The data files of ``shard`` (None, or a global table: every file), listed once."""
@@ -181,11 +183,13 @@ class LoadedSnapshot:
         with lock:
             return merge([ask(searcher)]), None
 
-    def load_shards(self, family: str, shards: Iterable[int] | None = None) -> Any:
+    def load_shards(self, family: str, shards: Iterable[int] | None = None, filters: Mapping[str, pads.Expression] | None = None) -> Any:
         """A new searcher over ``shards`` of the family's index (every shard when None): it reads
         only those shards' partitions of each sharded table; the global tables are read whole, and
         for a subset of shards once per process (``lakejoin.query.family.load_searcher``). Not
-        cached: the caller owns it."""
+        cached: the caller owns it. ``filters`` (sharded table -> filter) keeps only the matching rows
+        of those tables: a searcher for queries that read no other row (the join graph's MATE
+        searchers hold only the postings of their keys' values)."""
         import importlib
 
         names = self.index_tables_of(family)
@@ -201,7 +205,7 @@ class LoadedSnapshot:
         check_fits(family, {name: count for name, count in rows.items() if count is not None}, self.snapshot_id)
         columns = load_columns(family)
         if wanted is None:
-            return module.load({name: table.read(None, columns.get(name)) for name, table in opened.items()})
+            return module.load({name: table.read(None, columns.get(name), (filters or {}).get(name) if table.sharded else None) for name, table in opened.items()})
         global_names = sorted(name for name, table in opened.items() if not table.sharded)
         key = (str(self.config.home), family, tuple((name, self.snapshot.version_of(f"index/{family}/{name}")) for name in global_names))
 
@@ -209,9 +213,10 @@ class LoadedSnapshot:
             return opened[name].read(None, columns.get(name))
 
         def build() -> Any:
-            return load_searcher(family, {name: table.read(wanted, columns.get(name)) for name, table in opened.items() if table.sharded}, global_names, read_global, key)
+            sharded = {name: table.read(wanted, columns.get(name), (filters or {}).get(name)) for name, table in opened.items() if table.sharded}
+            return load_searcher(family, sharded, global_names, read_global, key)
 
-        if len(wanted) != 1 or not has_arrays(family):
+        if len(wanted) != 1 or not has_arrays(family) or filters:
             return build()
         # one shard: its searcher's arrays are written once per snapshot and memory-mapped after
         return shard_arrays.cached_searcher(
