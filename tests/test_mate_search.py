@@ -274,6 +274,22 @@ def test_pruning_rules_keep_exact_topk(seed, k) -> None:
     assert stats.pruned_rule1 + stats.pruned_rule2 > 0
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_min_score_keeps_the_topk_of_the_tables_reaching_it(seed) -> None:
+    """The join graph merges shard groups' answers and asks each later group only for tables
+    reaching the k-th score so far: the answer is the top k of those (a tie at the k-th place
+    broken either way), each as a plain search gives it."""
+    query, frames = pruning_lake(seed)
+    searcher = load(build_from_cells(cells_from_frames(frames), bits=128))
+    everything = searcher.search(query, ["c", "y", "m"], k=50)
+    by_id = {r["dataset_id"]: r for r in everything}
+    for floor in sorted({r["joinability"] for r in everything}):
+        for k in (1, 3, 50):
+            reaching = [r["joinability"] for r in everything if r["joinability"] >= floor][:k]
+            got = searcher.search(query, ["c", "y", "m"], k=k, min_score=floor)
+            assert [r["joinability"] for r in got] == reaching and all(r == by_id[r["dataset_id"]] for r in got)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_row_filter_in_slices_gives_the_same_search(real_lake, monkeypatch, seed) -> None:
     """A table with more (PL item, query row) pairs than ``PAIR_BUFFER`` is filtered and verified

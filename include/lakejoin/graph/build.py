@@ -76,6 +76,7 @@ GRAPH_LOAD_BYTES = 1 << 30
 
 Lists = dict[Query, list[Edge]]
 Rows = Mapping[str, pads.Expression] | None  # sharded index table -> the only rows a search reads
+Search = Callable[[Any, list[Query], Lists], Lists]  # (searcher, queries, their lists so far) -> their lists in it
 T = TypeVar("T")
 
 
@@ -213,15 +214,16 @@ def answers(loaded: LoadedSnapshot, family: str, ask: Callable[[Any], T], shards
         yield answer
 
 
-def search_by_groups(loaded: LoadedSnapshot, family: str, wanted: list[Query], search: Callable[[Any, list[Query]], Lists], k: int, shards: Iterable[int] | None = None, rows: Rows = None) -> Lists:
+def search_by_groups(loaded: LoadedSnapshot, family: str, wanted: list[Query], search: Search, k: int, shards: Iterable[int] | None = None, rows: Rows = None) -> Lists:
     """Each of ``wanted``'s best ``k`` over the family's index (only ``shards`` when given), one
     group of shards loaded at a time (see the module docstring), with only ``rows`` of its sharded
-    tables when given (rows no query of ``wanted`` reads). A query that some group's search
+    tables when given (rows no query of ``wanted`` reads). ``search`` gets the lists of the groups
+    searched so far (a neighbour must reach their k-th to enter). A query that some group's search
     refused (``None``) is ``None``."""
     lists: Lists = {}
     if not wanted:
         return lists
-    for found in answers(loaded, family, lambda searcher: search(searcher, wanted), shards, rows):
+    for found in answers(loaded, family, lambda searcher: search(searcher, wanted, lists), shards, rows):
         for q in wanted:
             edges, kept = found.get(q, []), lists.get(q, [])
             lists[q] = None if edges is None or kept is None else best([*kept, *edges], k)
@@ -233,7 +235,7 @@ def _searches(
     family: str,
     changed: set[str],
     columns: Mapping[str, frozenset[int]],
-    search: Callable[[Any, list[Query]], Lists],
+    search: Search,
     k: int,
     rows: Callable[[list[Query]], Rows] = lambda wanted: None,
 ) -> tuple[Callable[[list[Query]], Lists], Callable[[list[Query]], Lists]]:
@@ -286,13 +288,14 @@ def _mate(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed
                 prepared[q] = None
         return prepared[q]
 
-    def search(searcher: Any, wanted: list[Query]) -> Lists:
+    def search(searcher: Any, wanted: list[Query], so_far: Lists) -> Lists:
         lists: Lists = {}
         for q in wanted:
             dataset_id, key = keys[q]
-            query = key_of(q)
+            query, before = key_of(q), so_far.get(q) or []
             try:
-                lists[q] = mate_edges(searcher, query, dataset_id, key, k) if query is not None else None  # type: ignore[assignment]
+                floor = before[k - 1].overlap if len(before) >= k else 0  # a neighbour in this group must reach the k-th so far
+                lists[q] = mate_edges(searcher, query, dataset_id, key, k, floor) if query is not None else None  # type: ignore[assignment]
             except ValueError:
                 lists[q] = None  # type: ignore[assignment]
         return lists
@@ -334,7 +337,7 @@ def _pexeso(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], chang
     vectors, dataset_of = column_vectors(loaded)
     queries = _Queries(PEXESO, {(PEXESO, (c,)): dataset_of[c] for c in vectors})
 
-    def search(searcher: Any, wanted: list[Query]) -> Lists:
+    def search(searcher: Any, wanted: list[Query], so_far: Lists) -> Lists:
         return {q: pexeso_edges(searcher, vectors[q[1][0]], dataset_of[q[1][0]], q[1][0], dataset_of, k) for q in wanted}
 
     forward, reverse = _searches(loaded, PEXESO, changed, columns, search, k)

@@ -211,11 +211,12 @@ def mate_key(query: pa.Table, key: Mapping[str, int]) -> KeyQuery:
     return key_query(pd.DataFrame({name: query.column(name).to_pylist() for name in names}), names)
 
 
-def mate_edges(searcher: Any, query: KeyQuery, dataset_id: str, key: Mapping[str, int], k: int) -> list[Edge]:
+def mate_edges(searcher: Any, query: KeyQuery, dataset_id: str, key: Mapping[str, int], k: int, min_overlap: int = 0) -> list[Edge]:
     """The best ``k`` tables joinable with ``dataset_id`` on its composite ``key`` (column name
-    -> column id; ``query`` its tuples, ``mate_key``) by MATE."""
+    -> column id; ``query`` its tuples, ``mate_key``) by MATE, among those joining at least
+    ``min_overlap`` tuples."""
     names = list(key)
-    found = searcher.search(query, names, k=MATE_SEARCH_K, exclude_datasets=[dataset_id])
+    found = searcher.search(query, names, k=MATE_SEARCH_K, exclude_datasets=[dataset_id], min_score=min_overlap)
     edges = [Edge(MATE, dataset_id, tuple(key.values()), r["dataset_id"], tuple(int(r["mapping"][n]) for n in names), int(r["joinability"]), float(r["share"])) for r in found if r["joinability"] > 0]
     return best(edges, k)
 

@@ -442,6 +442,7 @@ def scan_tables(
     k,
     sample_size,
     pair_buffer,
+    floor,
 ):
     """Algorithm 1 lines 7-30 over tables ``table_start[r]:table_start[r+1]`` in rank order r.
 
@@ -455,7 +456,9 @@ def scan_tables(
     pairs than ``pair_buffer`` (``PAIR_BUFFER``) is filtered once for rule 2 and then filtered and
     verified in slices (``_verify_slices``), so the row filter's output stays bounded.
     Returns the top-k (score, rank, mapping, matched sample, pairs verified) unsorted, and the
-    counters named in ``STATS``.
+    counters named in ``STATS``. Scores below ``floor`` are not wanted: the rules prune with
+    ȷ_k at least ``floor - 1`` from the start (a caller merging several indexes' answers knows
+    the score a table must reach).
     """
     m = value_ids.shape[1]
     n_query = max(value_ids.shape[0], 1)
@@ -477,7 +480,7 @@ def scan_tables(
     seen = np.zeros(0, np.bool_)  # rule 2's row flags, allocated once the top-k list is full
     for r in range(n_tables):
         lo, hi = table_start[r], table_start[r + 1]
-        worst = top_score[_worst_slot(top_score, top_rank, filled)] if filled == k else -1
+        worst = max(top_score[_worst_slot(top_score, top_rank, filled)] if filled == k else -1, floor - 1)
         if hi - lo <= worst:  # rule 1: no later table can enter the top-k
             counters[1] = n_tables - r
             break

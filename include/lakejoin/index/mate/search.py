@@ -407,7 +407,7 @@ def fetch_candidates(index: MateIndex, query: PreparedQuery, exclude_datasets: I
         slot_count=slot_count,
         bucket_keys=np.ascontiguousarray(bucket_keys[:, words]),
         probe=np.ascontiguousarray(probe[query_rows]) if probing else probe,
-        item_keys=np.ascontiguousarray(index.superkeys[item_rows][:, words]) if with_superkeys else index.superkeys[:0],
+        item_keys=np.ascontiguousarray(index.superkeys[:, words])[item_rows] if with_superkeys else index.superkeys[:0],
     )
 
 
@@ -432,8 +432,9 @@ def filter_word_order(superkeys: np.ndarray, item_rows: np.ndarray, item_slots: 
     return words[np.argsort(-rejects, kind="stable")]
 
 
-def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int, use_superkeys: bool = True) -> tuple[list[dict], SearchStats]:
-    """Lines 7-30 (table filtering, row filtering, calculateJ) in one compiled pass, ``kernels.scan_tables``."""
+def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int, use_superkeys: bool = True, min_score: int = 0) -> tuple[list[dict], SearchStats]:
+    """Lines 7-30 (table filtering, row filtering, calculateJ) in one compiled pass,
+    ``kernels.scan_tables``; tables that cannot reach ``min_score`` are pruned."""
     if k < 1:
         raise ValueError(f"k must be at least 1, got {k}")
     if use_superkeys and len(candidates.item_keys) != len(candidates.item_rows):
@@ -463,6 +464,7 @@ def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int,
         k,
         SAMPLE_SIZE,
         kernels.PAIR_BUFFER,
+        min_score,
     )
     for name, value in zip(STATS, counters.tolist()):
         setattr(stats, name, value)
@@ -486,9 +488,10 @@ def discover(
     k: int,
     use_superkeys: bool = True,
     exclude_datasets: Iterable[str] = (),
+    min_score: int = 0,
 ) -> tuple[list[dict], SearchStats]:
     """Algorithm 1 after initialization; ``use_superkeys=False`` is SCR (no row filter)."""
-    return scan(index, query, fetch_candidates(index, query, exclude_datasets, use_superkeys), k, use_superkeys)
+    return scan(index, query, fetch_candidates(index, query, exclude_datasets, use_superkeys), k, use_superkeys, min_score)
 
 
 class MateSearcher:
@@ -509,6 +512,7 @@ class MateSearcher:
         initial_column: str | None = None,
         exclude_datasets: Iterable[str] = (),
         initial_rule: str = "pl_items",
+        min_score: int = 0,
     ) -> list[dict]:
         """Top-k tables joinable with ``query`` on the composite key ``columns`` (Algorithm 1).
 
@@ -519,8 +523,10 @@ class MateSearcher:
         ``initial_rule`` chooses q' when ``initial_column`` is None: ``"pl_items"`` (fewest PL
         items) or the paper's ``"cardinality"`` (see ``initial_column_selection``). ``query``
         may be ``key_query(frame, columns)``, made once to search several indexes (shards).
+        ``min_score``: only tables joining at least that many tuples are wanted (the top k of
+        those); the others are pruned unverified.
         """
-        return self.search_with_stats(query, columns, k, initial_column, exclude_datasets, True, initial_rule)[0]
+        return self.search_with_stats(query, columns, k, initial_column, exclude_datasets, True, initial_rule, min_score)[0]
 
     def search_with_stats(
         self,
@@ -531,10 +537,11 @@ class MateSearcher:
         exclude_datasets: Iterable[str] = (),
         use_superkeys: bool = True,
         initial_rule: str = "pl_items",
+        min_score: int = 0,
     ) -> tuple[list[dict], SearchStats]:
         """``search`` plus its counters; ``use_superkeys=False`` runs SCR (no super-key filter)."""
         prepared = prepare_query(self.index, query, columns, initial_column, initial_rule)
-        return discover(self.index, prepared, k, use_superkeys, exclude_datasets)
+        return discover(self.index, prepared, k, use_superkeys, exclude_datasets, min_score)
 
     def search_scr(
         self,
