@@ -20,11 +20,12 @@ import pyarrow as pa
 import pytest
 
 from lakejoin.config import LakeConfig
-from lakejoin.index import josie, lshensemble
+from lakejoin.index import josie, lshensemble, qgram
 from lakejoin.index.josie import build_in_memory, load
 from lakejoin.index.shards import MANIFEST, in_shards
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.manifest import COMPLETE, Manifest, rows_per_shard, write_manifest
+from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.query import shard_arrays
 from lakejoin.query import snapshot as snapshot_module
 from lakejoin.query.family import ask, family_query, merge
@@ -35,7 +36,7 @@ from lakejoin.testing import set_lake
 
 N_SHARDS = 4
 K = 10
-GLOBAL = {"josie": josie.GLOBAL_TABLES, "lshensemble": lshensemble.tables.GLOBAL_TABLES}
+GLOBAL = {"josie": josie.GLOBAL_TABLES, "lshensemble": lshensemble.tables.GLOBAL_TABLES, "qgram": qgram.GLOBAL_TABLES}
 
 
 def lake_sets(seed: int) -> dict[int, list[str]]:
@@ -141,6 +142,33 @@ def test_over_the_budget_the_engine_maps_the_shards_it_reloads(lake, monkeypatch
     again = served()
     assert [found for found, _ in again] == [found for found, _ in first]
     assert all(stats and 0 < stats["read"] < N_SHARDS for _, stats in again)  # the budget holds at least one shard, never all
+
+
+def test_cached_qgram_shards_answer_like_their_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The q-gram family's shards (JOSIE's arrays over value-part tokens) through the cache."""
+    config = LakeConfig(home=tmp_path / "home", quiet=True)
+    sets = lake_sets(3)
+    columns = [c for c, values in sets.items() for _ in values]
+    cells = pa.table(
+        {
+            "dataset_id": [dataset_ids(sets)[c] for c in columns],
+            "column_id": pa.array(columns, pa.int64()),
+            "row_id": pa.array([r for values in sets.values() for r in range(len(values))], pa.int64()),
+            "value": [v for values in sets.values() for v in values],
+            "raw": pa.nulls(len(columns), pa.string()),
+        },
+        schema=CELLS_SCHEMA,
+    )
+    tables = qgram.build_in_memory(cells, n_shards=N_SHARDS)
+    loaded = publish(config, tables, "qgram")
+    asked = queries(3)
+    first = [loaded.load_shards("qgram", [shard]) for shard in range(N_SHARDS)]
+    no_delta_reads(monkeypatch)
+    cached = [loaded.load_shards("qgram", [shard]) for shard in range(N_SHARDS)]
+    assert all(not s.josie.arrays()["post_set"].flags.owndata for s in cached)
+    expected = [[qgram.load(in_shards(tables, [shard], GLOBAL["qgram"]), read_cost=first[0].josie.read_cost).search(q, k=K) for q in asked] for shard in range(N_SHARDS)]
+    assert answers(first, asked, "qgram") == expected and any(any(a) for a in expected)
+    assert answers(cached, asked, "qgram") == expected
 
 
 def test_cached_lshensemble_shards_answer_like_their_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

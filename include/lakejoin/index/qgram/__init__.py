@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from lakejoin.index import josie
@@ -26,19 +27,23 @@ from lakejoin.index.shards import column_sets
 
 __all__ = [
     "APPEND_TABLES",
+    "ARRAYS_FORMAT",
     "GLOBAL_TABLES",
     "LOAD_COLUMNS",
     "SCHEMAS",
     "QgramSearcher",
     "build_in_memory",
     "column_tokens",
+    "from_arrays",
     "load",
     "query_tokens",
     "shared",
+    "to_arrays",
     "update_tables",
     "value_tokens",
 ]
 LOAD_COLUMNS = josie.LOAD_COLUMNS  # JOSIE's tables, read as JOSIE reads them
+ARRAYS_FORMAT = josie.ARRAYS_FORMAT  # a shard's cached arrays are its JOSIE searcher's
 
 
 class QgramSearcher:
@@ -68,6 +73,18 @@ def load(tables: Mapping[str, pa.Table], **params: Any) -> QgramSearcher:
 def shared(tables: Mapping[str, pa.Table]) -> josie.TokenDictionary:
     """What every shard's searcher shares (JOSIE's token dictionary), from the global tables."""
     return josie.shared(tables)
+
+
+def to_arrays(searcher: QgramSearcher) -> dict[str, np.ndarray]:
+    """The arrays of the searcher's JOSIE index (family shape, ``lakejoin.index``)."""
+    return josie.to_arrays(searcher.josie)
+
+
+def from_arrays(arrays: Mapping[str, np.ndarray], *, shared: josie.TokenDictionary, **params: Any) -> QgramSearcher:
+    """The searcher :func:`to_arrays` was given (family shape; ``params`` as ``josie.load``)."""
+    searcher = QgramSearcher.__new__(QgramSearcher)
+    searcher.josie = josie.from_arrays(arrays, shared=shared, **params)
+    return searcher
 
 
 def build_in_memory(cells: pa.Table, *, n_shards: int = 1) -> dict[str, pa.Table]:
