@@ -219,12 +219,12 @@ def search_by_groups(loaded: LoadedSnapshot, family: str, wanted: list[Query], s
     group of shards loaded at a time (see the module docstring), with only ``rows`` of its sharded
     tables when given (rows no query of ``wanted`` reads). ``search`` gets the lists of the groups
     searched so far (a neighbour must reach their k-th to enter). A query that some group's search
-    refused (``None``) is ``None``."""
+    refused (``None``) is ``None``, and not searched in the later groups."""
     lists: Lists = {}
     if not wanted:
         return lists
-    for found in answers(loaded, family, lambda searcher: search(searcher, wanted, lists), shards, rows):
-        for q in wanted:
+    for found in answers(loaded, family, lambda searcher: search(searcher, [q for q in wanted if lists.get(q, []) is not None], lists), shards, rows):
+        for q in found:
             edges, kept = found.get(q, []), lists.get(q, [])
             lists[q] = None if edges is None or kept is None else best([*kept, *edges], k)
     return lists
