@@ -24,7 +24,6 @@ from test_query_lake import write_sources
 
 from lakejoin import cli
 from lakejoin.config import LakeConfig
-from lakejoin.index import SEARCH_FAMILIES
 from lakejoin.lake import snapshots
 from lakejoin.query import QueryEngine, read_table_file
 from lakejoin.query import engine as engine_module
@@ -50,9 +49,8 @@ CASES = [
 
 
 def build_sharded_lake(root: Path) -> LakeConfig:
-    """The query lake's real tables and a dozen ``generate_lake`` tables, every family batch
-    discovery searches (``SEARCH_FAMILIES``) in four shards (built on first call). The q-gram
-    family, which only proposes candidates to ``search transform``, is searched by no test here."""
+    """The query lake's real tables and a dozen ``generate_lake`` tables, every family in four
+    shards (built on first call)."""
     from lakejoin.progress import Progress
     from lakejoin.spark.pipeline import RunOptions, run
 
@@ -61,7 +59,7 @@ def build_sharded_lake(root: Path) -> LakeConfig:
         if not snapshots.list_snapshots(config):
             sources = write_sources(root / "sources")
             generate_lake(sources / "generated", n_tables=12, seed=3, max_rows=300)
-            run(config, RunOptions(sources=[f"folder:{sources}"], shards=N_SHARDS, families=SEARCH_FAMILIES), Progress(quiet=True))
+            run(config, RunOptions(sources=[f"folder:{sources}"], shards=N_SHARDS), Progress(quiet=True))
     return config
 
 
