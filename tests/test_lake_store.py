@@ -70,9 +70,9 @@ def test_snapshots_resolve_latest_pin_versions_and_vacuum_expires_old_ones(tmp_p
         snapshots.vacuum(config, retain=0)
 
 
-def test_the_writer_puts_each_partitions_rows_in_one_file_in_their_order(tmp_path):
+@pytest.mark.parametrize("datasets", [["b", "a", "c", "a", "b", "a"], ["b", "b", "a", "a", "a", "c"]], ids=["interleaved", "in runs"])
+def test_the_writer_puts_each_partitions_rows_in_one_file_in_their_order(datasets, tmp_path):
     root = tmp_path / "cells"
-    datasets = ["b", "a", "c", "a", "b", "a"]  # interleaved, as a task's cells of several datasets may be
     rows = pa.table({"dataset_id": datasets, "x": list(range(len(datasets)))}, schema=SCHEMA)
     delta.write_rows(root, rows, SCHEMA, partition_by=["dataset_id"])
     files = delta.live_files(root, "dataset_id")
