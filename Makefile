@@ -13,7 +13,8 @@ $(PY):
 # Exact versions resolved and tested together (regenerate: uv pip compile pyproject.toml --extra dev -o requirements.lock).
 # Bytecode is compiled at install (as pip does, uv does not by default): where the environment sets
 # PYTHONDONTWRITEBYTECODE no process ever writes it, and every Airflow task, CLI call and Spark
-# Python worker compiled its imports from source (importing GE and Airflow: 8.4 -> 3.6 CPU-s).
+# Python worker compiled its imports from source (importing GE and Airflow: 9.0 -> 3.8 CPU-s,
+# tests/benchmarks/bench_parts.py imports).
 install: $(PY) system-deps
 	$(UV) pip install --python $(PY) --quiet --compile-bytecode -r requirements.lock
 	$(UV) pip install --python $(PY) --quiet --no-deps -e .
