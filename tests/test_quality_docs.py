@@ -17,6 +17,7 @@ from test_search_ui import choose_table, search, signed_in_chromium, wait_for
 
 from lakejoin.commands.run import summarize
 from lakejoin.config import LakeConfig
+from lakejoin.index.shards import shard_of
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.schemas import DATASETS, VALIDATIONS
 from lakejoin.progress import Progress
@@ -221,3 +222,55 @@ def test_data_docs_open_in_chromium_from_the_search_page(lake, server: ApiServer
     assert f"lakejoin.{airlines}" in text and "Failed" in text and "must have exactly these columns" in text.lower()
     page_png = tmp_path / "data-docs-airlines.png"
     assert browser.save_screenshot(str(page_png)) and page_png.stat().st_size > 10_000
+
+
+def test_the_index_is_paged_and_a_change_renders_only_its_pages(lake, tmp_path, monkeypatch) -> None:
+    """index.html lists the newest results, index-NNN.html each dataset on the page its id
+    hashes to; a change renders index.html and the changed dataset's page, and a lake that
+    outgrows its pages is cut again."""
+    config, *_ = lake
+    monkeypatch.setattr(docs, "DATASETS_PER_PAGE", 2)
+    monkeypatch.setattr(docs, "FRONT_PAGE_RESULTS", 2)
+    small = LakeConfig(home=tmp_path / "lake", quiet=True)
+    site = docs.site_dir(small)
+    rows = sorted(latest_rows(config).values(), key=lambda r: r["validated_at"])
+
+    def publish(new_rows: list[dict]) -> docs.DocsBuild:
+        delta.write_arrow(small.table_path(VALIDATIONS), validations_table(new_rows), mode="append")
+        snapshots.publish(small, snapshots.table_versions(small, snapshots.lake_tables(small)), {})
+        return docs.build_docs(small)
+
+    def check_pages(n_pages: int) -> dict[str, str]:
+        recorded = json.loads((site / docs.PAGES_FILE).read_text())
+        assert recorded["index_pages"] == n_pages
+        names = [f"index-{p + 1:03d}.html" for p in range(n_pages)]
+        assert sorted(p.name for p in site.glob("index-*.html")) == names
+        html = {name: page_text(site / name) for name in ["index.html", *names]}
+        for dataset_id, entry in recorded["datasets"].items():
+            run_name = f"{dataset_id}-v{entry['row'][0]}"
+            holding = [name for name in names if run_name in html[name]]
+            assert holding == ([names[shard_of(dataset_id, n_pages)]] if entry["keys"] else []), (dataset_id, holding)
+        for name in ["index.html", *names]:
+            links = re.findall(r'class="lakejoin-pages.*?</nav>', (site / name).read_text(), flags=re.S)[0]
+            assert all(f'href="{other}"' in links for other in ["index.html", *names])
+        return {name: without_render_time(site / name) for name in ["index.html", *names]}
+
+    publish(rows)
+    before = check_pages(3)  # 6 datasets, 2 a page
+    newest = [r for r in rows if r["result_json"]][-1]
+    assert f"{newest['dataset_id']}-v{newest['version']}" in page_text(site / "index.html")
+    oldest = next(r for r in rows if r["result_json"])
+    assert f"{oldest['dataset_id']}-v{oldest['version']}" not in page_text(site / "index.html")  # not among the 2 newest
+
+    changed = {**oldest, "version": oldest["version"] + 1, "validated_at": datetime.now(UTC)}
+    assert publish([changed]).rendered == len(docs.ge_results(changed["result_json"]))
+    after = check_pages(3)
+    page = f"index-{shard_of(changed['dataset_id'], 3) + 1:03d}.html"
+    assert {name for name in after if after[name] != before[name]} == {"index.html", page}
+    assert f"{changed['dataset_id']}-v{changed['version']}" in page_text(site / "index.html")
+
+    copies = [{**row, "dataset_id": f"{row['dataset_id']}-copy", "validated_at": datetime.now(UTC)} for row in rows]
+    publish(copies)  # 12 datasets: still at most twice 2 a page on 3 pages
+    check_pages(3)
+    publish([{**row, "dataset_id": f"{row['dataset_id']}-again", "validated_at": datetime.now(UTC)} for row in rows[:1]])
+    check_pages(7)  # 13 datasets: cut again to 2 a page

@@ -20,12 +20,21 @@ so a rebuild after a two-dataset change cost time in proportion to the lake (12 
 results). ``pages.json`` records what the index shows of each result when the result is stored,
 and ``LakeSiteIndexBuilder`` (GE's builder otherwise) takes it from there, reading only results
 it has no record of.
+
+One index page of every result still cost time in proportion to the lake (10 MB of HTML and
+2 s at 2,298 datasets), so the index is paged (``SiteIndex``): ``index.html`` lists the newest
+validations, and ``index-NNN.html`` the datasets that a stable hash of their id puts on page
+NNN (about :data:`DATASETS_PER_PAGE` each, the page count chosen when the site is first built and
+re-cut when pages average twice that). A change renders the front page and the pages of the
+datasets it touched. Neither builder walks GE's stores: pages.json names every stored result
+and page (``LakeSiteSectionBuilder`` renders the identifiers it is given).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections import OrderedDict
 from collections.abc import Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -36,6 +45,7 @@ from typing import Any
 import pyarrow.compute as pc
 
 from lakejoin.config import LakeConfig
+from lakejoin.index.shards import shard_of
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.schemas import DATASETS, VALIDATIONS
 
@@ -43,9 +53,11 @@ SITE_NAME = "lakejoin"
 SITE_DIR = "quality/docs"
 GX_PROJECT_DIR = "quality"  # GE puts its project in <this>/gx
 PAGES_FILE = "pages.json"
-# What the index lists of each recorded result (pages.json "listed"), for LakeSiteIndexBuilder:
-# GE builds it from the site config, so the writer hands it over here.
-_LISTED: ContextVar[dict[str, dict[str, Any]]] = ContextVar("lakejoin_docs_listed")
+DATASETS_PER_PAGE = 100  # datasets listed on one index page, about
+FRONT_PAGE_RESULTS = 100  # the newest results on index.html
+# The index pages to render, for LakeSiteIndexBuilder: GE builds it from the site config, so the
+# writer hands them over here.
+_INDEX: ContextVar[IndexBuild] = ContextVar("lakejoin_docs_index")
 DRIFT_RESULT = "drift"  # the name of a drift row's single GE result (gate rows: table, structure)
 
 # The rows as plain HTML before GE's own table; a script removes whichever is not needed.
@@ -77,6 +89,26 @@ _STATIC_TABLE = """
     }
   })();
 </script>
+"""
+
+
+# The index pages' sidebar: GE's logo and, in place of the table of contents other pages have,
+# links to the index pages.
+_INDEX_SIDEBAR = """
+<div class="col-lg-2 col-md-2 col-sm-12 d-sm-block px-0">
+  {% include 'ge_info.j2' %}
+  {% if lakejoin_pages %}
+  <nav class="lakejoin-pages card mt-3">
+    <div class="card-body">
+      <a href="index.html" class="d-block mb-2{% if lakejoin_pages.current == 'index.html' %} font-weight-bold{% endif %}">Newest validations</a>
+      <div>Datasets by page:</div>
+      {% for page in lakejoin_pages.pages %}
+      <a href="{{ page }}" class="d-inline-block mr-2{% if page == lakejoin_pages.current %} font-weight-bold{% endif %}">{{ loop.index }}</a>
+      {% endfor %}
+    </div>
+  </nav>
+  {% endif %}
+</div>
 """
 
 
@@ -134,8 +166,64 @@ def _mark(row: Mapping[str, Any]) -> list[Any]:
 
 def read_pages(config: LakeConfig) -> dict[str, dict[str, Any]]:
     """``pages.json``: per dataset, the row its pages show (version, validated_at) and the pages."""
+    return _read_site(config)["datasets"]
+
+
+def _read_site(config: LakeConfig) -> dict[str, Any]:
     path = site_dir(config) / PAGES_FILE
-    return json.loads(path.read_text())["datasets"] if path.exists() else {}
+    return json.loads(path.read_text()) if path.exists() else {"datasets": {}}
+
+
+@dataclass
+class SiteIndex:
+    """The site's index pages: ``index.html`` lists the :data:`FRONT_PAGE_RESULTS` newest results;
+    page ``p`` (``index-NNN.html``) every dataset ``shard_of(dataset_id, n_pages)`` puts there.
+    A stable hash keeps a dataset on its page as others come and go, so a change re-renders the
+    pages it touched and no other."""
+
+    datasets: dict[str, dict[str, Any]]  # pages.json entries
+    n_pages: int
+
+    @classmethod
+    def cut(cls, datasets: dict[str, dict[str, Any]], n_pages: int | None) -> SiteIndex:
+        """Keep ``n_pages`` while the pages average at most twice :data:`DATASETS_PER_PAGE`
+        datasets; otherwise (or on a new site) cut again to about that many."""
+        if n_pages and len(datasets) <= 2 * DATASETS_PER_PAGE * n_pages:
+            return cls(datasets, n_pages)
+        return cls(datasets, max(1, -(-len(datasets) // DATASETS_PER_PAGE)))
+
+    def page_name(self, page: int) -> str:
+        return f"index-{page + 1:03d}.html"
+
+    def page_of(self, dataset_id: str) -> str:
+        return self.page_name(shard_of(dataset_id, self.n_pages))
+
+    def names(self) -> list[str]:
+        return [self.page_name(p) for p in range(self.n_pages)]
+
+    def listings(self, names: set[str]) -> dict[str, list[dict[str, Any]]]:
+        """The entries each page of ``names`` lists (``index.html``: the newest results')."""
+        pages: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+        for dataset_id, entry in self.datasets.items():
+            if (name := self.page_of(dataset_id)) in pages:
+                pages[name].append(entry)
+        if "index.html" in names:
+            listed, newest_first = 0, sorted(self.datasets.values(), key=lambda e: e["row"][1], reverse=True)
+            for entry in newest_first:
+                if listed >= FRONT_PAGE_RESULTS:
+                    break
+                pages["index.html"].append(entry)
+                listed += len(entry["keys"])
+        return pages
+
+
+@dataclass
+class IndexBuild:
+    """What the index builder renders: ``pages`` of ``site``, into ``directory``."""
+
+    site: SiteIndex
+    pages: set[str]
+    directory: Path
 
 
 def build_docs(config: LakeConfig, snapshot_id: int | None = None) -> DocsBuild:
@@ -147,25 +235,30 @@ def build_docs(config: LakeConfig, snapshot_id: int | None = None) -> DocsBuild:
     if version is None:
         return DocsBuild(None, snapshot_id=snapshot.snapshot_id)
     site = site_dir(config)
-    recorded = read_pages(config) if (site / "index.html").exists() else {}
+    recorded = _read_site(config) if (site / "index.html").exists() else {"datasets": {}}
     newest = latest_validations(config, version, columns=["dataset_id", "version", "validated_at"])
-    changed = {d for d, row in newest.items() if (recorded.get(d) or {}).get("row") != _mark(row)}
-    pages = {d: entry for d, entry in recorded.items() if d in newest}
+    changed = {d for d, row in newest.items() if (recorded["datasets"].get(d) or {}).get("row") != _mark(row)}
+    dropped = set(recorded["datasets"]) - set(newest)
+    pages = {d: entry for d, entry in recorded["datasets"].items() if d in newest}
     rendered = 0
-    if changed:
+    if changed or dropped:
         rows = latest_validations(config, version, changed)
         writer = _SiteWriter(config)
+        for dataset_id in sorted(changed | dropped):
+            writer.forget(recorded["datasets"].get(dataset_id, {}))
         for dataset_id in sorted(changed):
-            writer.forget(recorded.get(dataset_id, {}).get("keys", []))
             pages[dataset_id] = writer.add(rows[dataset_id])
-        rendered = writer.build()
-        _write_pages(site, snapshot.snapshot_id, pages)
+        index = SiteIndex.cut(pages, recorded.get("index_pages"))
+        same_pages = recorded.get("index_pages") == index.n_pages
+        touched = {"index.html"} | ({index.page_of(d) for d in changed | dropped} if same_pages else set(index.names()))
+        rendered = writer.build(IndexBuild(index, touched, site))
+        _write_pages(site, snapshot.snapshot_id, index)
     return DocsBuild(site / "index.html", {d: e["pages"] for d, e in pages.items()}, rendered, time.perf_counter() - started, snapshot.snapshot_id)
 
 
-def _write_pages(site: Path, snapshot_id: int, pages: dict[str, dict[str, Any]]) -> None:
+def _write_pages(site: Path, snapshot_id: int, index: SiteIndex) -> None:
     temporary = site / f".{PAGES_FILE}.tmp"
-    temporary.write_text(json.dumps({"snapshot_id": snapshot_id, "datasets": pages}, sort_keys=True))
+    temporary.write_text(json.dumps({"snapshot_id": snapshot_id, "index_pages": index.n_pages, "datasets": index.datasets}, sort_keys=True))
     temporary.replace(site / PAGES_FILE)
 
 
@@ -185,14 +278,16 @@ class _SiteWriter:
         self.new_keys: list[Any] = []
         self.results = 0
 
-    def forget(self, key_tuples: list[list[str]]) -> None:
-        """Drop a dataset's superseded results; the index build then removes their pages."""
+    def forget(self, entry: Mapping[str, Any]) -> None:
+        """Drop a dataset's superseded results (its ``pages.json`` entry) and their pages."""
         from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
 
         store = self.context.validation_results_store
-        for key in (ValidationResultIdentifier.from_tuple(tuple(k)) for k in key_tuples):
+        for key in (ValidationResultIdentifier.from_tuple(tuple(k)) for k in entry.get("keys", [])):
             if store.has_key(key):
                 store.remove_key(key)
+        for page in entry.get("pages", []):
+            (site_dir(self.config) / page).unlink(missing_ok=True)
 
     def add(self, row: Mapping[str, Any]) -> dict[str, Any]:
         """Store the row's GE results and their suites; its ``pages.json`` entry.
@@ -223,13 +318,20 @@ class _SiteWriter:
             listed[_key_text(key.to_tuple())] = {"success": result.get("success"), "batch_kwargs": meta.get("batch_kwargs", {}), "batch_spec": meta["batch_spec"], "asset_name": dataset_id}
         return {"row": _mark(row), "success": row["success"], "keys": keys, "pages": pages, "listed": listed}
 
-    def build(self) -> int:
-        """Render the results and suites added, then the index; how many results were rendered."""
-        recorded = read_pages(self.config)
-        _LISTED.set({key: info for entry in recorded.values() for key, info in (entry.get("listed") or {}).items()})
-        # GE reads no identifiers as "render everything": when only unparsed files changed (no
-        # result to add), one that matches no key leaves GE rebuilding the index alone
-        self.context.build_data_docs(site_names=[SITE_NAME], resource_identifiers=self.new_keys or [_NoResource()])
+    def build(self, index: IndexBuild | None = None) -> int:
+        """Render the results and suites added, then the index pages (default: every page of the
+        site ``pages.json`` records); how many results were rendered."""
+        if index is None:
+            site = _read_site(self.config)
+            cut = SiteIndex.cut(site["datasets"], site.get("index_pages"))
+            index = IndexBuild(cut, {"index.html", *cut.names()}, site_dir(self.config))
+        reset = _INDEX.set(index)
+        try:
+            # GE reads no identifiers as "render everything": when only unparsed files changed (no
+            # result to add), one that matches no key leaves GE rebuilding the index alone
+            self.context.build_data_docs(site_names=[SITE_NAME], resource_identifiers=self.new_keys or [_NoResource()])
+        finally:
+            _INDEX.reset(reset)
         return self.results
 
 
@@ -258,6 +360,7 @@ def _key_text(key: tuple[str, ...] | list[str]) -> str:
 
 def _site_config(base_directory: Path) -> dict[str, Any]:
     view = {"module_name": __name__, "class_name": "StaticIndexPageView"}
+    section = {"module_name": __name__, "class_name": "LakeSiteSectionBuilder"}
     # GE's default validations filter hides run names containing "profiling"; a dataset may be so named
     every_run = {"matches_regex": "."}
     return {
@@ -266,8 +369,8 @@ def _site_config(base_directory: Path) -> dict[str, Any]:
         "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(base_directory)},
         "site_index_builder": {"module_name": __name__, "class_name": "LakeSiteIndexBuilder", "view": view},
         "site_section_builders": {
-            "expectations": {"source_store_name": "expectations_store"},
-            "validations": {"source_store_name": "validation_results_store", "run_name_filter": every_run},
+            "expectations": {"source_store_name": "expectations_store", **section},
+            "validations": {"source_store_name": "validation_results_store", "run_name_filter": every_run, **section},
             "profiling": "None",
         },
     }
@@ -285,44 +388,48 @@ def _static_index_view() -> type:
             super().__init__(custom_styles_directory, custom_views_directory)
             original = PrefixLoader({"gx": PackageLoader("great_expectations", "render/view/templates")})
             assert self.env.loader is not None  # GE's page view always sets its template loader
-            self.env.loader = ChoiceLoader([DictLoader({"bootstrap_table.j2": _STATIC_TABLE}), original, self.env.loader])
+            self.env.loader = ChoiceLoader([DictLoader({"bootstrap_table.j2": _STATIC_TABLE, "sidebar.j2": _INDEX_SIDEBAR}), original, self.env.loader])
 
     return StaticIndexPageView
 
 
 @cache
 def _lake_site_index_builder() -> type:
-    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
+    from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
     from great_expectations.render.renderer.site_builder import DefaultSiteIndexBuilder, resource_key_passes_run_name_filter
 
     class LakeSiteIndexBuilder(DefaultSiteIndexBuilder):
-        """GE's index builder, listing each result from ``pages.json`` where it is recorded
-        there (see the module doc) instead of reading the stored result back, and matching the
-        site's suite pages with the stored suites by set: GE's own check scans the list of every
-        suite for each page (quadratic: 15 s of an index build at the whole bundled lake)."""
+        """GE's index builder, rendering the pages of an ``IndexBuild`` (see the module doc) with
+        GE's renderer and view. Each page lists its entries' results and suites from
+        ``pages.json`` instead of walking GE's stores and reading every result back; a result
+        with no listing recorded (a site built before pages.json recorded it) is read as GE does."""
 
-        def _add_expectations_to_index_links(self, index_links_dict: Any, skip_and_clean_missing: bool) -> None:
-            source = self.site_section_builders_config["expectations"]["source_store_name"]
-            stored = {key.to_tuple() for key in self.data_context.stores[source].list_keys()}
-            site = self.target_store.store_backends[ExpectationSuiteIdentifier]
-            for key in site.list_keys():
-                if skip_and_clean_missing and key not in stored:
-                    site.remove_key(key)
-                    continue
-                self.add_resource_info_to_index_links_dict(index_links_dict=index_links_dict, expectation_suite_name=ExpectationSuiteIdentifier.from_tuple(key).name, section_name="expectations")
+        def build(self, skip_and_clean_missing: bool = True, build_index: bool = True) -> tuple[Any, Any]:
+            index = _INDEX.get(None)
+            if index is None or not build_index:  # not a lakejoin build: GE's own
+                return super().build(skip_and_clean_missing, build_index)
+            names = index.site.names()
+            for name, entries in index.site.listings(index.pages).items():
+                content = self.renderer_class.render(self._links(entries))
+                html = self.view_class.render(content, data_context_id=self.data_context_id, show_how_to_buttons=self.show_how_to_buttons, lakejoin_pages={"current": name, "pages": names})
+                _write_page(index.directory / name, html)
+            return str(index.directory / "index.html"), None
 
-        def _add_validations_to_index_links(self, index_links_dict: Any, site_keys: list[Any]) -> None:
-            listed = _LISTED.get({})
+        def _links(self, entries: list[dict[str, Any]]) -> OrderedDict[str, Any]:
+            links: OrderedDict[str, Any] = OrderedDict(site_name=SITE_NAME)
+            keys = [ValidationResultIdentifier.from_tuple(tuple(key)) for entry in entries for key in entry["keys"]]
+            for suite in sorted({key.expectation_suite_identifier.name for key in keys}):
+                self.add_resource_info_to_index_links_dict(index_links_dict=links, expectation_suite_name=suite, section_name="expectations")
+            listed = {text: info for entry in entries for text, info in (entry.get("listed") or {}).items()}
             run_filter = self.site_section_builders_config["validations"]["run_name_filter"]
-            shown = [k for k in site_keys if resource_key_passes_run_name_filter(k, run_filter)]
-            newest_first = sorted(shown, key=lambda k: k.run_id.run_time, reverse=True)
-            for key in newest_first:
+            shown = [k for k in keys if resource_key_passes_run_name_filter(k, run_filter)]
+            for key in sorted(shown, key=lambda k: k.run_id.run_time, reverse=True):
                 info = listed.get(_key_text(key.to_tuple()))
-                if info is None:  # not recorded (a site built before pages.json recorded it): GE reads it
-                    super()._add_validations_to_index_links(index_links_dict, [key])
+                if info is None:
+                    super()._add_validations_to_index_links(links, [key])
                     continue
                 self.add_resource_info_to_index_links_dict(
-                    index_links_dict=index_links_dict,
+                    index_links_dict=links,
                     expectation_suite_name=key.expectation_suite_identifier.name,
                     section_name="validations",
                     batch_identifier=key.batch_identifier,
@@ -334,8 +441,51 @@ def _lake_site_index_builder() -> type:
                     batch_kwargs=info["batch_kwargs"],
                     batch_spec=info["batch_spec"],
                 )
+            return links
 
     return LakeSiteIndexBuilder
+
+
+@cache
+def _lake_site_section_builder() -> type:
+    from great_expectations.render.renderer.site_builder import DefaultSiteSectionBuilder
+
+    class LakeSiteSectionBuilder(DefaultSiteSectionBuilder):
+        """GE's section builder, rendering the identifiers it is given without first listing its
+        whole source store to pick them out (a walk of every stored result or suite)."""
+
+        def build(self, resource_identifiers: list[Any] | None = None) -> None:
+            if not resource_identifiers:
+                return super().build(resource_identifiers)
+            store = self.source_store
+            given = [key for key in resource_identifiers if isinstance(key, store.key_class) and store.has_key(key)]
+            self.source_store = _StoreListing(store, given)
+            try:
+                return super().build(resource_identifiers)
+            finally:
+                self.source_store = store
+
+    return LakeSiteSectionBuilder
+
+
+class _StoreListing:
+    """A GE store whose ``list_keys`` answers ``keys``; everything else is the store's."""
+
+    def __init__(self, store: Any, keys: list[Any]) -> None:
+        self._store, self._keys = store, keys
+
+    def list_keys(self) -> list[Any]:
+        return self._keys
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
+
+
+def _write_page(path: Path, html: str) -> None:
+    """Write a page whole: a reader sees the old page or the new one."""
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text(html)
+    temporary.replace(path)
 
 
 def __getattr__(name: str):
@@ -346,6 +496,8 @@ def __getattr__(name: str):
         return _static_index_view()
     if name == "LakeSiteIndexBuilder":
         return _lake_site_index_builder()
+    if name == "LakeSiteSectionBuilder":
+        return _lake_site_section_builder()
     raise AttributeError(name)
 
 
