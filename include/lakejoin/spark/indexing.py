@@ -176,6 +176,8 @@ def build_family(config: LakeConfig, spark: SparkSession | None, plan: FamilyPla
 
 def _build_on_spark(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, builder: ModuleType) -> dict[str, DataFrame]:
     """Build and write the family's tables with Spark; the tables written, by name."""
+    if plan.full and hasattr(builder, "write_full_build"):  # MATE: executor tasks read the cell files and write shard by shard
+        return builder.write_full_build(spark, config, plan.n_shards)
     previous = None if plan.full else family_tables(config, spark, plan.family, builder.GLOBAL_TABLES, plan.rewritten)
     inputs, params = family_inputs(config, spark, plan.family, None if plan.full else plan.changed)
     # Read several times by the build: the changed datasets' rows (small), and PEXESO's embedded
@@ -223,7 +225,7 @@ def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: ModuleType)
     }
     cells = delta.read_arrow(config.table_path(CELLS), partitions={"dataset_id": plan.changed}) if plan.changed else CELLS_SCHEMA.empty_table()
     cells = cells.filter(pc.is_in(cells["column_id"], value_set=_indexed_columns(config, family)))
-    inputs = _embedded_in_process(config, cells, PEXESO_MODEL) if family == "pexeso" else cells
+    inputs = _embedded_in_process(config, cells, PEXESO_MODEL, previous.get("mapped")) if family == "pexeso" else cells
     update_tables = importlib.import_module(f"lakejoin.index.{family}").update_tables
     tables = update_tables(inputs, n_shards=plan.n_shards, previous=previous, changed=plan.changed)
     for name, table in tables.items():
@@ -245,13 +247,15 @@ def _indexed_columns(config: LakeConfig, family: str) -> pa.Array:
     return pa.array([c for c, by in zip(columns["column_id"], columns["indexed_by"]) if by and family in by], pa.int64())
 
 
-def _embedded_in_process(config: LakeConfig, cells: pa.Table, model: str) -> pa.Table:
+def _embedded_in_process(config: LakeConfig, cells: pa.Table, model: str, mapped: pa.Table | None = None) -> pa.Table:
     """:func:`embedded_values` in this process: the changed datasets' distinct (column, value)
-    rows with their vectors, from ``embed/values`` where cached, embedded here otherwise (and
-    appended to the cache)."""
+    rows with their vectors — taken from the rewritten shards' ``mapped`` rows where a value is
+    already indexed there (a changed dataset's unchanged values), else from ``embed/values``
+    where cached, else embedded here (and appended to the cache)."""
     distinct = cells.filter(pc.is_valid(cells["value"])).group_by(["dataset_id", "column_id", "value"]).aggregate([])
     hashes = {v: value_hash(v) for v in pc.unique(distinct["value"]).to_pylist()}
-    vectors = _cached_vectors(config, model, set(hashes.values()))
+    vectors = _indexed_vectors(mapped, set(hashes.values()))
+    vectors.update(_cached_vectors(config, model, {h for h in hashes.values() if h not in vectors}))
     misses = [v for v, h in hashes.items() if h not in vectors]
     if misses:
         embedded = vector_array(embed(misses, model))
@@ -268,6 +272,17 @@ def _embedded_in_process(config: LakeConfig, cells: pa.Table, model: str) -> pa.
             "vector": pa.array([vectors[hashes[v]] for v in texts], pa.list_(pa.float32())),
         }
     )
+
+
+def _indexed_vectors(mapped: pa.Table | None, hashes: set[str]) -> dict[str, list[float]]:
+    """The vectors of ``hashes`` that PEXESO's ``mapped`` rows already hold (value hash ->
+    vector). A lookup in ``embed/values`` reads a 64-row group per value, so a changed
+    dataset's values are cheaper here: its shard's old rows are read anyway."""
+    if mapped is None or not hashes or not mapped.num_rows:
+        return {}
+    by_id = {vector_id(h): h for h in hashes}
+    held = mapped.filter(pc.is_in(mapped["vector_id"], value_set=pa.array(list(by_id), pa.int64())))
+    return {by_id[i]: v for i, v in zip(held["vector_id"].to_pylist(), held["vector"].to_pylist())}
 
 
 def _cached_vectors(config: LakeConfig, model: str, hashes: set[str]) -> dict[str, list[float]]:

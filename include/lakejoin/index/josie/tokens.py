@@ -375,8 +375,11 @@ def update_in_memory(
     entries = _Entries(sets, normalize)
     (row,) = previous["dictionary"].to_pylist()
     full_build, appended = row["full_build_tokens"], row["appended_tokens"]
-    old = previous["tokens"]
-    known = pc.fill_null(pc.index_in(pa.array(entries.uniques.tolist(), pa.string()), value_set=old["token"]), -1).to_numpy()
+    uniques = pa.array(entries.uniques.tolist(), pa.string())
+    # the lake's dictionary probed with the change's few tokens, not hashed whole (10 ms instead of
+    # 80-220 ms for 2,500 tokens against the whole bundled lake's 628k)
+    old = previous["tokens"].filter(pc.is_in(previous["tokens"]["token"], value_set=uniques))
+    known = pc.fill_null(pc.index_in(uniques, value_set=old["token"]), -1).to_numpy()
     token_id = np.where(known >= 0, old["token_id"].to_numpy()[np.maximum(known, 0)], -1)
     new = known < 0
     in_new = new[entries.codes]
