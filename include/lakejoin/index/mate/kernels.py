@@ -443,6 +443,7 @@ def scan_tables(
     sample_size,
     pair_buffer,
     floor,
+    at,
 ):
     """Algorithm 1 lines 7-30 over tables ``table_start[r]:table_start[r+1]`` in rank order r.
 
@@ -458,7 +459,8 @@ def scan_tables(
     Returns the top-k (score, rank, mapping, matched sample, pairs verified) unsorted, and the
     counters named in ``STATS``. Scores below ``floor`` are not wanted: the rules prune with
     ȷ_k at least ``floor - 1`` from the start (a caller merging several indexes' answers knows
-    the score a table must reach).
+    the score a table must reach). ``at[0]`` is set to the rank of the table being verified, so a
+    caller can tell which table a refusal (``SUPPORTED_LIMIT``) came from.
     """
     m = value_ids.shape[1]
     n_query = max(value_ids.shape[0], 1)
@@ -486,6 +488,7 @@ def scan_tables(
             break
         if worst >= 0 and len(seen) == 0:
             seen = np.zeros(len(row_offsets) - 1, np.bool_)
+        at[0] = r
         counters[3] += table_pairs[r]
         if use_superkeys and table_pairs[r] <= most:
             passed = row_filter(lo, hi, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, items, positions)

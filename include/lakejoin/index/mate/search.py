@@ -41,6 +41,7 @@ score is at most the distinct rows that passed the filter plus the items not yet
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 
@@ -432,6 +433,42 @@ def filter_word_order(superkeys: np.ndarray, item_rows: np.ndarray, item_slots: 
     return words[np.argsort(-rejects, kind="stable")]
 
 
+class MateRefused(ValueError):
+    """MATE refused the query: verifying the table of ``dataset_id`` built over
+    ``kernels.SUPPORTED_LIMIT`` supported (column mapping, query tuple, row) triples, a count that
+    depends on the query and that table alone. ``joining_rows``: rows of that table where some
+    query tuple joins, counted up to one more than the query's distinct tuples (then: every row
+    filter and rule passes that many rows, more than any score or ``min_score`` can be, so the
+    table is verified, and refuses the query, in every index that holds it)."""
+
+    def __init__(self, message: str, dataset_id: str, joining_rows: int) -> None:
+        super().__init__(message)
+        self.dataset_id, self.joining_rows = dataset_id, joining_rows
+
+
+REFUSAL_PAIRS = 100_000  # (row, query tuple) pairs a refusal's joining rows are counted on, at most
+
+
+def _joining_rows(index: MateIndex, query: PreparedQuery, c: Candidates, rank: int) -> int:
+    """Distinct rows among the candidate items of table ``rank`` where some query tuple has each of
+    its values in its own cell (a value repeated in the tuple in as many cells), counted up to
+    ``len(query.value_ids) + 1`` over at most ``REFUSAL_PAIRS`` pairs: a lower bound."""
+    wanted, pairs, found = len(query.value_ids) + 1, 0, set()
+    needs = [Counter(row) for row in query.value_ids.tolist()]
+    for i in range(int(c.table_start[rank]), int(c.table_start[rank + 1])):
+        g, slot = int(c.item_rows[i]), int(c.item_slots[i])
+        if g in found:
+            continue
+        cells = Counter(index.cell_values[index.row_offsets[g] : index.row_offsets[g + 1]].tolist())
+        tuples = c.query_rows[c.slot_start[slot] : c.slot_start[slot] + c.slot_count[slot]].tolist()
+        if any(all(v >= 0 and cells[v] >= n for v, n in needs[x].items()) for x in tuples):
+            found.add(g)
+        pairs += len(tuples)
+        if len(found) >= wanted or pairs >= REFUSAL_PAIRS:
+            break
+    return len(found)
+
+
 def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int, use_superkeys: bool = True, min_score: int = 0) -> tuple[list[dict], SearchStats]:
     """Lines 7-30 (table filtering, row filtering, calculateJ) in one compiled pass,
     ``kernels.scan_tables``; tables that cannot reach ``min_score`` are pruned."""
@@ -443,29 +480,36 @@ def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int,
     stats = SearchStats(pl_items=len(c.item_rows), tables=len(c.tables))
     if not len(c.item_rows):
         return [], stats
-    scores, ranks, mappings, samples, verified, counters = scan_tables(
-        c.table_start,
-        c.item_rows,
-        c.item_columns,
-        c.item_slots,
-        c.slot_start,
-        c.slot_count,
-        c.query_rows,
-        c.bucket_keys,
-        c.probe,
-        c.item_keys,
-        use_superkeys,
-        query.value_ids,
-        query.initial,
-        query.checks,
-        index.row_offsets,
-        index.cell_values,
-        index.cell_columns,
-        k,
-        SAMPLE_SIZE,
-        kernels.PAIR_BUFFER,
-        min_score,
-    )
+    at = np.full(1, -1, np.int64)  # the rank of the table being verified, where a refusal came from
+    try:
+        scores, ranks, mappings, samples, verified, counters = scan_tables(
+            c.table_start,
+            c.item_rows,
+            c.item_columns,
+            c.item_slots,
+            c.slot_start,
+            c.slot_count,
+            c.query_rows,
+            c.bucket_keys,
+            c.probe,
+            c.item_keys,
+            use_superkeys,
+            query.value_ids,
+            query.initial,
+            query.checks,
+            index.row_offsets,
+            index.cell_values,
+            index.cell_columns,
+            k,
+            SAMPLE_SIZE,
+            kernels.PAIR_BUFFER,
+            min_score,
+            at,
+        )
+    except ValueError as error:
+        if at[0] < 0:
+            raise
+        raise MateRefused(str(error), str(index.dataset_ids[c.tables[int(at[0])]]), _joining_rows(index, query, c, int(at[0]))) from error
     for name, value in zip(STATS, counters.tolist()):
         setattr(stats, name, value)
     results = [
