@@ -30,8 +30,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+from numba import njit
 
-from lakejoin.index.mate.xash import xash_words
+from lakejoin.index.mate.xash import xash_array
 from lakejoin.index.shards import SHARD, histogram_update, shard_column
 from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import normalize_value
@@ -199,28 +200,37 @@ def row_superkeys(cells: pa.Table, bits: int, n_shards: int) -> pa.Table:
         return SUPERKEYS_SCHEMA.empty_table()
     # XASH once per distinct value, then OR the words of each row's cells together.
     encoded = pc.dictionary_encode(cells["value"]).combine_chunks()
-    value_words = xash_words(encoded.dictionary.to_pylist(), bits)
+    value_words = xash_array(encoded.dictionary, bits)
     datasets = pc.dictionary_encode(cells["dataset_id"]).combine_chunks()
     row_ids = cells["row_id"].to_numpy()
     if row_ids.min() < 0 or row_ids.max() >= 1 << 32:
         raise ValueError("row ids must lie in [0, 2**32)")
     # (dataset, row) as one int64, numbered in order of first appearance.
     row_codes, row_keys = pd.factorize((datasets.indices.to_numpy().astype(np.int64) << 32) | row_ids)
-    order = np.argsort(row_codes, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(row_codes[order]) != 0])
-    words = np.bitwise_or.reduceat(value_words[encoded.indices.to_numpy()[order]], starts, axis=0)
-    keys = pa.FixedSizeBinaryArray.from_buffers(pa.binary(bits // 8), len(starts), [None, pa.py_buffer(words.astype(">u8").tobytes())])
+    words = np.zeros((len(row_keys), value_words.shape[1]), np.uint64)
+    _or_rows(row_codes, encoded.indices.to_numpy(), value_words, words)
+    keys = pa.FixedSizeBinaryArray.from_buffers(pa.binary(bits // 8), len(row_keys), [None, pa.py_buffer(words.astype(">u8").tobytes())])
     dataset_ids = datasets.dictionary.take(pa.array(row_keys >> 32)).cast(pa.string())
     return pa.table(
         {
             "dataset_id": dataset_ids,
             "row_id": pa.array(row_keys & 0xFFFFFFFF),
             "superkey": keys.cast(pa.binary()),
-            "bits": pa.array(np.full(len(starts), bits, np.int32)),
+            "bits": pa.array(np.full(len(row_keys), bits, np.int32)),
             SHARD: shard_column(dataset_ids, n_shards),
         },
         schema=SUPERKEYS_SCHEMA,
     )
+
+
+@njit(cache=True, nogil=True)
+def _or_rows(row_codes, value_codes, value_words, words):
+    """``words[row_codes[i]] |= value_words[value_codes[i]]`` for each cell i, in one pass (no
+    sort, no per-cell copy of the value's words)."""
+    for i in range(len(row_codes)):
+        row, value = row_codes[i], value_codes[i]
+        for w in range(words.shape[1]):
+            words[row, w] |= value_words[value, w]
 
 
 def _of(table: pa.Table, datasets: Collection[str]) -> pa.ChunkedArray:

@@ -24,9 +24,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import numpy as np
+import pyarrow as pa
+from numba import njit
+
+from lakejoin.index.mate.values import string_buffers
 
 ALPHABET = " 0123456789abcdefghijklmnopqrstuvwxyz"
 _SEGMENT = {ch: i for i, ch in enumerate(ALPHABET)}
+_ASCII_SEGMENT = np.array([_SEGMENT.get(chr(code), -1) for code in range(128)], dtype=np.int64)
 BETA = {64: 1, 128: 3, 256: 6, 512: 13}  # Eq. 6: the largest β with 37·β < A
 K = 5  # characters per value: the reference's ``number_of_ones`` (α − 1 of Eq. 5)
 
@@ -92,3 +97,64 @@ def bytes_to_words(blob: bytes, bits: int) -> np.ndarray:
 def xash_words(values: Iterable[str], bits: int = 128) -> np.ndarray:
     """XASH of many values as an (n, bits/64) uint64 array, word 0 the most significant."""
     return bytes_to_words(b"".join(key_bytes(xash(v, bits), bits) for v in values), bits)
+
+
+def xash_array(values: pa.Array, bits: int = 128) -> np.ndarray:
+    """:func:`xash_words` of a non-null Arrow string array, compiled: ASCII values (one byte per
+    character) are hashed in place from the array's buffers; the rest by :func:`xash`."""
+    beta, chars, length_bits = _layout(bits)
+    data, offsets = string_buffers(values)
+    out = np.zeros((len(values), words_per_key(bits)), np.uint64)
+    ascii_values = np.ones(len(values), np.bool_)
+    _xash_ascii(data, offsets.astype(np.int64), beta, chars, length_bits, _ASCII_SEGMENT, out, ascii_values)
+    others = np.flatnonzero(~ascii_values)
+    if len(others):
+        out[others] = xash_words(values.take(pa.array(others)).to_pylist(), bits)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _set_bit(out, v, bit):
+    """Bit ``bit`` (worth 2**bit) of key ``v``; word 0 holds the most significant bits."""
+    out[v, out.shape[1] - 1 - (bit >> 6)] |= np.uint64(1) << np.uint64(bit & 63)
+
+
+@njit(cache=True, nogil=True)
+def _xash_ascii(data, offsets, beta, chars, length_bits, segment_of, out, ascii_values):
+    """:func:`xash` of each value that is pure ASCII; ``ascii_values[v]`` set False for the others.
+    Only up to K + 1 bits are set, so the rotation moves each bit rather than the whole region."""
+    counts = np.zeros(128, np.int64)
+    position_sums = np.zeros(128, np.int64)
+    present = np.empty(128, np.int64)
+    for v in range(len(offsets) - 1):
+        lo, n = offsets[v], offsets[v + 1] - offsets[v]
+        m = 0
+        for i in range(n):
+            ch = data[lo + i]
+            if ch >= 128:
+                ascii_values[v] = False
+                break
+            if counts[ch] == 0:
+                present[m] = ch
+                m += 1
+            counts[ch] += 1
+            position_sums[ch] += i
+        if ascii_values[v]:
+            shift = chars * (n % length_bits) // length_bits
+            for _ in range(min(K, m)):  # the K least frequent characters, ties by code point
+                best, slot = -1, -1
+                for j in range(m):
+                    ch = present[j]
+                    if ch >= 0 and (best < 0 or counts[ch] < counts[best] or (counts[ch] == counts[best] and ch < best)):
+                        best, slot = ch, j
+                present[slot] = -1
+                if segment_of[best] >= 0:
+                    # the smallest area b with Σpos·β <= (b+1)·n·count (as in xash)
+                    area = max((position_sums[best] * beta + n * counts[best] - 1) // (n * counts[best]) - 1, 0)
+                    _set_bit(out, v, (segment_of[best] * beta + area + shift) % chars)
+            _set_bit(out, v, chars + n % length_bits)
+        for i in range(n):
+            ch = data[lo + i]
+            if ch < 128:
+                counts[ch] = 0
+                position_sums[ch] = 0
