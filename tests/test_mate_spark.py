@@ -111,3 +111,34 @@ def test_incremental_build_keeps_previous_rows_untouched(spark) -> None:
     keys = updated["superkeys"].toPandas()
     assert (keys[keys.dataset_id == "bakeoff/bakers"]["superkey"].map(bytes) == b"\xff" * 16).all()
     assert updated["superkeys"].where("bits != 128").count() == 0
+
+
+@pytest.mark.parametrize("bits", [None, 128])
+def test_full_build_from_the_cell_files_equals_in_memory(spark, tmp_path: Path, bits) -> None:
+    """``write_full_build`` (executor tasks reading ``lake/cells`` files shard by shard) writes
+    the tables the in-memory build makes of the cells in the columns MATE indexes: a column
+    indexed by another family only and a cell without a value are left out."""
+    from lakejoin.config import LakeConfig
+    from lakejoin.lake import delta as lake_delta
+    from lakejoin.lake.schemas import CELLS, COLUMNS
+    from lakejoin.spark.mate import write_full_build
+
+    cells = cells_from_frames(lake(["challenges", "bakers", "ratings", "episodes"]))
+    ratings_columns = sorted(set(cells.filter(pc.equal(cells["dataset_id"], "bakeoff/ratings"))["column_id"].to_pylist()))
+    other_family = ratings_columns[1]  # indexed by JOSIE only
+    catalog = cells.group_by(["dataset_id", "column_id"]).aggregate([])
+    indexed_by = [["josie"] if c == other_family else ["josie", "mate"] for c in catalog["column_id"].to_pylist()]
+    catalog = catalog.append_column("indexed_by", pa.array(indexed_by, pa.list_(pa.string())))
+    no_value = pa.table({"dataset_id": ["bakeoff/bakers"], "column_id": catalog["column_id"][0:1], "row_id": [10_000], "value": pa.array([None], pa.string()), "raw": ["NA"]}, schema=CELLS_SCHEMA)
+    config = LakeConfig.from_args(str(tmp_path / "home"), quiet=True)
+    lake_delta.write_rows(config.table_path(CELLS), pa.concat_tables([cells, no_value]), CELLS_SCHEMA, partition_by=["dataset_id"])
+    lake_delta.write_rows(config.table_path(COLUMNS), catalog, catalog.schema)
+
+    versions = write_full_build(spark, config, N_SHARDS, bits)
+    written = {name: lake_delta.read_arrow(config.table_path(f"index/mate/{name}")) for name in versions}
+    mate_cells = cells.filter(pc.not_equal(cells["column_id"], other_family))
+    assert_same_tables(written, build_from_cells(mate_cells, bits, n_shards=N_SHARDS))
+    assert other_family not in set(written["postings"]["column_id"].to_pylist())
+    shards = set(written["postings"]["shard"].to_pylist())
+    assert len(shards) > 1
+    assert all(len(lake_delta.files_of(lake_delta.open_table(config.table_path("index/mate/postings")), {"shard": [s]})) == 1 for s in shards)

@@ -1,7 +1,13 @@
 """MATE's index build in Spark: the same tables as ``lakejoin.index.mate.build`` (paper §5.3),
 computed in executors.
 
-- Super keys: the cells are shuffled once, by shard (a table and so each of its rows lives in
+- Full build (:func:`write_full_build`): one Spark task per group of shards reads its datasets'
+  ``lake/cells`` files itself (pyarrow, the columns MATE indexes) and writes that shard's
+  ``postings`` or ``superkeys`` file in the same task (``write_table(produce=...)``); a first
+  pass of the same tasks returns only the row-width histogram that chooses the hash size. No
+  cell crosses the JVM: the DataFrame build below read the cells in Spark three times (width
+  histogram, postings, super keys) and shuffled them twice, and hashed values in Python.
+- Super keys (:func:`build_tables`, incremental builds): the cells are shuffled once, by shard (a table and so each of its rows lives in
   one shard), and each shard's rows get their keys from the library's ``row_superkeys`` in the
   executors (``applyInArrow``): XASH once per distinct value of the shard, OR per row, packed
   into ``bits/8`` big-endian bytes. (Hashing distinct values lake-wide, joining the words back
@@ -33,14 +39,19 @@ a flip is not: :data:`STALENESS_LIMIT` = 0.5 on this 0/1 measure.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
+from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from lakejoin.config import LakeConfig
 from lakejoin.index.mate.build import (
     GLOBAL_TABLES,
     PARAMS_SCHEMA,
@@ -50,19 +61,25 @@ from lakejoin.index.mate.build import (
     choose_bits,
     params_table,
     row_superkeys,
+    row_widths,
     width_quantile,
     widths_table,
 )
 from lakejoin.index.mate.build import staleness as width_staleness
-from lakejoin.index.shards import SHARD
+from lakejoin.index.shards import SHARD, shard_of
+from lakejoin.lake import delta
+from lakejoin.lake.schemas import CELLS, COLUMNS
+from lakejoin.pause import pause_point
+from lakejoin.spark import delta as spark_delta
 from lakejoin.spark.shards import shard_column
 
-__all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "STALENESS_LIMIT", "build_tables", "staleness"]
+__all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "STALENESS_LIMIT", "build_tables", "staleness", "write_full_build"]
 
 APPEND_TABLES: frozenset[str] = frozenset()
 STALENESS_LIMIT = 0.5  # the measure is 0 or 1: rebuild once the width rule picks another size
 _PARAMS_DDL = "bits int, chosen boolean"
 _WIDTHS_DDL = "width long, rows long"
+_TASKS_DDL = "shard int, datasets array<struct<dataset_id: string, files: array<string>>>, columns array<long>"
 
 
 def build_tables(
@@ -139,3 +156,91 @@ def _superkeys(cells: DataFrame, bits: int, n_shards: int) -> DataFrame:
 
     by_shard = cells.select("dataset_id", "row_id", "value", shard_column(n_shards))
     return by_shard.groupBy(SHARD).applyInArrow(shard_keys, from_arrow_schema(SUPERKEYS_SCHEMA))
+
+
+def write_full_build(spark: SparkSession, config: LakeConfig, n_shards: int, bits: int | None = None) -> dict[str, int]:
+    """Build MATE's index from the lake's cells in full and write its four tables (each replaced
+    in one commit): the tables :func:`build_tables` makes, computed shard by shard in executor
+    tasks that read the cell files themselves (module docstring). Returns the version written, by table."""
+    tasks = _shard_tasks(spark, config, n_shards)
+    rows = tasks.mapInArrow(_width_counts, _WIDTHS_DDL).collect()
+    histogram = widths_table(np.array([r["width"] for r in rows], np.int64), np.array([r["rows"] for r in rows], np.int64))
+    params = params_table(bits or choose_bits(width_quantile(histogram)), bits is None)
+    key_bits = params["bits"][0].as_py()
+    sharded: dict[str, tuple[pa.Schema, Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]] = {
+        "postings": (POSTINGS_SCHEMA, _postings),
+        "superkeys": (SUPERKEYS_SCHEMA, partial(_superkeys_of_tasks, key_bits, n_shards)),
+    }
+    versions = {}
+    for name, (schema, produce) in sharded.items():
+        path = config.table_path(f"index/mate/{name}")
+        versions[name] = spark_delta.write_table(tasks, path, schema, partition_by=[SHARD], replace="all", operation="index:mate", produce=produce)
+        pause_point("index")
+    for name, table in {"params": params, "widths": histogram}.items():
+        versions[name] = delta.write_rows(config.table_path(f"index/mate/{name}"), table, table.schema, replace="all", operation="index:mate")
+    return versions
+
+
+def _shard_tasks(spark: SparkSession, config: LakeConfig, n_shards: int) -> DataFrame:
+    """One row per shard that holds cells of a column MATE indexes: its datasets' cell files
+    (of the table's current version) and those columns, spread over the cores."""
+    catalog = delta.read_arrow(config.table_path(COLUMNS), columns=["dataset_id", "column_id", "indexed_by"]).to_pydict()
+    columns: dict[str, list[int]] = {}
+    for dataset_id, column_id, indexed_by in zip(catalog["dataset_id"], catalog["column_id"], catalog["indexed_by"]):
+        if indexed_by and "mate" in indexed_by:
+            columns.setdefault(dataset_id, []).append(column_id)
+    files: dict[str, list[str]] = {}
+    for uri in delta.files_of(delta.open_table(config.table_path(CELLS))):
+        folder = uri.rsplit("/", 2)[-2]  # dataset_id=<quoted id>/part-....parquet, as the writer names it
+        files.setdefault(unquote(folder.removeprefix("dataset_id=")), []).append(uri)
+    shards: dict[int, dict] = {}
+    for dataset_id in sorted(files.keys() & columns.keys()):
+        task = shards.setdefault(shard_of(dataset_id, n_shards), {"datasets": [], "columns": []})
+        task["datasets"].append({"dataset_id": dataset_id, "files": files[dataset_id]})
+        task["columns"].extend(columns[dataset_id])
+    rows = [{"shard": shard, **task} for shard, task in sorted(shards.items())]
+    frame = spark.createDataFrame(rows, _TASKS_DDL)
+    return frame.repartition(max(1, min(len(rows), spark.sparkContext.defaultParallelism * 4)))
+
+
+def _shard_cells(task: dict) -> pa.Table:
+    """The task's cells with a value in the columns MATE indexes: ``dataset_id`` (dictionary
+    encoded: one entry per dataset, not a string per cell), ``column_id``, ``row_id``, ``value``."""
+    wanted = pa.array(task["columns"], pa.int64())
+    datasets = pa.array([d["dataset_id"] for d in task["datasets"]], pa.string())
+    parts = []
+    for code, dataset in enumerate(task["datasets"]):
+        for path in dataset["files"]:
+            cells = pq.ParquetFile(path).read(columns=["column_id", "row_id", "value"])
+            cells = cells.filter(pc.and_(pc.is_in(cells["column_id"], value_set=wanted), pc.is_valid(cells["value"])))
+            codes = pa.array(np.full(cells.num_rows, code, np.int32))
+            parts.append(cells.append_column("dataset_id", pa.DictionaryArray.from_arrays(codes, datasets)))
+    return pa.concat_tables(parts)  # a task has a dataset, and a dataset a file
+
+
+def _tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[dict]:
+    for batch in batches:
+        yield from batch.to_pylist()
+
+
+def _width_counts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: each task shard's histogram of non-null cells per row (width, rows)."""
+    for task in _tasks(batches):
+        cells = _shard_cells(task)
+        widths = row_widths(pa.table({"dataset_id": cells["dataset_id"].combine_chunks().indices, "row_id": cells["row_id"]}))
+        histogram = widths_table(widths)
+        yield pa.RecordBatch.from_arrays([histogram["width"].combine_chunks(), histogram["rows"].combine_chunks()], names=["width", "rows"])
+
+
+def _postings(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``write_table`` producer: each task shard's ``postings`` rows (``POSTINGS_SCHEMA``)."""
+    for task in _tasks(batches):
+        cells = _shard_cells(task)
+        shard = pa.array(np.full(cells.num_rows, task["shard"], np.int32))
+        yield from cells.select(["value", "dataset_id", "column_id", "row_id"]).append_column(SHARD, shard).cast(POSTINGS_SCHEMA).to_batches()
+
+
+def _superkeys_of_tasks(bits: int, n_shards: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``write_table`` producer: each task shard's ``superkeys`` rows (``row_superkeys``)."""
+    for task in _tasks(batches):
+        yield from row_superkeys(_shard_cells(task), bits, n_shards).to_batches()
