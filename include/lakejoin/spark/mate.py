@@ -79,6 +79,9 @@ APPEND_TABLES: frozenset[str] = frozenset()
 STALENESS_LIMIT = 0.5  # the measure is 0 or 1: rebuild once the width rule picks another size
 _PARAMS_DDL = "bits int, chosen boolean"
 _WIDTHS_DDL = "width long, rows long"
+# Cells a task reads at most (about, on average): the writer holds a task's rows at once, ~120
+# bytes a posting with its dataset id; the whole bundled lake (102 M cells) gets 51 tasks, not 8.
+TASK_CELLS = 2_000_000
 _TASKS_DDL = "shard int, datasets array<struct<dataset_id: string, files: array<string>>>, columns array<long>"
 
 
@@ -183,14 +186,16 @@ def write_full_build(spark: SparkSession, config: LakeConfig, n_shards: int, bit
 
 def _shard_tasks(spark: SparkSession, config: LakeConfig, n_shards: int) -> DataFrame:
     """One row per shard that holds cells of a column MATE indexes: its datasets' cell files
-    (of the table's current version) and those columns, spread over the cores."""
+    (of the table's current version) and those columns, spread over the cores in Spark
+    partitions of about :data:`TASK_CELLS` cells at most."""
     catalog = delta.read_arrow(config.table_path(COLUMNS), columns=["dataset_id", "column_id", "indexed_by"]).to_pydict()
     columns: dict[str, list[int]] = {}
     for dataset_id, column_id, indexed_by in zip(catalog["dataset_id"], catalog["column_id"], catalog["indexed_by"]):
         if indexed_by and "mate" in indexed_by:
             columns.setdefault(dataset_id, []).append(column_id)
+    cells = delta.open_table(config.table_path(CELLS))
     files: dict[str, list[str]] = {}
-    for uri in delta.files_of(delta.open_table(config.table_path(CELLS))):
+    for uri in delta.files_of(cells):
         folder = uri.rsplit("/", 2)[-2]  # dataset_id=<quoted id>/part-....parquet, as the writer names it
         files.setdefault(unquote(folder.removeprefix("dataset_id=")), []).append(uri)
     shards: dict[int, dict] = {}
@@ -199,8 +204,10 @@ def _shard_tasks(spark: SparkSession, config: LakeConfig, n_shards: int) -> Data
         task["datasets"].append({"dataset_id": dataset_id, "files": files[dataset_id]})
         task["columns"].extend(columns[dataset_id])
     rows = [{"shard": shard, **task} for shard, task in sorted(shards.items())]
-    frame = spark.createDataFrame(rows, _TASKS_DDL)
-    return frame.repartition(max(1, min(len(rows), spark.sparkContext.defaultParallelism * 4)))
+    actions = pa.table(cells.get_add_actions(flatten=True)).to_pydict()
+    stored = sum(n for d, n in zip(actions["partition.dataset_id"], actions["num_records"]) if d in columns and n)
+    tasks = max(spark.sparkContext.defaultParallelism * 4, -(-stored // TASK_CELLS))
+    return spark.createDataFrame(rows, _TASKS_DDL).repartition(max(1, min(len(rows), tasks)))
 
 
 def _shard_cells(task: dict) -> pa.Table:
