@@ -11,7 +11,10 @@ per kind, the full and the incremental graph seconds and their ratio, each kind'
 the process's peak resident memory while each kind ran.
 
     python tests/benchmarks/bench_graph.py [--tables 500,all] [--families josie,mate,...]
-    python tests/benchmarks/bench_graph.py --lake /tmp/lakejoin-bench-freshness-x [--lake ...]
+    python tests/benchmarks/bench_graph.py --lake /tmp/lakejoin-bench-freshness-x [--lake ...] [--keep DIR]
+
+``--keep DIR`` leaves the measured copies in DIR (their snapshot line then holds the full graph,
+the changed tables' data snapshot and the incremental graph), e.g. to time the incremental step again.
 
 Goals (issue "join graph"): the 500-table graph in <= 3 minutes on the 2-core machine; the
 incremental graph after a two-table change <= 5 % of the full one.
@@ -167,11 +170,16 @@ def main() -> None:
     parser.add_argument("--tables", default="500", help="comma-separated sizes of lakes built here; 'all' = the whole bundled lake")
     parser.add_argument("--families", default=",".join(FAMILIES), help="index families the lakes built here have (default all)")
     parser.add_argument("--lake", type=Path, action="append", help="an existing bundled lake home to measure (on a copy) instead of building lakes; repeatable")
+    parser.add_argument("--keep", type=Path, help="with --lake: make the copies in this folder and leave them there")
     args = parser.parse_args()
     print(f"bench_graph — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, k = 10; load average {os.getloadavg()[0]:.1f}")
     print(f"{'tables':>7}{'queries j/m/p':>18}{'edges/query j/m/p':>18}{'edges':>9}{'full s':>9}", flush=True)
     if args.lake:
         for home in args.lake:
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                measure(*copied_lake(home.resolve(), args.keep))
+                continue
             with tempfile.TemporaryDirectory(prefix="lakejoin-bench-graph-") as workdir:
                 measure(*copied_lake(home.resolve(), Path(workdir)))
     else:

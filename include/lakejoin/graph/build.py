@@ -8,12 +8,18 @@ previous graph recorded (new, re-parsed with other content, or removed: column i
 content). Then, per kind,
 
 - the changed datasets' queries are searched against the whole snapshot;
-- an unchanged query whose previous list holds an edge to a changed dataset is searched again
-  in full (its list lost an entry, and the next-best one was never stored);
-- every other unchanged query keeps its list and merges into it the neighbours found by the
-  *reverse search*: the query searched against the changed datasets' shards alone
-  (``LoadedSnapshot.load_shards``; for JOSIE the changed datasets' sets), then the best k of the
-  union by the kinds' total order (``edges.best``).
+- every unchanged query keeps its list without its edges to changed datasets and merges into it
+  the neighbours found by the *reverse search*: the query searched against the changed datasets
+  alone (their shards, ``LoadedSnapshot.load_shards``, and in those only their rows; for JOSIE the
+  changed datasets' sets), then the best k of the union by the kinds' total order
+  (``edges.best``). A neighbour the previous list did not hold ranks after its k-th, so the
+  union's best k is the new list unless an edge to a changed dataset left a place that such a
+  neighbour could take (the union short of k, or its k-th ranking after the previous k-th): only
+  then is the query searched again in full (``_known``);
+- MATE leaves out of the reverse search a key whose k-th overlap exceeds every changed table's
+  row count, and keeps a refused key refused without a search when the table that refused it
+  does so under any floor and both are unchanged (``_mate``); PEXESO reverse-searches only the
+  columns with a value near a changed column's (``_pexeso``).
 
 MATE and PEXESO search their index a group of shards at a time (``shard_groups``: consecutive
 shards up to ``GRAPH_LOAD_BYTES`` of estimated load, a larger shard alone): every query of the
@@ -22,9 +28,9 @@ k of its lists from each group. A candidate's score depends on the query and the
 alone, and a candidate lives in one shard, so this is the list the whole index gives
 (``lakejoin.index.merge``), and the graph's memory is one group's searcher plus the queries.
 
-The previous list was the best k among neighbours that are all still there with the same
-content, so the best k of the union is the best k of the new snapshot: the result equals a full
-computation (``tests/test_graph.py`` checks it after random change batches).
+The previous list without its changed datasets' edges holds neighbours that are all still there
+with the same content, so the result equals a full computation (``tests/test_graph.py`` checks
+it after random change batches, ``tests/test_graph_incremental.py`` the merge rule on its own).
 """
 
 from __future__ import annotations
@@ -58,6 +64,7 @@ from lakejoin.graph.edges import (
     pexeso_edges,
 )
 from lakejoin.index.mate import KeyQuery
+from lakejoin.index.mate.search import MateRefused
 from lakejoin.index.shards import MANIFEST, shards_of
 from lakejoin.lake import delta
 from lakejoin.lake.manifest import read_manifest
@@ -126,8 +133,8 @@ def compute(loaded: LoadedSnapshot, previous: Graph | None = None, k: int = DEFA
     for kind in kinds:
         kind_started = time.perf_counter()
         before = previous if previous is not None and kind in previous.kinds else None
-        force = {(kind, tuple(q)) for q in before.stats.get(kind, {}).get("skipped", [])} if before else set()
-        skipped: set[Query] = set()
+        force = _skipped(kind, before.stats.get(kind, {})) if before else {}
+        skipped: dict[Query, str | None] = {}
         computed, searched = _KIND_RUNNERS[kind](loaded, columns, changed if before else set(columns), before.lists if before else {}, k, force, skipped)
         lists.update(computed)
         stats[kind] = {
@@ -136,9 +143,17 @@ def compute(loaded: LoadedSnapshot, previous: Graph | None = None, k: int = DEFA
             "edges": sum(len(edges) for edges in computed.values()),
             "seconds": round(time.perf_counter() - kind_started, 3),
             "skipped": sorted(list(q[1]) for q in skipped),
+            "refused_by": sorted([list(q[1]), by] for q, by in skipped.items() if by is not None),
         }
     stats["seconds"] = round(time.perf_counter() - started, 3)
     return Graph(lists, columns, kinds, k, stats)
+
+
+def _skipped(kind: str, stats: Mapping[str, Any]) -> dict[Query, str | None]:
+    """The queries a graph's ``stats`` of ``kind`` record as skipped, each with the dataset that
+    refuses it in any snapshot where both are unchanged (None: not known)."""
+    refused_by = {tuple(q): by for q, by in stats.get("refused_by", [])}
+    return {(kind, tuple(q)): refused_by.get(tuple(q)) for q in stats.get("skipped", [])}
 
 
 def _changed(before: Mapping[str, frozenset[int]], now: Mapping[str, frozenset[int]]) -> set[str]:
@@ -151,27 +166,33 @@ def _merge(
     previous: Lists,
     k: int,
     forward: Callable[[list[Query]], Lists],
-    reverse: Callable[[list[Query]], Lists],
+    reverse: Callable[[Lists], Lists],
     force: AbstractSet[Query] = frozenset(),
 ) -> tuple[Lists, int]:
     """The incremental rule of the module docstring (a full computation when every dataset changed).
-    ``force``: unchanged queries to search in full anyway (the ones the last graph skipped); a
-    query whose reverse search was refused (``None``) is searched in full too."""
+
+    ``forward(wanted)``: the queries' lists over the whole index, searched as a full computation
+    searches them. ``reverse(start)``: the best ``k`` of each list of ``start`` and the query's
+    neighbours in the changed datasets, ``None`` where refused; a query it leaves out gains none
+    there. ``force``: unchanged queries to search in full anyway (the ones the last graph
+    skipped); a query whose reverse search was refused is searched in full too."""
     unchanged = queries.of(changed, inside=False)
-
-    def stale(q: Query) -> bool:
-        return q in force or any(e.dataset_id in changed for e in previous.get(q, []))
-
-    kept = [q for q in unchanged if not stale(q)]
-    searched = queries.of(changed) + [q for q in unchanged if stale(q)]
+    left = {q: [e for e in previous.get(q, []) if e.dataset_id not in changed] for q in unchanged if q not in force}
+    searched = queries.of(changed) + [q for q in unchanged if q in force]
+    now = {**left, **(reverse(left) if changed and left else {})}
+    searched += [q for q in left if now[q] is None or not _known(previous.get(q, []), now[q], k)]
     lists = forward(searched)
-    extra = reverse(kept) if kept and changed else {}
-    refused = [q for q in kept if q in extra and extra[q] is None]
-    lists.update(forward(refused))
-    for q in kept:
-        if q not in refused:
-            lists[q] = best([*previous.get(q, []), *extra.get(q, [])], k)
-    return {q: lists.get(q) or [] for q in queries.dataset_of}, len(searched) + len(refused)
+    lists.update({q: now[q] for q in left if q not in lists})
+    return {q: lists.get(q) or [] for q in queries.dataset_of}, len(searched)
+
+
+def _known(before: list[Edge], now: list[Edge], k: int) -> bool:
+    """Whether ``now`` (a query's previous list without its changed datasets' edges, merged with
+    its neighbours in the changed datasets) is its new best ``k``. A neighbour the previous list
+    did not hold is ranked after the previous k-th, and there is none when that list was short:
+    so ``now`` is complete unless an edge to a changed dataset left a place that such a
+    neighbour could take (``now`` short of ``k``, or ending after the previous k-th)."""
+    return len(before) < k or (len(now) >= k and now[k - 1].order <= before[k - 1].order)
 
 
 def shard_groups(loaded: LoadedSnapshot, family: str, shards: Iterable[int] | None = None) -> list[list[int] | None]:
@@ -220,12 +241,12 @@ def search_by_groups(loaded: LoadedSnapshot, family: str, wanted: list[Query], s
     tables when given (rows no query of ``wanted`` reads). ``search`` gets the lists of the groups
     searched so far (a neighbour must reach their k-th to enter). A query that some group's search
     refused (``None``) is ``None``, and not searched in the later groups."""
-    lists: Lists = {}
+    lists: Lists = {q: [] for q in wanted}
     if not wanted:
         return lists
-    for found in answers(loaded, family, lambda searcher: search(searcher, [q for q in wanted if lists.get(q, []) is not None], lists), shards, rows):
+    for found in answers(loaded, family, lambda searcher: search(searcher, [q for q in wanted if lists[q] is not None], lists), shards, rows):
         for q in found:
-            edges, kept = found.get(q, []), lists.get(q, [])
+            edges, kept = found.get(q, []), lists[q]
             lists[q] = None if edges is None or kept is None else best([*kept, *edges], k)
     return lists
 
@@ -237,23 +258,29 @@ def _searches(
     columns: Mapping[str, frozenset[int]],
     search: Search,
     k: int,
-    rows: Callable[[list[Query]], Rows] = lambda wanted: None,
-) -> tuple[Callable[[list[Query]], Lists], Callable[[list[Query]], Lists]]:
-    """``search`` over the family's whole index (forward) and over only the shards holding a
-    changed dataset still in the snapshot (reverse), shard group by shard group; ``rows(wanted)``:
-    the only rows of the sharded tables that the queries read (None: all)."""
-    changed_shards = shards_of(sorted(d for d in changed if d in columns), loaded.shard_count(family) or 1)
+    rows: Callable[[list[Query], list[str] | None], Rows],
+) -> tuple[Callable[[list[Query]], Lists], Callable[[list[Query], Lists], Lists]]:
+    """``search`` over the family's whole index (forward) and over only the changed datasets still
+    in the snapshot (reverse: their shards, and in them only their rows; each query's list merged
+    into its ``start`` list, ``None`` where refused), shard group by shard group.
+    ``rows(wanted, datasets)``: the only rows of the sharded tables that the queries read, of
+    ``datasets`` only when given (None: all)."""
+    present = sorted(d for d in changed if d in columns)
+    changed_shards = shards_of(present, loaded.shard_count(family) or 1)
 
     def forward(wanted: list[Query]) -> Lists:
-        return search_by_groups(loaded, family, wanted, search, k, rows=rows(wanted) if wanted else None)
+        return search_by_groups(loaded, family, wanted, search, k, rows=rows(wanted, None) if wanted else None)
 
-    def reverse(wanted: list[Query]) -> Lists:
-        return search_by_groups(loaded, family, wanted, search, k, changed_shards, rows(wanted) if wanted else None) if changed_shards else {}
+    def reverse(wanted: list[Query], start: Lists) -> Lists:
+        found = search_by_groups(loaded, family, wanted, search, k, changed_shards, rows(wanted, present)) if changed_shards and wanted else {}
+        return {q: None if edges is None else best([*start[q], *edges], k) for q, edges in found.items()}
 
     return forward, reverse
 
 
-def _josie(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]) -> tuple[Lists, int]:
+def _josie(
+    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: Mapping[Query, str | None], skipped: dict[Query, str | None]
+) -> tuple[Lists, int]:
     index = OverlapIndex.of_sets(loaded.read("index/josie/sets"))
     queries = _Queries(JOSIE, {(JOSIE, (int(c),)): d for c, d in zip(index.column_ids.tolist(), index.dataset_ids.tolist())})
     changed_rows = index.rows_of(c for d in changed for c in columns.get(d, ()))
@@ -261,24 +288,31 @@ def _josie(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], change
     def forward(wanted: list[Query]) -> Lists:
         return index.top_k(index.rows_of(q[1][0] for q in wanted), k)
 
-    def reverse(wanted: list[Query]) -> Lists:
-        return index.top_k(index.rows_of(q[1][0] for q in wanted), k, candidates=changed_rows)
+    def reverse(start: Lists) -> Lists:
+        found = index.top_k(index.rows_of(q[1][0] for q in start), k, candidates=changed_rows)
+        return {q: best([*edges, *found.get(q, [])], k) for q, edges in start.items()}
 
     return _merge(queries, changed, previous, k, forward, reverse)
 
 
-def _mate(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]) -> tuple[Lists, int]:
+def _mate(
+    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: Mapping[Query, str | None], skipped: dict[Query, str | None]
+) -> tuple[Lists, int]:
     """MATE refuses a key whose values match too many (mapping, row) pairs in one table
     (``lakejoin.index.mate.kernels.SUPPORTED_LIMIT``): such a key has no edges and is recorded as
-    skipped, and every later graph searches it in full again (a reverse search cannot tell).
+    skipped. A later graph searches it in full again (a reverse search cannot tell), unless the
+    refusing table refuses it whatever the search's floors (``MateRefused.joining_rows``) and both tables
+    are unchanged: then the full computation would refuse it again, and it stays skipped.
 
     Each key's tuples are read and normalized once (``mate_key``) for every shard group, and a
     group's searcher holds only the postings of the searched keys' values: MATE reads the posting
     lists of a query's values and compares a candidate row's cells with those values only (rows
     and their super keys are loaded whole), so it answers those keys as the whole index does."""
     keys = _mate_keys(loaded, columns)
-    queries = _Queries(MATE, {q: d for q, (d, _) in keys.items()})
+    still = {q: by for q, by in force.items() if by is not None and q in keys and {keys[q][0], by} <= set(columns) - changed}
+    queries = _Queries(MATE, {q: d for q, (d, _) in keys.items() if q not in still})
     prepared: dict[Query, KeyQuery | None] = {}
+    refused_by: dict[Query, str | None] = {}
 
     def key_of(q: Query) -> KeyQuery | None:
         if q not in prepared:
@@ -293,25 +327,43 @@ def _mate(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed
         for q in wanted:
             dataset_id, key = keys[q]
             query, before = key_of(q), so_far.get(q) or []
+            refused_by[q] = None
             try:
                 floor = before[k - 1].overlap if len(before) >= k else 0  # a neighbour in this group must reach the k-th so far
                 lists[q] = mate_edges(searcher, query, dataset_id, key, k, floor) if query is not None else None  # type: ignore[assignment]
+            except MateRefused as refused:
+                lists[q] = None  # type: ignore[assignment]
+                refused_by[q] = refused.dataset_id if query is not None and refused.joining_rows > len(query.codes) else None
             except ValueError:
                 lists[q] = None  # type: ignore[assignment]
         return lists
 
-    def their_values(wanted: list[Query]) -> Rows:
+    def their_values(wanted: list[Query], datasets: list[str] | None) -> Rows:
         values = set().union(*(query.distinct.tolist() for q in wanted if (query := key_of(q)) is not None))
-        return {"postings": pc.field("value").isin(pa.array(sorted(values), pa.string()))}
+        postings = pc.field("value").isin(pa.array(sorted(values), pa.string()))
+        if datasets is None:
+            return {"postings": postings}
+        of_datasets = pc.field("dataset_id").isin(pa.array(datasets, pa.string()))
+        return {"postings": postings & of_datasets, "superkeys": of_datasets}
 
     forward, reverse = _searches(loaded, MATE, changed, columns, search, k, their_values)
 
     def forward_recorded(wanted: list[Query]) -> Lists:
         found = forward(wanted)
-        skipped.update(q for q in wanted if found.get(q, []) is None)
+        skipped.update({q: refused_by.get(q) for q in wanted if found.get(q, []) is None})
         return found
 
-    return _merge(queries, changed, previous, k, forward_recorded, reverse, force)
+    # A key joins at most one tuple per row of another table: a list whose k-th overlap is above
+    # every changed table's row count gains nothing there, and is not searched.
+    rows = [loaded.datasets[d]["rows"] for d in changed if d in columns]
+    most = max(rows, default=0) if None not in rows else None
+
+    def reverse_reachable(start: Lists) -> Lists:
+        return reverse([q for q, edges in start.items() if most is None or len(edges) < k or edges[k - 1].overlap <= most], start)
+
+    skipped.update(still)
+    lists, searched = _merge(queries, changed, previous, k, forward_recorded, reverse_reachable, set(force) - set(still))
+    return {**lists, **{q: [] for q in still}}, searched
 
 
 def _key_table(loaded: LoadedSnapshot, dataset_id: str, key: Mapping[str, int]) -> pa.Table:
@@ -333,26 +385,40 @@ def _mate_keys(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]) ->
     return keys
 
 
-def _pexeso(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: set[Query], skipped: set[Query]) -> tuple[Lists, int]:
+def _pexeso(
+    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: Mapping[Query, str | None], skipped: dict[Query, str | None]
+) -> tuple[Lists, int]:
     vectors, dataset_of = column_vectors(loaded)
     queries = _Queries(PEXESO, {(PEXESO, (c,)): dataset_of[c] for c in vectors})
 
     def search(searcher: Any, wanted: list[Query], so_far: Lists) -> Lists:
         return {q: pexeso_edges(searcher, vectors[q[1][0]], dataset_of[q[1][0]], q[1][0], dataset_of, k) for q in wanted}
 
-    forward, reverse = _searches(loaded, PEXESO, changed, columns, search, k)
+    def of_datasets(wanted: list[Query], datasets: list[str] | None) -> Rows:
+        if datasets is None:
+            return None
+        changed_columns = pa.array(sorted(c for d in datasets for c in columns[d]), pa.int64())
+        return {"mapped": pc.field("dataset_id").isin(pa.array(datasets, pa.string())), "cells": pc.field("column_id").isin(changed_columns)}
 
-    def reverse_touched(wanted: list[Query]) -> Lists:
+    forward, reverse = _searches(loaded, PEXESO, changed, columns, search, k, of_datasets)
+
+    def reverse_touched(start: Lists) -> Lists:
         """Only queries with a value within τ of a changed column's value can gain a neighbour
         there, and those are the columns a changed column's own search matches at least once
-        (distance is symmetric): the others are not searched."""
+        (distance is symmetric): the others are not searched. Where the index is one group
+        (the snapshot's cached searcher, loaded for the forward search anyway), they are
+        searched there, which gives their new lists, rather than in a new load of the changed
+        datasets' rows."""
         queries = [vectors[c] for c in vectors if dataset_of[c] in changed]
 
         def matched(searcher: Any) -> set[int]:
             return {r["column_id"] for v in queries for r in searcher.search(v, PEXESO_TAU, 1 / len(v), mode="threshold")}
 
         touched = set().union(*answers(loaded, PEXESO, matched)) if queries else set()
-        return reverse([q for q in wanted if q[1][0] in touched])
+        wanted = [q for q in start if q[1][0] in touched]
+        if len(shard_groups(loaded, PEXESO)) == 1:  # the whole index is the snapshot's cached searcher: a search there is the new list
+            return forward(wanted)
+        return reverse(wanted, start)
 
     return _merge(queries, changed, previous, k, forward, reverse_touched)
 

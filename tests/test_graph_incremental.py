@@ -1,0 +1,72 @@
+"""The incremental graph's rules on their own, without a lake (``tests/test_graph.py`` runs them
+through the pipeline): the merge of a previous list with the changed datasets' neighbours, and
+the MATE refusals a later graph keeps without searching again."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from lakejoin.graph.build import Lists, _merge, _Queries
+from lakejoin.graph.edges import JOSIE, Edge, Query, best
+from lakejoin.index.mate import build_in_memory, key_query, load
+from lakejoin.index.mate.search import MateRefused
+
+K = 3
+
+
+def lists_of(scores: dict[Query, dict[str, int]], dataset_of: dict[Query, str]) -> Lists:
+    """Each query's best ``K`` by the graph's total order (a neighbour is a dataset's column 0)."""
+    return {q: best([Edge(JOSIE, dataset_of[q], q[1], d, (0,), s, 1.0) for d, s in row.items() if s > 0], K) for q, row in scores.items()}
+
+
+def test_merge_equals_a_full_computation_when_changed_neighbours_fall_rise_or_go() -> None:
+    """Random scores between 16 queries and 8 datasets; two datasets change per trial (scores
+    redrawn, so an edge to one may fall below the previous k-th, rise or vanish) or go. The
+    merge of the previous lists and the changed datasets' neighbours must equal the full lists,
+    and a query that lost an edge is searched in full only when its list cannot be completed."""
+    rng = np.random.default_rng(18)
+    outcomes = [one_change(rng) for _ in range(300)]
+    assert sum(r for r, _ in outcomes) and sum(c for _, c in outcomes)  # both paths ran
+
+
+def one_change(rng: np.random.Generator) -> tuple[int, int]:
+    """One trial: (queries that lost an edge and were searched again, those completed without)."""
+    universe = [f"d{i}" for i in range(8)]
+    dataset_of: dict[Query, str] = {(JOSIE, (i,)): universe[i % 8] for i in range(16)}
+    before = {q: {d: int(rng.integers(0, 5)) for d in universe if d != dataset_of[q]} for q in dataset_of}
+    changed = set(rng.choice(universe, 2, replace=False).tolist())
+    present = [d for d in universe if d not in changed or rng.random() >= 0.3]
+    now_of = {q: d for q, d in dataset_of.items() if d in present}
+    now = {q: {d: (int(rng.integers(0, 5)) if d in changed or now_of[q] in changed else before[q][d]) for d in present if d != now_of[q]} for q in now_of}
+    full, previous = lists_of(now, now_of), lists_of(before, dataset_of)
+    searched: list[Query] = []
+
+    def forward(wanted: list[Query]) -> Lists:
+        searched.extend(wanted)
+        return {q: full[q] for q in wanted}
+
+    def reverse(start: Lists) -> Lists:
+        found = lists_of({q: {d: s for d, s in now[q].items() if d in changed} for q in start}, now_of)
+        return {q: best([*edges, *found[q]], K) for q, edges in start.items()}
+
+    lists, count = _merge(_Queries(JOSIE, now_of), changed, previous, K, forward, reverse)
+    assert lists == full and count == len(searched)
+    lost = [q for q in now_of if now_of[q] not in changed and any(e.dataset_id in changed for e in previous[q])]
+    return sum(q in searched for q in lost), sum(q not in searched for q in lost)
+
+
+def test_a_refusal_names_its_table_and_holds_whatever_the_floor() -> None:
+    """A key of "1"s against a table of 40 flag columns builds ~40^4 mappings per row: MATE
+    refuses it, names the table, and counts its joining rows up to one more than the key's
+    tuples (then no floor can prune that table: the refusal holds in every index holding it)."""
+    flags = pd.DataFrame({f"f{i}": ["1"] * 2_000 for i in range(40)})
+    people = pd.DataFrame({"name": ["ada", "bob"], "city": ["oslo", "rome"]})
+    key = key_query(pd.DataFrame({c: ["1"] for c in "abcd"}), list("abcd"))
+    for frames in ({"flags": flags}, {"flags": flags, "people": people}):
+        searcher = load(build_in_memory(frames))
+        for floor in (0, 1):
+            with pytest.raises(MateRefused) as refused:
+                searcher.search(key, list("abcd"), min_score=floor)
+            assert (refused.value.dataset_id, refused.value.joining_rows) == ("flags", 2)
