@@ -242,7 +242,7 @@ def test_an_update_run_in_this_process_writes_what_spark_writes(lake: dict, tmp_
             shutil.rmtree(home / EMBEDDINGS)
             shutil.copytree(homes["in_process"] / EMBEDDINGS, home / EMBEDDINGS)
         summary = run(LakeConfig(home=home, spark_master="local[2]", quiet=True), options, Progress(quiet=True))
-        assert {b["build"] for b in summary["index_builds"].values()} == {"incremental"}, summary["index_builds"]
+        assert {b["build"] for b in summary["index_builds"].values()} == {"incremental"}, {f: b["reason"] for f, b in summary["index_builds"].items()}
         homes[path] = home
     for table in (CELLS, COLUMNS):
         assert _sorted_rows(homes["in_process"] / table) == _sorted_rows(homes["spark"] / table), table

@@ -34,6 +34,7 @@ import importlib
 import importlib.util
 import os
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
@@ -224,7 +225,7 @@ def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: ModuleType)
         if path.name != MANIFEST and delta.exists(path)
     }
     cells = delta.read_arrow(config.table_path(CELLS), partitions={"dataset_id": plan.changed}) if plan.changed else CELLS_SCHEMA.empty_table()
-    cells = cells.filter(pc.is_in(cells["column_id"], value_set=_indexed_columns(config, family)))
+    cells = cells.filter(pc.is_in(cells["column_id"], value_set=_indexed_columns(config, family, plan.changed)))
     inputs = _embedded_in_process(config, cells, PEXESO_MODEL, previous.get("mapped")) if family == "pexeso" else cells
     update_tables = importlib.import_module(f"lakejoin.index.{family}").update_tables
     tables = update_tables(inputs, n_shards=plan.n_shards, previous=previous, changed=plan.changed)
@@ -241,10 +242,16 @@ def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: ModuleType)
     return tables
 
 
-def _indexed_columns(config: LakeConfig, family: str) -> pa.Array:
-    """The ids of the columns ``family`` indexes (``catalog/columns.indexed_by``)."""
-    columns = delta.read_arrow(config.table_path(COLUMNS), columns=["column_id", "indexed_by"]).to_pydict()
-    return pa.array([c for c, by in zip(columns["column_id"], columns["indexed_by"]) if by and family in by], pa.int64())
+def _indexed_columns(config: LakeConfig, family: str, datasets: Collection[str]) -> pa.Array:
+    """The ids of ``datasets``' columns that ``family`` indexes (``catalog/columns.indexed_by``)."""
+    if not datasets:
+        return pa.array([], pa.int64())
+    wanted = pc.field("dataset_id").isin(sorted(datasets))
+    columns = delta.read_arrow(config.table_path(COLUMNS), columns=["column_id", "indexed_by"], filter=wanted)
+    indexed_by = columns["indexed_by"].combine_chunks()
+    hits = pc.equal(pc.list_flatten(indexed_by), family)
+    rows = pc.list_parent_indices(indexed_by).filter(hits)
+    return pc.unique(columns["column_id"].take(rows)).cast(pa.int64())
 
 
 def _embedded_in_process(config: LakeConfig, cells: pa.Table, model: str, mapped: pa.Table | None = None) -> pa.Table:
