@@ -227,10 +227,11 @@ def test_data_docs_open_in_chromium_from_the_search_page(lake, server: ApiServer
 def test_the_index_is_paged_and_a_change_renders_only_its_pages(lake, tmp_path, monkeypatch) -> None:
     """index.html lists the newest results, index-NNN.html each dataset on the page its id
     hashes to; a change renders index.html and the changed dataset's page, and a lake that
-    outgrows its pages is cut again."""
+    outgrows its pages is cut again. The first build renders its pages in two processes."""
     config, *_ = lake
     monkeypatch.setattr(docs, "DATASETS_PER_PAGE", 2)
     monkeypatch.setattr(docs, "FRONT_PAGE_RESULTS", 2)
+    monkeypatch.setattr(docs, "PAGES_PER_PROCESS", 2)  # the first build renders in two processes
     small = LakeConfig(home=tmp_path / "lake", quiet=True)
     site = docs.site_dir(small)
     rows = sorted(latest_rows(config).values(), key=lambda r: r["validated_at"])
@@ -247,6 +248,7 @@ def test_the_index_is_paged_and_a_change_renders_only_its_pages(lake, tmp_path, 
         assert sorted(p.name for p in site.glob("index-*.html")) == names
         html = {name: page_text(site / name) for name in ["index.html", *names]}
         for dataset_id, entry in recorded["datasets"].items():
+            assert all(dataset_id in page_text(site / page) for page in entry["pages"])
             run_name = f"{dataset_id}-v{entry['row'][0]}"
             holding = [name for name in names if run_name in html[name]]
             assert holding == ([names[shard_of(dataset_id, n_pages)]] if entry["keys"] else []), (dataset_id, holding)

@@ -33,9 +33,12 @@ and page (``LakeSiteSectionBuilder`` renders the identifiers it is given).
 from __future__ import annotations
 
 import json
+import multiprocessing
+import os
 import time
 from collections import OrderedDict
 from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from functools import cache
@@ -55,6 +58,10 @@ GX_PROJECT_DIR = "quality"  # GE puts its project in <this>/gx
 PAGES_FILE = "pages.json"
 DATASETS_PER_PAGE = 100  # datasets listed on one index page, about
 FRONT_PAGE_RESULTS = 100  # the newest results on index.html
+# A first build renders its pages in several processes, each with at least this many (starting
+# one and importing GE costs about as much as rendering 200 pages), on at most this many.
+PAGES_PER_PROCESS = 300
+MAX_PROCESSES = 8
 # The index pages to render, for LakeSiteIndexBuilder: GE builds it from the site config, so the
 # writer hands them over here.
 _INDEX: ContextVar[IndexBuild] = ContextVar("lakejoin_docs_index")
@@ -325,14 +332,39 @@ class _SiteWriter:
             site = _read_site(self.config)
             cut = SiteIndex.cut(site["datasets"], site.get("index_pages"))
             index = IndexBuild(cut, {"index.html", *cut.names()}, site_dir(self.config))
+        keys = self.new_keys
+        if len(keys) >= 2 * PAGES_PER_PROCESS and (processes := min(MAX_PROCESSES, os.cpu_count() or 1, len(keys) // PAGES_PER_PROCESS)) > 1:
+            _render_in_processes(self.config, keys, processes)
+            keys = []  # their pages are written: the index alone is left
         reset = _INDEX.set(index)
         try:
             # GE reads no identifiers as "render everything": when only unparsed files changed (no
             # result to add), one that matches no key leaves GE rebuilding the index alone
-            self.context.build_data_docs(site_names=[SITE_NAME], resource_identifiers=self.new_keys or [_NoResource()])
+            self.context.build_data_docs(site_names=[SITE_NAME], resource_identifiers=keys or [_NoResource()])
         finally:
             _INDEX.reset(reset)
         return self.results
+
+
+def _render_in_processes(config: LakeConfig, keys: list[Any], processes: int) -> None:
+    """Render the pages of ``keys`` (stored results and suites) in ``processes`` processes: GE
+    renders in Python, ~15 ms a page, so a first build of a lake's site holds one core for
+    minutes. Spawned, not forked: the caller may hold a JVM and threads."""
+    chunks = [[(type(key).__name__, key.to_tuple()) for key in keys[i::processes]] for i in range(processes)]
+    with ProcessPoolExecutor(max_workers=processes, mp_context=multiprocessing.get_context("spawn")) as pool:
+        list(pool.map(_render_pages, [config] * processes, chunks))  # raises a process's error here
+
+
+def _render_pages(config: LakeConfig, keys: list[tuple[str, tuple[str, ...]]]) -> int:
+    """One process's share of :func:`_render_in_processes`: GE's section builders over ``keys``
+    (the site's config was written by the parent), no index."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier, ValidationResultIdentifier
+
+    kinds: dict[str, Any] = {"ValidationResultIdentifier": ValidationResultIdentifier, "ExpectationSuiteIdentifier": ExpectationSuiteIdentifier}
+    context = gx.get_context(mode="file", project_root_dir=str(config.home / GX_PROJECT_DIR))
+    context.build_data_docs(site_names=[SITE_NAME], resource_identifiers=[kinds[kind].from_tuple(key) for kind, key in keys], build_index=False)
+    return len(keys)
 
 
 def _renderable(outcome: dict[str, Any]) -> dict[str, Any]:
