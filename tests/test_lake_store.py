@@ -80,3 +80,20 @@ def test_the_writer_puts_each_partitions_rows_in_one_file_in_their_order(dataset
     for path, dataset in files.items():
         written = pq.read_table(root / path)["x"].to_pylist()
         assert written == [x for x, d in enumerate(datasets) if d == dataset]  # in the table's order
+
+
+def test_the_writer_splits_a_partition_column_past_2_gib_into_its_runs():
+    """A cells task of the whole bundled lake holds ~290 datasets' ids, one per cell: more string
+    bytes than one Arrow array can address. Splitting it by dataset must not concatenate it."""
+    long_id = "d" * 1000
+    rows = 800_000
+    chunks = [
+        pa.repeat(pa.scalar(f"a{long_id}"), rows),
+        pa.concat_arrays([pa.repeat(pa.scalar(f"a{long_id}"), rows // 2), pa.repeat(pa.scalar(f"b{long_id}"), rows // 2)]),
+        pa.repeat(pa.scalar(f"c{long_id}"), rows),
+    ]
+    column = pa.chunked_array(chunks)
+    assert column.nbytes > 2**31
+    table = pa.table({"dataset_id": column, "x": pa.array(range(3 * rows), pa.int64())})
+    parts = [(values[0], part.num_rows, part["x"][0].as_py()) for values, part in delta._split_by_partition(table, ["dataset_id"])]
+    assert parts == [(f"a{long_id}", rows + rows // 2, 0), (f"b{long_id}", rows // 2, rows + rows // 2), (f"c{long_id}", rows, 2 * rows)]

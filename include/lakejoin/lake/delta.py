@@ -424,11 +424,24 @@ def _runs(column: pa.ChunkedArray) -> list[tuple[Any, int, int]] | None:
         return None
     changed = pc.not_equal(column.slice(1), column.slice(0, rows - 1)).to_numpy()
     starts = np.concatenate([[0], np.flatnonzero(changed) + 1])
-    values = column.take(pa.array(starts)).to_pylist()
+    values = _values_at(column, starts)
     if len(set(values)) != len(values):
         return None
     lengths = np.diff(np.append(starts, rows))
     return list(zip(values, starts.tolist(), lengths.tolist()))
+
+
+def _values_at(column: pa.ChunkedArray, positions: np.ndarray) -> list[Any]:
+    """``column[positions]`` (sorted), taken chunk by chunk: a take over the whole chunked column
+    concatenates it first, which overflows a string column past 2 GiB (a cells task of the
+    whole bundled lake holds ~290 datasets' ids, one per cell)."""
+    values: list[Any] = []
+    first = 0
+    for chunk in column.chunks:
+        inside = positions[(positions >= first) & (positions < first + len(chunk))] - first
+        values += chunk.take(pa.array(inside, pa.int64())).to_pylist()
+        first += len(chunk)
+    return values
 
 
 def parquet_stats(path: Path) -> str:
