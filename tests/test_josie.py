@@ -374,6 +374,22 @@ def test_incremental_updates_stay_exact():
     assert apart > 0
 
 
+def test_an_update_whose_tokens_are_all_new_appends_them():
+    """A change that holds no token of the dictionary: the update probes the dictionary with the
+    change's tokens and finds none."""
+    rng = np.random.default_rng(3)
+    lake = _random_lake(rng, 8)
+    sets, datasets = _sets(lake)
+    current = build_in_memory(sets, dataset_ids=datasets, n_shards=N_SHARDS)
+    lake = {**lake, "ds99": {9900: ["only here 1", "only here 2", "only here 3"]}}
+    before = current["tokens"]
+    current = apply_update(current, _update_in_memory(current, lake, {"ds99"}), shards_of({"ds99"}, N_SHARDS), GLOBAL_TABLES, APPEND_TABLES)
+    _assert_ids_kept(before, current["tokens"])
+    assert current["tokens"].num_rows == before.num_rows + 3
+    _assert_holds_exactly(current, lake, {"ds99"})
+    _assert_answers_like_fresh_build(current, lake, rng)
+
+
 def test_a_subset_of_shards_answers_like_its_own_build():
     rng = np.random.default_rng(5)
     lake = _random_lake(rng, 24)

@@ -380,8 +380,9 @@ def update_in_memory(
     # 80-220 ms for 2,500 tokens against the whole bundled lake's 628k)
     old = previous["tokens"].filter(pc.is_in(previous["tokens"]["token"], value_set=uniques))
     known = pc.fill_null(pc.index_in(uniques, value_set=old["token"]), -1).to_numpy()
-    token_id = np.where(known >= 0, old["token_id"].to_numpy()[np.maximum(known, 0)], -1)
     new = known < 0
+    token_id = np.full(len(known), -1, dtype=np.int64)
+    token_id[~new] = old["token_id"].to_numpy()[known[~new]]
     in_new = new[entries.codes]
     renumber = np.cumsum(new) - 1
     token_id[new] = _numbered(entries.uniques[new], renumber[entries.codes[in_new]], entries.entry_set[in_new], full_build + appended)
