@@ -264,9 +264,7 @@ def build_docs(config: LakeConfig, snapshot_id: int | None = None) -> DocsBuild:
 
 
 def _write_pages(site: Path, snapshot_id: int, index: SiteIndex) -> None:
-    temporary = site / f".{PAGES_FILE}.tmp"
-    temporary.write_text(json.dumps({"snapshot_id": snapshot_id, "index_pages": index.n_pages, "datasets": index.datasets}, sort_keys=True))
-    temporary.replace(site / PAGES_FILE)
+    _write_whole(site / PAGES_FILE, json.dumps({"snapshot_id": snapshot_id, "index_pages": index.n_pages, "datasets": index.datasets}, sort_keys=True))
 
 
 class _SiteWriter:
@@ -444,7 +442,7 @@ def _lake_site_index_builder() -> type:
             for name, entries in index.site.listings(index.pages).items():
                 content = self.renderer_class.render(self._links(entries))
                 html = self.view_class.render(content, data_context_id=self.data_context_id, show_how_to_buttons=self.show_how_to_buttons, lakejoin_pages={"current": name, "pages": names})
-                _write_page(index.directory / name, html)
+                _write_whole(index.directory / name, html)
             return str(index.directory / "index.html"), None
 
         def _links(self, entries: list[dict[str, Any]]) -> OrderedDict[str, Any]:
@@ -513,10 +511,10 @@ class _StoreListing:
         return getattr(self._store, name)
 
 
-def _write_page(path: Path, html: str) -> None:
-    """Write a page whole: a reader sees the old page or the new one."""
+def _write_whole(path: Path, text: str) -> None:
+    """Write a file whole: a reader sees the old file or the new one."""
     temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text(html)
+    temporary.write_text(text)
     temporary.replace(path)
 
 
