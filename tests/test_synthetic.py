@@ -22,6 +22,7 @@ from lakejoin.testing import (
     overlap_topk,
     plant_joinable,
     set_lake,
+    set_lake_chunks,
 )
 
 # ------------------------------------------------------------------------------------------------
@@ -73,6 +74,20 @@ def test_set_lake_overrides_and_bad_input():
         set_lake("webtable", 10, max_sise=5)
     with pytest.raises(ValueError, match="n_sets"):
         set_lake("webtable", -1)
+
+
+def test_set_lake_chunks_are_set_lake_in_arrow():
+    for shape, n_sets, overrides in (("opendata", 37, {}), ("webtable", 500, {"min_size": 20, "max_size": 30})):
+        expected = set_lake(shape, n_sets, seed=3, **overrides)
+        for chunk_sets in (1, 10, n_sets, n_sets + 5):
+            chunks = list(set_lake_chunks(shape, n_sets, chunk_sets, seed=3, **overrides))
+            assert [len(c) for c in chunks] == [min(chunk_sets, n_sets - first) for first in range(0, n_sets, chunk_sets)]
+            assert [s for c in chunks for s in c.to_pylist()] == expected
+    assert list(set_lake_chunks("webtable", 0, 5)) == []
+    with pytest.raises(ValueError, match="chunk_sets"):
+        set_lake_chunks("webtable", 10, 0)
+    with pytest.raises(ValueError, match="n_sets"):
+        set_lake_chunks("webtable", -1, 5)
 
 
 def test_plant_joinable_containment_is_exact():

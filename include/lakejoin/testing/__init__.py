@@ -10,6 +10,7 @@ from lakejoin.testing.synthetic import (
     generate_lake,
     plant_joinable,
     set_lake,
+    set_lake_chunks,
 )
 
 __all__ = [
@@ -23,4 +24,5 @@ __all__ = [
     "overlap_topk",
     "plant_joinable",
     "set_lake",
+    "set_lake_chunks",
 ]

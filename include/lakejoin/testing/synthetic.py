@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import TypedDict, TypeVar
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from lakejoin.normalize import normalize_value
 
@@ -139,13 +141,8 @@ def _draw_distinct_tokens(rng: np.random.Generator, sizes: np.ndarray, vocab: in
     return np.sort(np.concatenate([base, added]))
 
 
-def set_lake(shape: str, n_sets: int, seed: int = 0, **overrides: float) -> list[list[str]]:
-    """A lake of ``n_sets`` token sets shaped like the thesis's Open Data or Web Tables lake.
-
-    Each set is a list of distinct, already normalized tokens (``"t<rank>"``, where rank 0 is the
-    most frequent token of the Zipf law). ``overrides`` replace fields of :class:`SetLakeShape`,
-    e.g. ``set_lake("webtable", 10_000, max_size=500)``. Deterministic by ``seed``.
-    """
+def _set_lake_ranks(shape: str, n_sets: int, seed: int, overrides: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`set_lake`'s sets as token ranks: set ``i`` holds ``ranks[offsets[i]:offsets[i + 1]]``, ascending."""
     if n_sets < 0:
         raise ValueError(f"n_sets must be >= 0, got {n_sets}")
     params = _shape(shape, overrides)
@@ -153,17 +150,45 @@ def set_lake(shape: str, n_sets: int, seed: int = 0, **overrides: float) -> list
     sizes = _power_law(rng, params.min_size, params.max_size, params.size_exponent, n_sets)
     vocab = max(int(params.vocab_per_set * n_sets), 10 * params.max_size)
     keys = _draw_distinct_tokens(rng, sizes, vocab, params.token_exponent)
-    set_index, ranks = np.divmod(keys, vocab)
+    offsets = np.concatenate([[0], np.cumsum(np.bincount(keys // vocab, minlength=n_sets))])
+    keys %= vocab  # in place: at a million sets the keys are ~1 GB
+    return offsets, keys
+
+
+def set_lake(shape: str, n_sets: int, seed: int = 0, **overrides: float) -> list[list[str]]:
+    """A lake of ``n_sets`` token sets shaped like the thesis's Open Data or Web Tables lake.
+
+    Each set is a list of distinct, already normalized tokens (``"t<rank>"``, where rank 0 is the
+    most frequent token of the Zipf law). ``overrides`` replace fields of :class:`SetLakeShape`,
+    e.g. ``set_lake("webtable", 10_000, max_size=500)``. Deterministic by ``seed``.
+    """
+    offsets, ranks = _set_lake_ranks(shape, n_sets, seed, overrides)
     # Build one string per distinct token, shared by every set that holds it.
-    used = np.zeros(vocab, dtype=bool)
+    used = np.zeros(int(ranks.max(initial=-1)) + 1, dtype=bool)
     used[ranks] = True
     used_ranks = np.flatnonzero(used)
     texts = np.array([f"t{r}" for r in used_ranks.tolist()], dtype=object)
     compact = np.cumsum(used) - 1
-    bounds = np.concatenate([[0], np.cumsum(np.bincount(set_index, minlength=n_sets))]).tolist()
+    bounds = offsets.tolist()
     with _gc_paused():  # millions of new lists would trigger full collections over ``flat``
         flat = texts[compact[ranks]].tolist()
         return [flat[bounds[i] : bounds[i + 1]] for i in range(n_sets)]
+
+
+def set_lake_chunks(shape: str, n_sets: int, chunk_sets: int, seed: int = 0, **overrides: float) -> Iterator[pa.ListArray]:
+    """:func:`set_lake`'s sets, the same for the same arguments, as Arrow ``list<string>`` arrays
+    of ``chunk_sets`` consecutive sets at most: a lake too large for Python strings (a million
+    Open Data sets are ~111 M tokens) costs its token ranks (8 bytes a token) and one chunk's text."""
+    if chunk_sets < 1:
+        raise ValueError(f"chunk_sets must be >= 1, got {chunk_sets}")
+    offsets, ranks = _set_lake_ranks(shape, n_sets, seed, overrides)
+    return (_token_lists(offsets[first : first + chunk_sets + 1], ranks) for first in range(0, n_sets, chunk_sets))
+
+
+def _token_lists(bounds: np.ndarray, ranks: np.ndarray) -> pa.ListArray:
+    """The sets between ``bounds`` as lists of their tokens' text (``"t<rank>"``, as :func:`set_lake`)."""
+    digits = pc.cast(pa.array(ranks[bounds[0] : bounds[-1]]), pa.string())
+    return pa.ListArray.from_arrays(pa.array(bounds - bounds[0], pa.int32()), pc.binary_join_element_wise("t", digits, ""))
 
 
 @contextmanager
