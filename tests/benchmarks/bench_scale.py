@@ -3,7 +3,8 @@ pipeline into shards, then batch discovery on Spark and interactive search past 
 
 The lake: ``set_lake("opendata", sets)`` (power-law sizes and token frequencies, thesis §3.5)
 cut into tables of ``COLUMNS_PER_TABLE`` columns, so 1,000,000 sets are 100,000 tables. By
-default the sets are written **directly in the lake layout the ingest leaves** (``lake/cells``
+default the sets are written **directly in the lake layout the ingest leaves**, in chunks of
+``TABLES_PER_CHUNK`` tables (so memory holds the sets' token ranks and one chunk) (``lake/cells``
 partitioned by dataset, ``catalog/datasets``, ``catalog/columns``, and staged Parquet copies of
 the query tables), and then the real index builds run on it
 (``lakejoin.spark.pipeline.build_indexes``: ``lakejoin.spark.indexing`` and each family's Spark
@@ -47,13 +48,14 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import psutil
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,9 +72,10 @@ from lakejoin.query.memory import MEMORY_LIMIT_VARIABLE, estimated_load_bytes  #
 from lakejoin.query.shard_arrays import shard_folder  # noqa: E402
 from lakejoin.query.sharded import ShardedFamily  # noqa: E402
 from lakejoin.spark.pipeline import RunOptions, build_indexes, publish, run  # noqa: E402
-from lakejoin.testing import set_lake  # noqa: E402
+from lakejoin.testing import set_lake_chunks  # noqa: E402
 
 COLUMNS_PER_TABLE = 10
+TABLES_PER_CHUNK = 10_000  # written per step: ~11 M cells, under 1 GB of Arrow
 FAMILIES = ("josie", "lshensemble", "mate")
 FULL_BUDGET = 2 * 2**30
 INTERACTIVE_QUERIES = 20
@@ -110,73 +113,98 @@ def query_tables(n_tables: int, n_queries: int) -> list[int]:
     return list(range(0, n_tables, step))[:n_queries]
 
 
-def write_csv_lake(folder: Path, sets: list[list[str]]) -> None:
+def lake_chunks(n_sets: int) -> Iterator[tuple[int, pa.ListArray]]:
+    """The lake's sets, ``set_lake("opendata", n_sets, seed=7)``, as (first table, its sets) per
+    ``TABLES_PER_CHUNK`` tables: the token ranks are drawn here, each chunk's text when it is
+    written, so a million sets never become Python strings."""
+    sets = set_lake_chunks("opendata", n_sets, TABLES_PER_CHUNK * COLUMNS_PER_TABLE, seed=7)
+    return ((i * TABLES_PER_CHUNK, chunk) for i, chunk in enumerate(sets))
+
+
+def table_frame(sets: pa.ListArray, t: int) -> pa.Table:
+    """Table ``t`` of a chunk: columns ``c0``, ``c1``, ... holding its sets, padded with nulls to
+    the longest."""
+    columns = sets.slice(t * COLUMNS_PER_TABLE, COLUMNS_PER_TABLE)
+    rows = pc.max(columns.value_lengths()).as_py()
+    return pa.table({f"c{c}": pa.concat_arrays([values.values, pa.nulls(rows - len(values), pa.string())]) for c, values in enumerate(columns)})
+
+
+def tables_in(sets: pa.ListArray) -> int:
+    return -(-len(sets) // COLUMNS_PER_TABLE)
+
+
+def write_csv_lake(folder: Path, chunks: Iterator[tuple[int, pa.ListArray]]) -> None:
     """The sets as tables of ``COLUMNS_PER_TABLE`` columns, one CSV per table (``--csv``)."""
     folder.mkdir(parents=True, exist_ok=True)
-    for t in range(0, len(sets), COLUMNS_PER_TABLE):
-        columns = {f"c{c}": pd.Series(values, dtype=object) for c, values in enumerate(sets[t : t + COLUMNS_PER_TABLE])}
-        pd.DataFrame(columns).to_csv(folder / f"t{t // COLUMNS_PER_TABLE:06d}.csv", index=False)
+    for first, sets in chunks:
+        for t in range(tables_in(sets)):
+            table_frame(sets, t).to_pandas().to_csv(folder / f"t{first + t:06d}.csv", index=False)
 
 
-def write_lake_tables(config: LakeConfig, sets: list[list[str]], staged: set[int]) -> None:
+def write_lake_tables(config: LakeConfig, chunks: Iterator[tuple[int, pa.ListArray]], staged: set[int]) -> None:
     """The sets in the layout the ingest leaves: ``lake/cells`` (one row per cell, partitioned by
-    dataset), ``catalog/datasets`` and ``catalog/columns`` (every column a string column that
-    JOSIE, LSH Ensemble and MATE index), and staged Parquet copies of the ``staged`` tables (the
-    query tables: batch discovery and the engine read a lake query's values from its copy)."""
-    n_tables = -(-len(sets) // COLUMNS_PER_TABLE)
-    sizes = np.array([len(v) for v in sets], np.int64)
-    table_of = np.arange(len(sets)) // COLUMNS_PER_TABLE
+    dataset, written by the ingest's writer), ``catalog/datasets`` and ``catalog/columns`` (every
+    column a string column that JOSIE, LSH Ensemble and MATE index), and staged Parquet copies of
+    the ``staged`` tables (the query tables: batch discovery and the engine read a lake query's
+    values from its copy). One commit per table and chunk, so memory holds one chunk."""
+    (config.home / "raw").mkdir(parents=True, exist_ok=True)
+    for first, sets in chunks:
+        cells, datasets, columns = lake_rows(first, sets, staged)
+        delta.write_rows(config.table_path(CELLS), cells, CELLS_SCHEMA, partition_by=["dataset_id"], replace="all" if first == 0 else "none", operation="cells")
+        delta.write_arrow(config.table_path(DATASETS), datasets, mode="overwrite" if first == 0 else "append", operation="ingest")
+        delta.write_arrow(config.table_path(COLUMNS), columns, mode="overwrite" if first == 0 else "append", operation="columns")
+        for t in sorted(staged & set(range(first, first + tables_in(sets)))):
+            pq.write_table(table_frame(sets, t - first), config.home / staged_path(t))
+
+
+def staged_path(t: int) -> str:
+    return f"raw/{table_id(t)}.parquet"
+
+
+def lake_rows(first: int, sets: pa.ListArray, staged: set[int]) -> tuple[pa.Table, pa.Table, pa.Table]:
+    """The cells, datasets and columns rows of one chunk of tables, numbered from ``first``."""
+    sizes = sets.value_lengths().to_numpy().astype(np.int64)
+    table_of = np.arange(len(sets)) // COLUMNS_PER_TABLE  # within the chunk
     ordinal = np.arange(len(sets)) % COLUMNS_PER_TABLE
-    ids = [table_id(t) for t in range(n_tables)]
+    names = [table_id(first + t) for t in range(tables_in(sets))]
+    ids = pa.array(names, pa.string())
     sha = "synthetic"
-    column_ids = np.array([column_id(ids[t], sha, int(o)) for t, o in zip(table_of, ordinal)], np.int64)
+    column_ids = np.array([column_id(names[t], sha, int(o)) for t, o in zip(table_of, ordinal)], np.int64)
     starts = np.repeat(np.cumsum(sizes) - sizes, sizes)
     cells = pa.table(
         {
-            "dataset_id": pa.array(np.repeat(np.array(ids, dtype=object)[table_of], sizes), pa.string()),
+            "dataset_id": ids.take(pa.array(np.repeat(table_of, sizes))),
             "column_id": pa.array(np.repeat(column_ids, sizes)),
             "row_id": pa.array(np.arange(int(sizes.sum()), dtype=np.int64) - starts),
-            "value": pa.array([v for values in sets for v in values], pa.string()),
+            "value": sets.flatten(),
             "raw": pa.nulls(int(sizes.sum()), pa.string()),
         },
         schema=CELLS_SCHEMA,
     )
-    delta.write_arrow(config.table_path(CELLS), cells, partition_by=["dataset_id"], operation="cells")
-    rows = np.zeros(n_tables, np.int64)
+    rows = np.zeros(len(names), np.int64)
     np.maximum.at(rows, table_of, sizes)
+    widths = np.bincount(table_of)
     now = datetime.now(UTC)
-    datasets = []
-    for t in range(n_tables):
-        staged_path = None
-        if t in staged:
-            staged_path = f"raw/{ids[t]}.parquet"
-            frame = {
-                f"c{c}": pa.array(sets[t * COLUMNS_PER_TABLE + c] + [None] * int(rows[t] - sizes[t * COLUMNS_PER_TABLE + c]), pa.string())
-                for c in range(min(COLUMNS_PER_TABLE, len(sets) - t * COLUMNS_PER_TABLE))
-            }
-            (config.home / "raw").mkdir(parents=True, exist_ok=True)
-            pq.write_table(pa.table(frame), config.home / staged_path)
-        datasets.append(
-            {
-                "dataset_id": ids[t],
-                "source": "synthetic",
-                "title": f"synthetic table {t}",
-                "format": "csv",
-                "fetched_at": now,
-                "content_sha256": sha,
-                "version": 1,
-                "status": "active",
-                "rows": int(rows[t]),
-                "columns": int((table_of == t).sum()),
-                "staged_path": staged_path,
-            }
-        )
-    delta.write_arrow(config.table_path(DATASETS), pa.Table.from_pylist(datasets, schema=DATASETS_SCHEMA), operation="ingest")
-    families = list(FAMILIES)
+    datasets = [
+        {
+            "dataset_id": names[t],
+            "source": "synthetic",
+            "title": f"synthetic table {first + t}",
+            "format": "csv",
+            "fetched_at": now,
+            "content_sha256": sha,
+            "version": 1,
+            "status": "active",
+            "rows": int(rows[t]),
+            "columns": int(widths[t]),
+            "staged_path": staged_path(first + t) if first + t in staged else None,
+        }
+        for t in range(len(names))
+    ]
     columns = pa.table(
         {
             "column_id": column_ids,
-            "dataset_id": pa.array(np.array(ids, dtype=object)[table_of], pa.string()),
+            "dataset_id": ids.take(pa.array(table_of)),
             "ordinal": pa.array(ordinal.astype(np.int32)),
             "name": [f"c{o}" for o in ordinal],
             "header": [f"c{o}" for o in ordinal],
@@ -189,11 +217,11 @@ def write_lake_tables(config: LakeConfig, sets: list[list[str]], staged: set[int
             "uniqueness": np.ones(len(sets)),
             "key_candidate": pa.array(sizes == rows[table_of]),
             "semantic_type": pa.nulls(len(sets), pa.string()),
-            "indexed_by": [families] * len(sets),
+            "indexed_by": [list(FAMILIES)] * len(sets),
         },
         schema=COLUMNS_SCHEMA,
     )
-    delta.write_arrow(config.table_path(COLUMNS), columns, operation="columns")
+    return cells, pa.Table.from_pylist(datasets, schema=DATASETS_SCHEMA), columns
 
 
 def folder_bytes(path: Path) -> int:
@@ -204,22 +232,20 @@ def build(home: Path, n_sets: int, n_queries: int, shards: int | None, csv: bool
     """The lake of ``n_sets`` sets and its indexes, published; seconds per step."""
     config = LakeConfig(home=home, spark_master="local[2]", quiet=True)
     began = started = time.perf_counter()
-    sets = set_lake("opendata", n_sets, seed=7)
+    chunks = lake_chunks(n_sets)
     seconds = {"generate sets": time.perf_counter() - started}
     progress = Progress(quiet=True)
     if csv:
         started = time.perf_counter()
-        write_csv_lake(home.parent / "sources", sets)
+        write_csv_lake(home.parent / "sources", chunks)
         seconds["write CSV"] = time.perf_counter() - started
-        del sets
         summary = run(config, RunOptions(sources=[f"folder:{home.parent / 'sources'}"], families=FAMILIES, shards=shards), progress)
         seconds.update(summary["stage_seconds"])
     else:
         with snapshots.writing(config, "bench_scale"):
             started = time.perf_counter()
-            write_lake_tables(config, sets, set(query_tables(-(-n_sets // COLUMNS_PER_TABLE), n_queries)))
+            write_lake_tables(config, chunks, set(query_tables(-(-n_sets // COLUMNS_PER_TABLE), n_queries)))
             seconds["write lake tables"] = time.perf_counter() - started
-            del sets
             build_indexes(config, progress, families=FAMILIES, shards=shards)
             publish(config, {"bench_scale": n_sets}, progress)
         seconds.update(progress.timings)
