@@ -10,7 +10,7 @@ import pytest
 
 from lakejoin.graph.build import Lists, _merge, _Queries
 from lakejoin.graph.edges import JOSIE, Edge, Query, best
-from lakejoin.index.mate import build_in_memory, key_query, load
+from lakejoin.index.mate import build_in_memory, kernels, key_query, load
 from lakejoin.index.mate.search import MateRefused
 
 K = 3
@@ -70,3 +70,40 @@ def test_a_refusal_names_its_table_and_holds_whatever_the_floor() -> None:
             with pytest.raises(MateRefused) as refused:
                 searcher.search(key, list("abcd"), min_score=floor)
             assert (refused.value.dataset_id, refused.value.joining_rows) == ("flags", 2)
+
+
+def test_mappings_are_counted_as_verification_builds_them() -> None:
+    """``_pair_mappings`` (how a table's refusal is foreseen before its rows are built) equals the
+    number of rows ``_verify_pair`` appends, on random rows of few values (each value in several
+    columns) and key tuples that repeat values, miss some, and meet the initial column's value."""
+    rng = np.random.default_rng(24)
+    checked = 0
+    for _ in range(400):
+        width, m = int(rng.integers(2, 9)), int(rng.integers(2, 5))
+        row = rng.integers(0, 3, width)  # the value of each column
+        order = np.lexsort((np.arange(width), row))
+        cell_values, cell_columns, offsets = row[order].astype(np.int64), order.astype(np.int64), np.array([0, width], np.int64)
+        value_ids = rng.integers(-1, 4, (1, m)).astype(np.int64)
+        initial = int(rng.integers(m))
+        checks = rng.permutation([p for p in range(m) if p != initial]).astype(np.int64)
+        for c0 in np.flatnonzero(row == value_ids[0, initial]).tolist():
+            out = np.empty((1, m + 1), np.int64)
+            first, count, pick, combo = np.zeros(m, np.int64), np.ones(m, np.int64), np.zeros(m, np.int64), np.empty(m, np.int64)
+            _, built, _ = kernels._verify_pair(0, c0, 0, value_ids, initial, checks, offsets, cell_values, cell_columns, out, 0, first, count, pick, combo)
+            assert kernels._pair_mappings(0, 0, value_ids, initial, checks, offsets, cell_values) == built, (row, value_ids, initial, c0)
+            checked += built > 1
+    assert checked  # some pairs support several mappings
+
+
+def test_a_table_past_the_count_threshold_is_verified_unless_it_passes_the_limit() -> None:
+    """A key of four "1"s meets a row of 40 flags in 40·39·38·37 = 2,193,360 mappings: two rows
+    (4.4 M, past ``COUNT_FROM``: the rest counted first) are verified and join the key's one
+    tuple; eight (17.5 M) pass ``SUPPORTED_LIMIT`` and are refused, before their rows are built."""
+    assert kernels.COUNT_FROM < 2 * 2_193_360 < kernels.SUPPORTED_LIMIT < 8 * 2_193_360
+    key = key_query(pd.DataFrame({c: ["1"] for c in "abcd"}), list("abcd"))
+    two = load(build_in_memory({"flags": pd.DataFrame({f"f{i}": ["1"] * 2 for i in range(40)})}))
+    assert [(r["dataset_id"], r["joinability"]) for r in two.search(key, list("abcd"))] == [("flags", 1)]
+    eight = load(build_in_memory({"flags": pd.DataFrame({f"f{i}": ["1"] * 8 for i in range(40)})}))
+    with pytest.raises(MateRefused) as refused:
+        eight.search(key, list("abcd"))
+    assert refused.value.dataset_id == "flags"
