@@ -54,7 +54,7 @@ from lakejoin.index.mate import kernels
 from lakejoin.index.mate.kernels import STATS, scan_tables
 from lakejoin.index.mate.layout import int_dtype, offsets, postings_layout
 from lakejoin.index.mate.values import ValueDictionary
-from lakejoin.index.mate.xash import words_per_key, xash_words
+from lakejoin.index.mate.xash import words_per_key, xash_array
 from lakejoin.normalize import normalize_value
 
 SAMPLE_SIZE = 5
@@ -108,7 +108,7 @@ class KeyQuery:
     def keys(self, bits: int) -> np.ndarray:
         """(n, bits/64) each tuple's super key: its values' XASH words OR-ed."""
         if bits not in self._words:
-            self._words[bits] = xash_words(self.distinct, bits)
+            self._words[bits] = xash_array(pa.array(self.distinct, pa.string()), bits)
         return np.ascontiguousarray(np.bitwise_or.reduce(self._words[bits][self.codes], axis=1))
 
 
