@@ -39,6 +39,20 @@ def test_values_are_normalized_first(model):
     np.testing.assert_allclose(embed(["  SOUTH   Korea ", "2019.0"], model), embed(["south korea", "2019"], model), atol=1e-6)
 
 
+def test_minilm_batches_keep_to_their_token_budget():
+    from lakejoin.embed.models.minilm_onnx import BATCH, BATCH_TOKENS, _batches
+
+    lengths = np.array([3] * 300 + [9] * 100 + [40] * 30 + [256] * 3 + [700])  # ascending, as encode sorts them
+    order = np.arange(len(lengths))[::-1].copy()  # any positions: batches must keep them in order
+    batches = _batches(order, lengths)
+    np.testing.assert_array_equal(np.concatenate(batches), order)
+    sizes = [len(b) for b in batches]
+    for size, end in zip(sizes, np.cumsum(sizes)):
+        assert size <= BATCH
+        assert size == 1 or lengths[end - 1] * size <= BATCH_TOKENS  # a batch pads to its longest (last) value
+    assert sizes[0] == BATCH and sizes[-1] == 1 and sizes[-2] == 1  # short values fill whole batches; 256- and 700-token values go alone
+
+
 def test_semantic_pair_beats_unrelated_pair_minilm_onnx():
     korea_rep, south_korea, bicycle = embed(["Korea, Rep.", "South Korea", "bicycle"], "minilm-onnx")
     assert cosine(korea_rep, south_korea) > cosine(korea_rep, bicycle) + 0.3
