@@ -97,6 +97,16 @@ def test_default_selection_leaves_numeric_columns_to_mate():
     assert profile_values([None], name="c")["indexed_by"] == []
 
 
+def test_pexeso_takes_label_like_strings_only():
+    sentence = "a remark long enough to be free text rather than the label of an entity, past 64 characters"
+    assert "pexeso" not in profile_values([sentence, sentence + " again"], name="remarks")["indexed_by"]
+    assert "pexeso" not in profile_values(["N14228", "N24211"], name="tailnum")["indexed_by"]  # identifier codes
+    assert "pexeso" in profile_values(["Korea, Rep.", "Viet Nam"], name="country")["indexed_by"]
+    every_text = SelectionRules(pexeso=frozenset({"string", "identifier"}), pexeso_max_mean_length=None)
+    assert "pexeso" in profile_values([sentence, sentence + " again"], name="remarks", rules=every_text)["indexed_by"]
+    assert "pexeso" in profile_values(["N14228", "N24211"], name="tailnum", rules=every_text)["indexed_by"]
+
+
 def test_selection_rules_are_configurable():
     rules = SelectionRules(pexeso=frozenset({"string"}), josie=DEFAULT_RULES.josie | {"integer"}, min_distinct=3)
     assert indexed_by({"type": "identifier", "distinct": 5}, rules) == ["josie", "lshensemble", "mate", "qgram"]

@@ -11,10 +11,17 @@ numbering and joins nothing. Defaults (``DEFAULT_RULES``):
   set-overlap search with meaningless candidates.
 - ``mate``: every type. MATE joins on composite keys of whole rows, where years, hours and
   numeric ids are exactly what must match (flights→weather on origin, year, month, day, hour).
-- ``pexeso``: ``string`` and ``identifier``, i.e. every textual column. PEXESO handles string
-  columns only (``shared/notes/pexeso.md`` §1.1); codes are included so that semantic search
-  can relate codes and names. Pass ``SelectionRules(pexeso=frozenset({"string"}))`` to embed
-  free text only.
+- ``pexeso``: label-like ``string`` columns: mean original length at most
+  ``pexeso_max_mean_length`` (64, the label bound of key candidates, ``lakejoin.profile.keys``).
+  The paper joins on key columns of entity names (``shared/notes/pexeso.md`` §1.1: string
+  join-key columns, picked from key metadata or by semantic type); free text (titles, tweets,
+  remarks) is no join key, and ``identifier`` codes ("N14228", "UA", licence numbers) name
+  entities by their exact spelling, so a code within τ of another is another entity: exact
+  overlap (JOSIE, LSH Ensemble, MATE) and transformations (``qgram``) serve codes. On the
+  whole bundled lake the two kinds held about 70 % of the embedding model's input tokens, and
+  embedding was most of the first run's time (README, "Ingest"). Pass
+  ``SelectionRules(pexeso=frozenset({"string", "identifier"}), pexeso_max_mean_length=None)``
+  to embed every textual column.
 - ``qgram``: ``string``, ``identifier``, ``date`` and ``datetime``: the columns whose values a
   transformation reformats (names, codes, dates; numbers written with separators or units are
   profiled as strings). Purely numeric columns stay out for JOSIE's reason, and booleans join
@@ -30,6 +37,7 @@ from dataclasses import dataclass
 
 from lakejoin.index import FAMILIES
 from lakejoin.lake.schemas import ROW_NAMES
+from lakejoin.profile.keys import MAX_MEAN_LENGTH
 from lakejoin.profile.types import NUMERIC_TYPES, TYPES
 
 _ALL = frozenset(TYPES)
@@ -42,9 +50,10 @@ class SelectionRules:
     josie: frozenset[str] = _ALL - NUMERIC_TYPES
     lshensemble: frozenset[str] = _ALL - NUMERIC_TYPES
     mate: frozenset[str] = _ALL
-    pexeso: frozenset[str] = frozenset({"string", "identifier"})
+    pexeso: frozenset[str] = frozenset({"string"})
     qgram: frozenset[str] = frozenset({"string", "identifier", "date", "datetime"})
     min_distinct: int = 1
+    pexeso_max_mean_length: float | None = MAX_MEAN_LENGTH  # None: any length
 
     def __post_init__(self) -> None:
         for family in FAMILIES:
@@ -63,4 +72,10 @@ def indexed_by(profile: Mapping, rules: SelectionRules = DEFAULT_RULES) -> list[
         raise ValueError(f"profile lacks {sorted(missing)} needed to select index families")
     if profile["distinct"] < rules.min_distinct or profile.get("name_source") == ROW_NAMES:
         return []
-    return [family for family in FAMILIES if profile["type"] in getattr(rules, family)]
+    return [family for family in FAMILIES if profile["type"] in getattr(rules, family) and (family != "pexeso" or _label_like(profile, rules.pexeso_max_mean_length))]
+
+
+def _label_like(profile: Mapping, max_mean_length: float | None) -> bool:
+    """Whether the column's values are short enough to be labels (a profile without
+    ``length_mean`` counts as label-like: nothing says otherwise)."""
+    return max_mean_length is None or (profile.get("length_mean") or 0.0) <= max_mean_length
