@@ -606,3 +606,34 @@ def build_tables_for(spark, sets, datasets, **kwargs):
     from lakejoin.spark.lshensemble import build_tables
 
     return build_tables(spark, _cells(spark, sets, datasets), num_part=6, n_shards=N_SHARDS, **kwargs)
+
+
+@pytest.mark.spark
+def test_full_build_from_the_cell_files_equals_in_memory(spark, tmp_path: Path) -> None:
+    """``write_full_build`` (executor tasks reading ``lake/cells`` files shard by shard) writes
+    the tables the in-memory build makes of the distinct values of the columns LSH Ensemble
+    indexes: a column indexed by another family only, cells without a value and a column with
+    none at all are left out."""
+    from lakejoin.config import LakeConfig
+    from lakejoin.lake import delta as lake_delta
+    from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS
+    from lakejoin.spark.lshensemble import write_full_build
+
+    sets, datasets = real_lake()
+    chosen = [c for c in sets if datasets[c].startswith(("nycflights13/airlines", "nycflights13/airports", "bakeoff", "dslabs"))]
+    other_family, no_values = chosen[0], chosen[1]
+    rows = [(datasets[c], c, row, value, None) for c in chosen for row, value in enumerate(sets[c] + sets[c][:3])]  # duplicates: a set is distinct values
+    rows += [(datasets[no_values], no_values, row, None, "NA") for row in range(len(rows), len(rows) + 2)]
+    cells = pa.Table.from_pylist([dict(zip(CELLS_SCHEMA.names, r)) for r in rows if r[1] != no_values or r[3] is None], CELLS_SCHEMA)
+    catalog = cells.group_by(["dataset_id", "column_id"]).aggregate([])
+    indexed_by = [["mate"] if c == other_family else ["josie", "lshensemble"] for c in catalog["column_id"].to_pylist()]
+    catalog = catalog.append_column("indexed_by", pa.array(indexed_by, pa.list_(pa.string())))
+    config = LakeConfig.from_args(str(tmp_path / "home"), quiet=True)
+    lake_delta.write_rows(config.table_path(CELLS), cells, CELLS_SCHEMA, partition_by=["dataset_id"])
+    lake_delta.write_rows(config.table_path(COLUMNS), catalog, catalog.schema)
+
+    versions = write_full_build(spark, config, N_SHARDS, num_part=6)
+    written = {name: lake_delta.read_arrow(config.table_path(f"index/lshensemble/{name}")) for name in versions}
+    indexed = {c: sets[c] for c in chosen if c not in (other_family, no_values)}
+    _assert_same_tables(written, build_in_memory(indexed, dataset_ids=datasets, num_part=6, n_shards=N_SHARDS))
+    assert len(set(written["signatures"]["shard"].to_pylist())) > 1

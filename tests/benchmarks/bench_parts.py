@@ -8,7 +8,8 @@
     python tests/benchmarks/bench_parts.py imports
 
 - ``families``: each family's full build alone on a copy of HOME (its index deleted; PEXESO's
-  embedding cache too, as on a first build), one warm Spark session.
+  embedding cache too, as on a first build), one warm Spark session; wall and CPU seconds (the
+  process tree: driver, JVM, Python workers).
 - ``cells``: the cells stage alone (melt + partitioned write) over HOME's staged files, into a
   scratch table.
 - ``incremental``: one more table changed (the one after the median by size, a fifth of its rows
@@ -38,6 +39,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -54,6 +56,20 @@ def _copy(home: Path) -> Path:
     return copy
 
 
+def _tree_cpu_seconds() -> float:
+    """User + system CPU seconds of this process and its live descendants (the Spark JVM and its
+    Python workers, which Spark reuses; a worker that exits between two readings is missed)."""
+    me = psutil.Process()
+    total = 0.0
+    for process in [me, *me.children(recursive=True)]:
+        try:
+            times = process.cpu_times()
+        except psutil.NoSuchProcess:
+            continue
+        total += times.user + times.system
+    return total
+
+
 def families(home: Path, names: list[str]) -> None:
     from lakejoin.spark.pipeline import build_indexes
     from lakejoin.spark.session import get_spark
@@ -64,9 +80,9 @@ def families(home: Path, names: list[str]) -> None:
         shutil.rmtree(copy / "index" / family)
         if family == "pexeso":
             shutil.rmtree(copy / EMBEDDINGS, ignore_errors=True)  # a first build embeds every value
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), _tree_cpu_seconds()
         build_indexes(LakeConfig.from_args(str(copy), quiet=True), Progress(quiet=True), spark, families=(family,))
-        print(f"{family:<12}{time.perf_counter() - started:>9.1f} s", flush=True)
+        print(f"{family:<12}{time.perf_counter() - started:>9.1f} s {_tree_cpu_seconds() - cpu:>9.1f} CPU-s  load {os.getloadavg()[0]:.1f}", flush=True)
         shutil.rmtree(copy.parent)
 
 

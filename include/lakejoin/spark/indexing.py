@@ -177,7 +177,7 @@ def build_family(config: LakeConfig, spark: SparkSession | None, plan: FamilyPla
 
 def _build_on_spark(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, builder: ModuleType) -> dict[str, DataFrame]:
     """Build and write the family's tables with Spark; the tables written, by name."""
-    if plan.full and hasattr(builder, "write_full_build"):  # MATE: executor tasks read the cell files and write shard by shard
+    if plan.full and hasattr(builder, "write_full_build"):  # MATE, LSH Ensemble: executor tasks read the cell files and write shard by shard
         return builder.write_full_build(spark, config, plan.n_shards)
     previous = None if plan.full else family_tables(config, spark, plan.family, builder.GLOBAL_TABLES, plan.rewritten)
     inputs, params = family_inputs(config, spark, plan.family, None if plan.full else plan.changed)

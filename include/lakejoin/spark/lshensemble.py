@@ -1,9 +1,17 @@
 """Spark build of the LSH Ensemble index tables (``lakejoin.index.lshensemble.tables``).
 
-MinHash signatures are computed inside executors with ``mapInArrow``: the cells are
-repartitioned by ``column_id`` and sorted by ``(column_id, value)``, so every column is one run
-of rows in one task; runs are de-duplicated and hashed block by block in numpy
-(``lakejoin.index.lshensemble.minhash``), giving exactly ``datasketch.MinHash(num_perm, seed)``.
+MinHash signatures are computed inside executors, exactly ``datasketch.MinHash(num_perm, seed)``
+(``lakejoin.index.lshensemble.minhash``: each column's distinct values hashed, minima per
+permutation in compiled code).
+
+- Full build (:func:`write_full_build`): one Spark task per group of shards
+  (``lakejoin.spark.shards.shard_tasks``) reads its datasets' cell files, takes each column's
+  distinct values and writes that shard's ``signatures`` and ``sets`` rows in the same task; the
+  ``sizes`` histogram is then summed from the written signatures (one row per column). No cell
+  crosses the JVM: the DataFrame build shuffled every cell three times (signatures, sets, sizes).
+- Incremental builds (:func:`build_tables`, only the changed datasets' cells): the cells are
+  repartitioned by ``column_id`` and sorted by ``(column_id, value)``, so every column is one run
+  of rows in one task (``mapInArrow``).
 
 Shards. ``signatures`` and ``sets`` are sharded by dataset; ``sizes`` (the set-size histogram)
 and ``partitions`` are global. Only histograms reach the driver: at a full build the lake's, at
@@ -29,14 +37,16 @@ then widens), candidates grow +0.6% at 0.01, +1.0% at 0.02, +10.5% at 0.03, +24%
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from functools import partial
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from lakejoin.config import LakeConfig
 from lakejoin.index.lshensemble.minhash import hash_values, signatures_from_hashes
 from lakejoin.index.lshensemble.tables import (
     GLOBAL_TABLES,
@@ -48,9 +58,12 @@ from lakejoin.index.lshensemble.tables import (
 )
 from lakejoin.index.lshensemble.tables import staleness as partitioning_staleness
 from lakejoin.index.shards import SHARD
-from lakejoin.spark.shards import shard_column
+from lakejoin.lake import delta
+from lakejoin.pause import pause_point
+from lakejoin.spark import delta as spark_delta
+from lakejoin.spark.shards import shard_column, shard_tasks, task_cells, tasks_of
 
-__all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "STALENESS_LIMIT", "build_tables", "staleness"]
+__all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "STALENESS_LIMIT", "build_tables", "staleness", "write_full_build"]
 
 APPEND_TABLES: frozenset[str] = frozenset()
 STALENESS_LIMIT = 0.02
@@ -111,6 +124,63 @@ def build_tables(
         "sizes": spark.createDataFrame(histogram.to_pylist(), _SIZES_DDL),
         "partitions": spark.createDataFrame(partitions_table(histogram, num_part, partitioning).to_pylist(), _PARTITIONS_DDL),
     }
+
+
+def write_full_build(spark: SparkSession, config: LakeConfig, n_shards: int, num_perm: int = 256, seed: int = 1, num_part: int = 32, partitioning: str = "optimal") -> dict[str, int]:
+    """Build the index from the lake's cells in full and write its four tables (each replaced in
+    one commit): the tables :func:`build_tables` makes, computed shard by shard in executor tasks
+    that read the cell files themselves (module docstring). Returns the version written, by table."""
+    tasks = shard_tasks(spark, config, n_shards, "lshensemble")
+    sharded: dict[str, tuple[pa.Schema, Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]] = {
+        "signatures": (SIGNATURES_SCHEMA, partial(_signatures_of_tasks, num_perm, seed)),
+        "sets": (SETS_SCHEMA, _sets_of_tasks),
+    }
+    versions = {}
+    for name, (schema, produce) in sharded.items():
+        path = config.table_path(f"index/lshensemble/{name}")
+        versions[name] = spark_delta.write_table(tasks, path, schema, partition_by=[SHARD], replace="all", operation="index:lshensemble", produce=produce)
+        pause_point("index")
+    sizes = delta.read_arrow(config.table_path("index/lshensemble/signatures"), columns=["size"])["size"].to_numpy()
+    histogram = sizes_table(sizes)
+    for name, table in {"sizes": histogram, "partitions": partitions_table(histogram, num_part, partitioning)}.items():
+        versions[name] = delta.write_rows(config.table_path(f"index/lshensemble/{name}"), table, table.schema, replace="all", operation="index:lshensemble")
+    return versions
+
+
+def _task_sets(task: dict) -> tuple[pa.Table, np.ndarray, pa.Array]:
+    """A shard task's sets: its distinct (column_id, value) pairs sorted by both, where each
+    column's run starts, and each column's dataset id."""
+    cells = task_cells(task, ("column_id", "value"))
+    pairs = cells.select(["column_id", "value"]).group_by(["column_id", "value"]).aggregate([])
+    pairs = pairs.take(pc.sort_indices(pairs, sort_keys=[("column_id", "ascending"), ("value", "ascending")]))
+    column_ids = pairs["column_id"].to_numpy()
+    firsts = np.flatnonzero(np.r_[True, column_ids[1:] != column_ids[:-1]]) if len(column_ids) else np.zeros(0, np.int64)
+    codes = pa.table({"column_id": cells["column_id"], "code": cells["dataset_id"].combine_chunks().indices})
+    code_of = codes.group_by("column_id").aggregate([("code", "min")])  # a column lives in one dataset
+    position = pc.index_in(pa.array(column_ids[firsts]), value_set=code_of["column_id"])
+    datasets = pa.array([d["dataset_id"] for d in task["datasets"]], pa.string())
+    return pairs, firsts, datasets.take(code_of["code_min"].combine_chunks().take(position))
+
+
+def _signatures_of_tasks(num_perm: int, seed: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``write_table`` producer: each task shard's ``signatures`` rows."""
+    for task in tasks_of(batches):
+        pairs, firsts, dataset_ids = _task_sets(task)
+        run = np.repeat(np.arange(len(firsts)), np.diff(np.r_[firsts, pairs.num_rows]))
+        signatures = signatures_from_hashes(hash_values(pairs["value"].to_pylist()), run, len(firsts), num_perm, seed)
+        sizes = np.diff(np.r_[firsts, pairs.num_rows])
+        column_ids = pairs["column_id"].to_numpy()[firsts]
+        columns = [pa.array(column_ids, pa.int64()), dataset_ids, pa.array(sizes, pa.int64()), pa.array(np.full(len(firsts), seed), pa.int64()), minhash_column(signatures)]
+        yield pa.RecordBatch.from_arrays([*columns, pa.array(np.full(len(firsts), task["shard"], np.int32))], schema=SIGNATURES_SCHEMA)
+
+
+def _sets_of_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """``write_table`` producer: each task shard's ``sets`` rows (values ascending)."""
+    for task in tasks_of(batches):
+        pairs, firsts, dataset_ids = _task_sets(task)
+        values = pa.ListArray.from_arrays(pa.array(np.r_[firsts, pairs.num_rows], pa.int32()), pairs["value"].combine_chunks())
+        column_ids = pa.array(pairs["column_id"].to_numpy()[firsts], pa.int64())
+        yield pa.RecordBatch.from_arrays([column_ids, dataset_ids, values, pa.array(np.full(len(firsts), task["shard"], np.int32))], schema=SETS_SCHEMA)
 
 
 def staleness(tables: Mapping[str, pa.Table]) -> float:

@@ -41,12 +41,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from functools import partial
-from urllib.parse import unquote
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -66,12 +63,11 @@ from lakejoin.index.mate.build import (
     widths_table,
 )
 from lakejoin.index.mate.build import staleness as width_staleness
-from lakejoin.index.shards import SHARD, shard_of
+from lakejoin.index.shards import SHARD
 from lakejoin.lake import delta
-from lakejoin.lake.schemas import CELLS, COLUMNS
 from lakejoin.pause import pause_point
 from lakejoin.spark import delta as spark_delta
-from lakejoin.spark.shards import shard_column
+from lakejoin.spark.shards import shard_column, shard_tasks, task_cells, tasks_of
 
 __all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "STALENESS_LIMIT", "build_tables", "staleness", "write_full_build"]
 
@@ -79,10 +75,6 @@ APPEND_TABLES: frozenset[str] = frozenset()
 STALENESS_LIMIT = 0.5  # the measure is 0 or 1: rebuild once the width rule picks another size
 _PARAMS_DDL = "bits int, chosen boolean"
 _WIDTHS_DDL = "width long, rows long"
-# Cells a task reads at most (about, on average): the writer holds a task's rows at once, ~120
-# bytes a posting with its dataset id; the whole bundled lake (102 M cells) gets 51 tasks, not 8.
-TASK_CELLS = 2_000_000
-_TASKS_DDL = "shard int, datasets array<struct<dataset_id: string, files: array<string>>>, columns array<long>"
 
 
 def build_tables(
@@ -165,7 +157,7 @@ def write_full_build(spark: SparkSession, config: LakeConfig, n_shards: int, bit
     """Build MATE's index from the lake's cells in full and write its four tables (each replaced
     in one commit): the tables :func:`build_tables` makes, computed shard by shard in executor
     tasks that read the cell files themselves (module docstring). Returns the version written, by table."""
-    tasks = _shard_tasks(spark, config, n_shards)
+    tasks = shard_tasks(spark, config, n_shards, "mate")
     rows = tasks.mapInArrow(_width_counts, _WIDTHS_DDL).collect()
     histogram = widths_table(np.array([r["width"] for r in rows], np.int64), np.array([r["rows"] for r in rows], np.int64))
     params = params_table(bits or choose_bits(width_quantile(histogram)), bits is None)
@@ -184,56 +176,10 @@ def write_full_build(spark: SparkSession, config: LakeConfig, n_shards: int, bit
     return versions
 
 
-def _shard_tasks(spark: SparkSession, config: LakeConfig, n_shards: int) -> DataFrame:
-    """One row per shard that holds cells of a column MATE indexes: its datasets' cell files
-    (of the table's current version) and those columns, spread over the cores in Spark
-    partitions of about :data:`TASK_CELLS` cells at most."""
-    catalog = delta.read_arrow(config.table_path(COLUMNS), columns=["dataset_id", "column_id", "indexed_by"]).to_pydict()
-    columns: dict[str, list[int]] = {}
-    for dataset_id, column_id, indexed_by in zip(catalog["dataset_id"], catalog["column_id"], catalog["indexed_by"]):
-        if indexed_by and "mate" in indexed_by:
-            columns.setdefault(dataset_id, []).append(column_id)
-    cells = delta.open_table(config.table_path(CELLS))
-    files: dict[str, list[str]] = {}
-    for uri in delta.files_of(cells):
-        folder = uri.rsplit("/", 2)[-2]  # dataset_id=<quoted id>/part-....parquet, as the writer names it
-        files.setdefault(unquote(folder.removeprefix("dataset_id=")), []).append(uri)
-    shards: dict[int, dict] = {}
-    for dataset_id in sorted(files.keys() & columns.keys()):
-        task = shards.setdefault(shard_of(dataset_id, n_shards), {"datasets": [], "columns": []})
-        task["datasets"].append({"dataset_id": dataset_id, "files": files[dataset_id]})
-        task["columns"].extend(columns[dataset_id])
-    rows = [{"shard": shard, **task} for shard, task in sorted(shards.items())]
-    actions = pa.table(cells.get_add_actions(flatten=True)).to_pydict()
-    stored = sum(n for d, n in zip(actions["partition.dataset_id"], actions["num_records"]) if d in columns and n)
-    tasks = max(spark.sparkContext.defaultParallelism * 4, -(-stored // TASK_CELLS))
-    return spark.createDataFrame(rows, _TASKS_DDL).repartition(max(1, min(len(rows), tasks)))
-
-
-def _shard_cells(task: dict) -> pa.Table:
-    """The task's cells with a value in the columns MATE indexes: ``dataset_id`` (dictionary
-    encoded: one entry per dataset, not a string per cell), ``column_id``, ``row_id``, ``value``."""
-    wanted = pa.array(task["columns"], pa.int64())
-    datasets = pa.array([d["dataset_id"] for d in task["datasets"]], pa.string())
-    parts = []
-    for code, dataset in enumerate(task["datasets"]):
-        for path in dataset["files"]:
-            cells = pq.ParquetFile(path).read(columns=["column_id", "row_id", "value"])
-            cells = cells.filter(pc.and_(pc.is_in(cells["column_id"], value_set=wanted), pc.is_valid(cells["value"])))
-            codes = pa.array(np.full(cells.num_rows, code, np.int32))
-            parts.append(cells.append_column("dataset_id", pa.DictionaryArray.from_arrays(codes, datasets)))
-    return pa.concat_tables(parts)  # a task has a dataset, and a dataset a file
-
-
-def _tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[dict]:
-    for batch in batches:
-        yield from batch.to_pylist()
-
-
 def _width_counts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: each task shard's histogram of non-null cells per row (width, rows)."""
-    for task in _tasks(batches):
-        cells = _shard_cells(task)
+    for task in tasks_of(batches):
+        cells = task_cells(task)
         widths = row_widths(pa.table({"dataset_id": cells["dataset_id"].combine_chunks().indices, "row_id": cells["row_id"]}))
         histogram = widths_table(widths)
         yield pa.RecordBatch.from_arrays([histogram["width"].combine_chunks(), histogram["rows"].combine_chunks()], names=["width", "rows"])
@@ -241,13 +187,13 @@ def _width_counts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
 
 def _postings(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``write_table`` producer: each task shard's ``postings`` rows (``POSTINGS_SCHEMA``)."""
-    for task in _tasks(batches):
-        cells = _shard_cells(task)
+    for task in tasks_of(batches):
+        cells = task_cells(task)
         shard = pa.array(np.full(cells.num_rows, task["shard"], np.int32))
         yield from cells.select(["value", "dataset_id", "column_id", "row_id"]).append_column(SHARD, shard).cast(POSTINGS_SCHEMA).to_batches()
 
 
 def _superkeys_of_tasks(bits: int, n_shards: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``write_table`` producer: each task shard's ``superkeys`` rows (``row_superkeys``)."""
-    for task in _tasks(batches):
-        yield from row_superkeys(_shard_cells(task), bits, n_shards).to_batches()
+    for task in tasks_of(batches):
+        yield from row_superkeys(task_cells(task), bits, n_shards).to_batches()
