@@ -1,6 +1,7 @@
 """The incremental graph's rules on their own, without a lake (``tests/test_graph.py`` runs them
 through the pipeline): the merge of a previous list with the changed datasets' neighbours, and
-the MATE refusals a later graph keeps without searching again."""
+the MATE refusals a later graph keeps without searching again, and how MATE foresees a refusal
+before building its mapping rows."""
 
 from __future__ import annotations
 
