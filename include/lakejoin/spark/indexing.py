@@ -56,6 +56,7 @@ from lakejoin.pause import pause_point
 from lakejoin.progress import Progress
 from lakejoin.spark import delta as spark_delta
 from lakejoin.spark.embed import embed_values, vector_array
+from lakejoin.spark.shards import column_values
 
 # An incremental build of at most this many rows runs in this process (module docstring);
 # LAKEJOIN_LOCAL_BUILD_ROWS overrides it (0: always on Spark).
@@ -180,7 +181,7 @@ def _build_on_spark(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, b
     if plan.full and hasattr(builder, "write_full_build"):  # MATE, LSH Ensemble: executor tasks read the cell files and write shard by shard
         return builder.write_full_build(spark, config, plan.n_shards)
     previous = None if plan.full else family_tables(config, spark, plan.family, builder.GLOBAL_TABLES, plan.rewritten)
-    inputs, params = family_inputs(config, spark, plan.family, None if plan.full else plan.changed)
+    inputs, params = family_inputs(config, spark, plan.family, None if plan.full else plan.changed, plan.n_shards)
     # Read several times by the build: the changed datasets' rows (small), and PEXESO's embedded
     # distinct values, which would otherwise re-read and re-deduplicate the cells each time.
     if not plan.full or plan.family == "pexeso":
@@ -317,12 +318,16 @@ def family_tables(config: LakeConfig, spark: SparkSession, family: str, global_t
     }
 
 
-def family_inputs(config: LakeConfig, spark: SparkSession, family: str, changed: set[str] | None) -> tuple[DataFrame, dict[str, Any]]:
-    """What a family's build takes: the cells of the columns it indexes (only the ``changed``
-    datasets' when given) — for PEXESO, their distinct values embedded."""
-    columns = spark_delta.read_table(spark, config.table_path(COLUMNS)).where(F.array_contains("indexed_by", family)).select("column_id")
-    pruning = None if changed is None else {"dataset_id": changed}
-    cells = spark_delta.read_table(spark, config.table_path(CELLS), partitions=pruning).join(F.broadcast(columns), "column_id").select(CELLS_SCHEMA.names)
+def family_inputs(config: LakeConfig, spark: SparkSession, family: str, changed: set[str] | None, n_shards: int) -> tuple[DataFrame, dict[str, Any]]:
+    """What a family's build takes: the cells of the columns it indexes — for a full build each
+    column's distinct values (``lakejoin.spark.shards.column_values``; the families that get
+    here in full, JOSIE, q-gram and PEXESO, read a column as a set of values), for an
+    incremental one the ``changed`` datasets' cells; for PEXESO, the distinct values embedded."""
+    if changed is None:
+        cells = column_values(spark, config, n_shards, family)
+    else:
+        columns = spark_delta.read_table(spark, config.table_path(COLUMNS)).where(F.array_contains("indexed_by", family)).select("column_id")
+        cells = spark_delta.read_table(spark, config.table_path(CELLS), partitions={"dataset_id": changed}).join(F.broadcast(columns), "column_id").select(CELLS_SCHEMA.names)
     if family != "pexeso":
         return cells, {}
     return embedded_values(config, spark, cells, PEXESO_MODEL), {"model": PEXESO_MODEL}

@@ -6,7 +6,10 @@ A shard task is one row: a shard, its datasets with their cell files (of the tab
 version) and the columns the family indexes there. A family's full build maps each task to the
 rows it writes (``lakejoin.spark.delta.write_table(produce=...)``): a table and so all of its
 columns live in one dataset's files, so whatever a family computes per column or per row needs
-no data from another task.
+no data from another task. The families whose full build is global (JOSIE and q-gram number
+tokens lake-wide, PEXESO embeds distinct values) start from :func:`column_values`, each
+column's distinct values taken in the same tasks, instead of deduplicating every cell in a
+shuffle.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from lakejoin.lake.schemas import CELLS, COLUMNS
 # bytes a posting with its dataset id; the whole bundled lake (102 M cells) gets 51 tasks, not 8.
 TASK_CELLS = 2_000_000
 _TASKS_DDL = "shard int, datasets array<struct<dataset_id: string, files: array<string>>>, columns array<long>"
+_CELLS_DDL = "dataset_id string, column_id long, row_id long, value string, raw string"
 
 
 def shard_column(n_shards: int, dataset_id: str = "dataset_id") -> Column:
@@ -84,3 +88,27 @@ def task_cells(task: dict, columns: tuple[str, ...] = ("column_id", "row_id", "v
             codes = pa.array(np.full(cells.num_rows, code, np.int32))
             parts.append(cells.append_column("dataset_id", pa.DictionaryArray.from_arrays(codes, datasets)))
     return pa.concat_tables(parts)  # a task has a dataset, and a dataset a file
+
+
+def column_values(spark: SparkSession, config: LakeConfig, n_shards: int, family: str) -> DataFrame:
+    """Every distinct (dataset_id, column_id, value) of the columns ``family`` indexes, as
+    cells-shaped rows (``row_id`` and ``raw`` null), deduplicated inside the shard tasks."""
+    return shard_tasks(spark, config, n_shards, family).mapInArrow(_distinct_values, _CELLS_DDL)
+
+
+def _distinct_values(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body: each shard task's distinct (dataset, column, value) rows."""
+    for task in tasks_of(batches):
+        cells = task_cells(task, ("column_id", "value"))
+        codes = pa.table({"code": cells["dataset_id"].combine_chunks().indices, "column_id": cells["column_id"], "value": cells["value"]})
+        distinct = codes.group_by(["code", "column_id", "value"]).aggregate([])
+        datasets = pa.array([d["dataset_id"] for d in task["datasets"]], pa.string())
+        rows = distinct.num_rows
+        columns = [
+            datasets.take(distinct["code"].combine_chunks()),
+            distinct["column_id"].combine_chunks(),
+            pa.nulls(rows, pa.int64()),
+            distinct["value"].combine_chunks(),
+            pa.nulls(rows, pa.string()),
+        ]
+        yield pa.RecordBatch.from_arrays(columns, names=["dataset_id", "column_id", "row_id", "value", "raw"])
