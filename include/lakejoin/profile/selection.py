@@ -19,15 +19,16 @@ numbering and joins nothing. Defaults (``DEFAULT_RULES``):
   entities by their exact spelling, so a code within τ of another is another entity: exact
   overlap (JOSIE, LSH Ensemble, MATE) and transformations (``qgram``) serve codes. On the
   whole bundled lake the two kinds held about 70 % of the embedding model's input tokens, and
-  embedding was most of the first run's time (README, "Ingest"). Pass
+  embedding was most of the first run's time (README, "Ingest").
   ``SelectionRules(pexeso=frozenset({"string", "identifier"}), pexeso_max_mean_length=None)``
-  to embed every textual column.
+  is the old choice, every textual column.
 - ``qgram``: ``string``, ``identifier``, ``date`` and ``datetime``: the columns whose values a
   transformation reformats (names, codes, dates; numbers written with separators or units are
   profiled as strings). Purely numeric columns stay out for JOSIE's reason, and booleans join
   nothing. ``SelectionRules(qgram=frozenset())`` builds the family empty.
 
-Override by building another ``SelectionRules``; the pipeline takes the rules as a parameter.
+The main job profiles with ``DEFAULT_RULES``; library callers (``profile_values``, ``finish_profile``)
+take another ``SelectionRules``.
 """
 
 from __future__ import annotations
