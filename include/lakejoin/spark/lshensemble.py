@@ -61,7 +61,7 @@ from lakejoin.index.shards import SHARD
 from lakejoin.lake import delta
 from lakejoin.pause import pause_point
 from lakejoin.spark import delta as spark_delta
-from lakejoin.spark.shards import shard_column, shard_tasks, task_cells, tasks_of
+from lakejoin.spark.shards import shard_column, shard_tasks, task_column_values, tasks_of
 
 __all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "STALENESS_LIMIT", "build_tables", "staleness", "write_full_build"]
 
@@ -148,18 +148,13 @@ def write_full_build(spark: SparkSession, config: LakeConfig, n_shards: int, num
 
 
 def _task_sets(task: dict) -> tuple[pa.Table, np.ndarray, pa.Array]:
-    """A shard task's sets: its distinct (column_id, value) pairs sorted by both, where each
-    column's run starts, and each column's dataset id."""
-    cells = task_cells(task, ("column_id", "value"))
-    pairs = cells.select(["column_id", "value"]).group_by(["column_id", "value"]).aggregate([])
+    """A shard task's sets: its distinct (dataset_id, column_id, value) rows sorted by column and
+    value, where each column's run starts, and each column's dataset id."""
+    pairs = task_column_values(task)
     pairs = pairs.take(pc.sort_indices(pairs, sort_keys=[("column_id", "ascending"), ("value", "ascending")]))
     column_ids = pairs["column_id"].to_numpy()
     firsts = np.flatnonzero(np.r_[True, column_ids[1:] != column_ids[:-1]]) if len(column_ids) else np.zeros(0, np.int64)
-    codes = pa.table({"column_id": cells["column_id"], "code": cells["dataset_id"].combine_chunks().indices})
-    code_of = codes.group_by("column_id").aggregate([("code", "min")])  # a column lives in one dataset
-    position = pc.index_in(pa.array(column_ids[firsts]), value_set=code_of["column_id"])
-    datasets = pa.array([d["dataset_id"] for d in task["datasets"]], pa.string())
-    return pairs, firsts, datasets.take(code_of["code_min"].combine_chunks().take(position))
+    return pairs, firsts, pairs["dataset_id"].combine_chunks().take(pa.array(firsts))
 
 
 def _signatures_of_tasks(num_perm: int, seed: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -99,16 +99,16 @@ def column_values(spark: SparkSession, config: LakeConfig, n_shards: int, family
 def _distinct_values(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body: each shard task's distinct (dataset, column, value) rows."""
     for task in tasks_of(batches):
-        cells = task_cells(task, ("column_id", "value"))
-        codes = pa.table({"code": cells["dataset_id"].combine_chunks().indices, "column_id": cells["column_id"], "value": cells["value"]})
-        distinct = codes.group_by(["code", "column_id", "value"]).aggregate([])
-        datasets = pa.array([d["dataset_id"] for d in task["datasets"]], pa.string())
-        rows = distinct.num_rows
-        columns = [
-            datasets.take(distinct["code"].combine_chunks()),
-            distinct["column_id"].combine_chunks(),
-            pa.nulls(rows, pa.int64()),
-            distinct["value"].combine_chunks(),
-            pa.nulls(rows, pa.string()),
-        ]
-        yield pa.RecordBatch.from_arrays(columns, names=["dataset_id", "column_id", "row_id", "value", "raw"])
+        values = task_column_values(task)
+        rows = values.num_rows
+        columns = [values["dataset_id"], values["column_id"], pa.nulls(rows, pa.int64()), values["value"], pa.nulls(rows, pa.string())]
+        yield pa.RecordBatch.from_arrays([c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns], names=["dataset_id", "column_id", "row_id", "value", "raw"])
+
+
+def task_column_values(task: dict) -> pa.Table:
+    """The distinct (dataset_id, column_id, value) of a shard task's cells (a column's values as a set)."""
+    cells = task_cells(task, ("column_id", "value"))
+    codes = pa.table({"code": cells["dataset_id"].combine_chunks().indices, "column_id": cells["column_id"], "value": cells["value"]})
+    distinct = codes.group_by(["code", "column_id", "value"]).aggregate([])
+    datasets = pa.array([d["dataset_id"] for d in task["datasets"]], pa.string())
+    return pa.table({"dataset_id": datasets.take(distinct["code"].combine_chunks()), "column_id": distinct["column_id"], "value": distinct["value"]})
