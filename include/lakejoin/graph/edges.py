@@ -205,10 +205,8 @@ class OverlapIndex:
 def mate_key(query: pa.Table, key: Mapping[str, int]) -> KeyQuery:
     """The composite ``key``'s (column name -> column id) tuples of ``query`` (the dataset's
     table), normalized for MATE once for every index (shard group) it is searched in."""
-    import pandas as pd
-
     names = list(key)
-    return key_query(pd.DataFrame({name: query.column(name).to_pylist() for name in names}), names)
+    return key_query(query.select(names), names)
 
 
 def mate_edges(searcher: Any, query: KeyQuery, dataset_id: str, key: Mapping[str, int], k: int, min_overlap: int = 0) -> list[Edge]:

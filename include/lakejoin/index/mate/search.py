@@ -55,7 +55,7 @@ from lakejoin.index.mate.kernels import STATS, scan_tables
 from lakejoin.index.mate.layout import int_dtype, offsets, postings_layout
 from lakejoin.index.mate.values import ValueDictionary
 from lakejoin.index.mate.xash import words_per_key, xash_array
-from lakejoin.normalize import normalize_value
+from lakejoin.normalize import NormalizedColumn, normalize_value
 
 SAMPLE_SIZE = 5
 
@@ -254,18 +254,20 @@ def _superkey_words(column: pa.ChunkedArray, bits: int, order: np.ndarray) -> np
 INITIAL_RULES = ("pl_items", "cardinality")
 
 
-def key_query(query: pd.DataFrame, columns: list[str]) -> KeyQuery:
-    """Line 1 for ``query`` on the key ``columns``: the index-free part of ``prepare_query``."""
-    if not isinstance(query, pd.DataFrame) or query.empty:
+def key_query(query: pd.DataFrame | pa.Table, columns: list[str]) -> KeyQuery:
+    """Line 1 for ``query`` (a frame, or an Arrow table: normalized in Arrow) on the key
+    ``columns``: the index-free part of ``prepare_query``."""
+    if not isinstance(query, pd.DataFrame | pa.Table) or not len(query):
         raise ValueError("the query table is empty")
     columns = list(columns)
     if not columns:
         raise ValueError("no key columns given")
     if len(set(columns)) != len(columns):
         raise ValueError(f"key columns repeat: {columns}")
-    unknown = [c for c in columns if c not in query.columns]
+    names = list(query.columns) if isinstance(query, pd.DataFrame) else query.column_names
+    unknown = [c for c in columns if c not in names]
     if unknown:
-        raise ValueError(f"key columns not in the query table: {unknown} (it has {list(query.columns)})")
+        raise ValueError(f"key columns not in the query table: {unknown} (it has {names})")
     tuples = _key_tuples(query, columns)
     if not len(tuples):
         raise ValueError(f"no query row has a non-null value in every key column {columns}")
@@ -325,16 +327,20 @@ def _pl_lengths(index: MateIndex, value_ids: np.ndarray) -> np.ndarray:
     return index.pl_offsets[value_ids + 1].astype(np.int64) - index.pl_offsets[value_ids]
 
 
-def _key_tuples(query: pd.DataFrame, columns: list[str]) -> np.ndarray:
+def _key_tuples(query: pd.DataFrame | pa.Table, columns: list[str]) -> np.ndarray:
     """The distinct normalized key tuples without a null value, in order of first occurrence.
 
-    ``normalize_value`` runs once per distinct raw value of a column, as in the index build.
+    ``normalize_value`` runs once per distinct raw value of a column, as in the index build (an
+    Arrow table goes through the cells' own ``NormalizedColumn``, which tests most texts in Arrow).
     """
-    normalized = []
-    for column in columns:
-        codes, uniques = pd.factorize(query[column], use_na_sentinel=True)
-        values = np.array([normalize_value(u) for u in uniques] + [None], dtype=object)
-        normalized.append(values[codes])  # code -1 picks the trailing None
+    if isinstance(query, pa.Table):
+        normalized = [column.values().to_numpy(zero_copy_only=False) for column in NormalizedColumn.of_columns([query.column(c) for c in columns])]
+    else:
+        normalized = []
+        for column in columns:
+            codes, uniques = pd.factorize(query[column], use_na_sentinel=True)
+            values = np.array([normalize_value(u) for u in uniques] + [None], dtype=object)
+            normalized.append(values[codes])  # code -1 picks the trailing None
     tuples = np.column_stack(normalized)
     tuples = tuples[~pd.isna(tuples).any(axis=1)]
     if not len(tuples):
