@@ -18,8 +18,10 @@ distinct value first; it is measured by bench_pexeso.py). Then:
   seconds, shard count and on-disk size per family;
 - **batch** (``lakejoin.spark.discover``): queries/s of JOSIE over a sample of query tables
   (every column of each) on ``local[2]`` and on a standalone master with one and with two
-  one-core workers on 127.0.0.1, and the peak resident memory of one executor (its JVM and
-  Python workers, sampled every 0.2 s);
+  one-core workers on 127.0.0.1, each worker pinned to its own CPU with ``taskset`` (unpinned,
+  one "one-core" worker's JVM and Python workers spread over both cores of a 2-core machine,
+  so one worker is not one core's work), and the peak resident memory of one executor (its JVM
+  and Python workers, sampled every 0.2 s) with the CPUs its processes were allowed;
 - **interactive** (``QueryEngine``): p50 / p95 of one JOSIE query with the whole index in
   memory and shard by shard under a budget below the index (2 GiB at full size; on a lake whose
   index fits 2 GiB, the largest shard's load, so that one shard stays cached and the rest are
@@ -259,10 +261,12 @@ def built_families(config: LakeConfig) -> dict:
 
 class PeakMemory:
     """Largest resident memory of one executor (a JVM running executor tasks plus its Python
-    workers), sampled every 0.2 s while running."""
+    workers), sampled every 0.2 s while running, and the CPUs those processes were allowed
+    (``cpus``: each executor's set, as ``taskset`` left it)."""
 
     def __init__(self, marker: str) -> None:
         self.marker, self.peak, self._stop = marker, 0, threading.Event()
+        self.cpus: set[tuple[int, ...]] = set()
         self._thread = threading.Thread(target=self._sample, daemon=True)
 
     def __enter__(self) -> PeakMemory:
@@ -280,6 +284,7 @@ class PeakMemory:
                     if self.marker in " ".join(process.info["cmdline"] or []):
                         tree = [process, *process.children(recursive=True)]
                         self.peak = max(self.peak, sum(p.memory_info().rss for p in tree))
+                        self.cpus.update(tuple(p.cpu_affinity()) for p in tree)
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
 
@@ -293,7 +298,7 @@ def batch(home: Path, master: str, spec: str, out: Path, marker: str) -> dict:
     if completed.returncode != 0:
         raise RuntimeError(completed.stderr[-3000:])
     result = json.loads(next(line for line in completed.stdout.splitlines() if line.startswith("RESULT ")).removeprefix("RESULT "))
-    return {**result, "qps": result["queries"] / result["wall"], "peak": memory.peak, "load": max(loads)}
+    return {**result, "qps": result["queries"] / result["wall"], "peak": memory.peak, "load": max(loads), "cpus": sorted(memory.cpus)}
 
 
 def interactive(config: LakeConfig, queries: list[tuple[str, str]], budget: int | None) -> dict:
@@ -390,12 +395,13 @@ def batch_step(config: LakeConfig, spec: str, folder: Path, shards: int, n_sets:
     for workers in (1, 2):
         logs = folder / f"cluster-{workers}"
         logs.mkdir()
-        with standalone_cluster(logs, workers=workers, cores=1, memory="3g") as url:
-            runs[f"standalone, {workers} worker(s) x 1 core"] = batch(config.home, url, spec, folder / f"out-{workers}", "CoarseGrainedExecutorBackend")
+        with standalone_cluster(logs, workers=workers, cores=1, memory="3g", pinned=True) as url:
+            runs[f"standalone, {workers} pinned worker(s) x 1 core"] = batch(config.home, url, spec, folder / f"out-{workers}", "CoarseGrainedExecutorBackend")
     print("\nbatch discovery, JOSIE k=10 (every column of each query table)")
-    print(f"{'where':38s} {'queries':>8} {'seconds':>8} {'queries/s':>10} {'peak MiB/executor':>18} {'load':>5}")
+    print(f"{'where':45s} {'queries':>8} {'seconds':>8} {'queries/s':>10} {'peak MiB/executor':>18} {'load':>5}  executors' CPUs")
     for where, r in runs.items():
-        print(f"{where:38s} {r['queries']:>8} {r['wall']:>8.1f} {r['qps']:>10.2f} {r['peak'] / 2**20:>18.0f} {r['load']:>5.1f}")
+        cpus = " ".join("{" + ",".join(map(str, c)) + "}" for c in r["cpus"])
+        print(f"{where:45s} {r['queries']:>8} {r['wall']:>8.1f} {r['qps']:>10.2f} {r['peak'] / 2**20:>18.0f} {r['load']:>5.1f}  {cpus}")
     one, two = (runs[k]["qps"] for k in list(runs)[1:])
     print(f"two workers / one worker: {two / one:.2f}x (goal >= 1.7x)")
     two_run = runs[list(runs)[-1]]
