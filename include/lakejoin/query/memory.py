@@ -12,7 +12,10 @@ The bytes per row are peak resident memory during ``load`` measured on this proj
 signatures at 256 permutations (292 MiB peak); MATE the bundled 500-table lake (17.9 M
 postings, 1.99 GiB peak in tests/benchmarks/bench_mate_memory.py: ~120 bytes a posting with
 the index tables read; 135 leaves ~10% headroom); PEXESO the same lake with minilm-onnx (35.6k vectors, 384 dims,
-207 MiB peak). They are upper bounds for those shapes, not exact for every lake.
+207 MiB peak). JOSIE's tokens (the token dictionary in Arrow buffers, ``lakejoin.index.values``):
+22.05 M tokens of the 1,000,000-set lake of bench_scale.py took 607 MiB over the process's peak
+(2026-11-27), ~29 bytes a token; 40 leaves headroom. They are upper bounds for those shapes, not
+exact for every lake.
 """
 
 from __future__ import annotations
@@ -24,11 +27,11 @@ from pathlib import Path
 
 # family -> index table -> peak bytes of the searcher's load per row of that table
 LOAD_BYTES_PER_ROW: dict[str, dict[str, int]] = {
-    "josie": {"postings": 72, "tokens": 100, "sets": 100},
+    "josie": {"postings": 72, "tokens": 40, "sets": 100},
     "lshensemble": {"signatures": 15_000},
     "mate": {"postings": 135},
     "pexeso": {"mapped": 6_000},
-    "qgram": {"postings": 72, "tokens": 100, "sets": 100},  # JOSIE's tables over token sets
+    "qgram": {"postings": 72, "tokens": 40, "sets": 100},  # JOSIE's tables over token sets
 }
 MEMORY_LIMIT_VARIABLE = "LAKEJOIN_INDEX_MEMORY"  # e.g. "8G": a fixed budget for one family's load
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)

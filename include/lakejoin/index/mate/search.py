@@ -53,8 +53,8 @@ import pyarrow.compute as pc
 from lakejoin.index.mate import kernels
 from lakejoin.index.mate.kernels import STATS, scan_tables
 from lakejoin.index.mate.layout import int_dtype, offsets, postings_layout
-from lakejoin.index.mate.values import ValueDictionary
 from lakejoin.index.mate.xash import words_per_key, xash_array
+from lakejoin.index.values import ValueDictionary
 from lakejoin.normalize import NormalizedColumn, normalize_value
 
 SAMPLE_SIZE = 5

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 from numba import njit
 
-from lakejoin.index.mate.values import string_buffers
+from lakejoin.index.values import string_buffers
 
 ALPHABET = " 0123456789abcdefghijklmnopqrstuvwxyz"
 _SEGMENT = {ch: i for i, ch in enumerate(ALPHABET)}
