@@ -23,7 +23,7 @@ distinct value first; it is measured by bench_pexeso.py). Then:
   so one worker is not one core's work), and the peak resident memory of one executor (its JVM
   and Python workers, sampled every 0.2 s) with the CPUs its processes were allowed;
 - **interactive** (``QueryEngine``): p50 / p95 of one JOSIE query with the whole index in
-  memory and shard by shard under a budget below the index (2 GiB at full size; on a lake whose
+  memory and shard by shard under a budget below the index (``--budget``, 2 GiB by default; on a lake whose
   index fits 2 GiB, the largest shard's load, so that one shard stays cached and the rest are
   re-loaded per query: from the shard arrays cached on the first load,
   ``lakejoin.query.shard_arrays``), and the measured per-shard costs (load of one shard from its
@@ -34,7 +34,7 @@ distinct value first; it is measured by bench_pexeso.py). Then:
 The load average (``os.getloadavg``) is printed beside each measurement: the machine is shared.
 
     python tests/benchmarks/bench_scale.py [--quick] [--sets N] [--queries Q] [--shards S]
-        [--csv] [--home DIR] [--steps build,batch,interactive]
+        [--csv] [--home DIR] [--steps build,batch,interactive] [--budget 2G]
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, COLUMNS_SCHEMA, 
 from lakejoin.progress import Progress  # noqa: E402
 from lakejoin.query.engine import QueryEngine  # noqa: E402
 from lakejoin.query.family import ask, family_query  # noqa: E402
-from lakejoin.query.memory import MEMORY_LIMIT_VARIABLE, estimated_load_bytes  # noqa: E402
+from lakejoin.query.memory import MEMORY_LIMIT_VARIABLE, IndexTooLarge, estimated_load_bytes, parse_size  # noqa: E402
 from lakejoin.query.shard_arrays import shard_folder  # noqa: E402
 from lakejoin.query.sharded import ShardedFamily  # noqa: E402
 from lakejoin.spark.pipeline import RunOptions, build_indexes, publish, run  # noqa: E402
@@ -355,6 +355,7 @@ def main() -> None:
     parser.add_argument("--csv", action="store_true", help="write one CSV per table and run the whole main job (crawl, parse, quality, profiles) instead of writing the lake tables")
     parser.add_argument("--home", type=Path, help="keep the lake here (built if it has no snapshot yet; default: a temporary folder)")
     parser.add_argument("--steps", default="build,batch,interactive", help="comma-separated: build, batch, interactive")
+    parser.add_argument("--budget", type=parse_size, default=FULL_BUDGET, help="interactive shard-by-shard budget for an index larger than it, e.g. 3G (default 2G)")
     args = parser.parse_args()
     n_sets = args.sets or (20_000 if args.quick else 1_000_000)
     n_queries = args.queries or (40 if args.quick else 200)
@@ -374,7 +375,7 @@ def main() -> None:
             batch_step(config, ",".join(sample), Path(folder), built_families(config)["josie"]["shards"], n_sets)
         if "interactive" in steps:
             queries = [(d, c.name) for d in sample[:INTERACTIVE_QUERIES] for c in loaded.columns_of(d)[:1]]
-            interactive_step(config, queries)
+            interactive_step(config, queries, args.budget)
 
 
 def header(n_sets: int, built: dict | None, families: dict) -> None:
@@ -413,17 +414,22 @@ def batch_step(config: LakeConfig, spec: str, folder: Path, shards: int, n_sets:
         print(f"  {lake:28s} {size:>12,} -> {n:>9,.0f} shards: {NODES * CORES_PER_NODE / (n * per_query_shard):10.3f} queries/s")
 
 
-def interactive_step(config: LakeConfig, queries: list[tuple[str, str]]) -> None:
+def interactive_step(config: LakeConfig, queries: list[tuple[str, str]], full_budget: int) -> None:
     loaded = QueryEngine(config).snapshot()
     rows = {n: loaded.row_count(f"index/josie/{n}") or 0 for n in loaded.index_tables_of("josie")}
     whole_bytes = estimated_load_bytes("josie", rows)
     # 2 GiB at full size; a small lake fits that, so then the largest shard (fewer than all fit)
-    budget = FULL_BUDGET if whole_bytes > FULL_BUDGET else max(ShardedFamily(loaded, "josie").load_bytes.values()) + 1
+    budget = full_budget if whole_bytes > full_budget else max(ShardedFamily(loaded, "josie").load_bytes.values()) + 1
     in_memory = interactive(config, queries, None)
-    sharded = interactive(config, queries, budget)
-    costs = shard_costs(config, queries)
     print(f"\ninteractive JOSIE, {MEMORY_LIMIT_VARIABLE}: whole index estimated {whole_bytes / 2**20:.0f} MiB, shard-by-shard budget {budget / 2**20:.0f} MiB")
     print(f"  in memory      p50 {in_memory['p50']:8.1f} ms  p95 {in_memory['p95']:8.1f} ms  (load {in_memory['load']:.1f})")
+    try:
+        sharded = interactive(config, queries, budget)
+    except IndexTooLarge as refused:  # the index's global part alone is over the budget
+        os.environ.pop(MEMORY_LIMIT_VARIABLE, None)
+        print(f"  shard by shard refused: {refused}")
+        return
+    costs = shard_costs(config, queries)
     print(
         f"  shard by shard p50 {sharded['p50']:8.1f} ms  p95 {sharded['p95']:8.1f} ms  ({sharded['p50'] / in_memory['p50']:.1f}x in memory; goal <= 10x; "
         f"{sharded['read']:.1f} shards read per query; load {sharded['load']:.1f})"
