@@ -5,6 +5,8 @@ before building its mapping rows."""
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -108,3 +110,37 @@ def test_a_table_past_the_count_threshold_is_verified_unless_it_passes_the_limit
     with pytest.raises(MateRefused) as refused:
         eight.search(key, list("abcd"))
     assert refused.value.dataset_id == "flags"
+
+
+def test_a_refusal_releases_the_kernels_memory() -> None:
+    """A refusal comes back from the compiled scan as a status, not an exception: numba does not
+    release the arrays alive in compiled frames when they raise (its issue #1549), and each
+    refusal left 32 of them (~110 MiB) in the process. Counted by numba's own allocation stats,
+    over refusals both before (a row past the limit) and after the count threshold."""
+    from numba.core.runtime import _nrt_python, rtsys
+
+    key = key_query(pd.DataFrame({c: ["1"] for c in "abcd"}), list("abcd"))
+    early = load(build_in_memory({"flags": pd.DataFrame({f"f{i}": ["1"] * 8 for i in range(40)})}))  # counted past COUNT_FROM
+    late = load(build_in_memory({"flags": pd.DataFrame({f"f{i}": ["1"] for i in range(90)})}))  # one row: 90·89·88·87 mappings, built until the limit
+
+    def live() -> int:
+        gc.collect()  # a caught refusal's traceback holds the scan's returned arrays until collected
+        stats = rtsys.get_allocation_stats()
+        return stats.alloc - stats.free
+
+    enabled = _nrt_python.memsys_stats_enabled()
+    _nrt_python.memsys_enable_stats()
+    try:
+        for searcher in (early, late):
+            with pytest.raises(MateRefused):
+                searcher.search(key, list("abcd"))  # compiled and warm
+            before = live()
+            for _ in range(3):
+                with pytest.raises(MateRefused) as refused:
+                    searcher.search(key, list("abcd"))
+                assert refused.value.dataset_id == "flags"
+                del refused
+            assert live() == before
+    finally:
+        if not enabled:
+            _nrt_python.memsys_disable_stats()

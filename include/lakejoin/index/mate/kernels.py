@@ -28,6 +28,9 @@ DENSE_MIN = 1 << 12  # presence tables up to this size (or 4 entries per support
 # real join gives (about one mapping per matching pair), so past it the search stops with a
 # clear error instead of taking the machine's memory.
 SUPPORTED_LIMIT = 1 << 24
+REFUSED = -1  # the count of supported rows the verification functions return for a refusal: compiled code
+# must not raise it, as numba does not release the arrays alive in its frames when it raises (numba
+# issue #1549): ~110 MiB a refusal in a long-running query process or a whole-lake graph
 # Past this many supported rows of one table, the rest of the pairs being verified are counted
 # first (``_pair_mappings``, no row written): a table that will pass SUPPORTED_LIMIT is refused
 # then, with the same error, instead of after writing 16 M rows (1-1.6 s a refusal).
@@ -159,8 +162,8 @@ def _verify_pair(g, c0, x, value_ids, initial, checks, row_offsets, cell_values,
     the positions ``checks`` in that order (the likeliest to be missing first, so most failing
     pairs stop at the first lookup), and the chosen columns must all differ. A value held by
     several cells gives several mappings, all appended to ``out`` (columns..., x) from row ``n``
-    (an odometer over the choices, in key column order). Returns (out, possibly grown; new n;
-    whether the pair supports some mapping).
+    (an odometer over the choices, in key column order). Returns (out, possibly grown; new n, or
+    ``REFUSED`` past ``SUPPORTED_LIMIT`` rows; whether the pair supports some mapping).
     """
     m = value_ids.shape[1]
     lo, hi = row_offsets[g], row_offsets[g + 1]
@@ -189,7 +192,7 @@ def _verify_pair(g, c0, x, value_ids, initial, checks, row_offsets, cell_values,
         if injective:
             if n == out.shape[0]:
                 if n >= SUPPORTED_LIMIT:
-                    raise ValueError(REFUSAL)
+                    return out, REFUSED, supported
                 out = np.concatenate((out, np.empty_like(out)))
             out[n, :m] = combo
             out[n, m] = x
@@ -235,13 +238,14 @@ def _pair_mappings(g, x, value_ids, initial, checks, row_offsets, cell_values):
 
 @njit(cache=True, nogil=True)
 def _refuse_early(n, items, positions, start, item_rows, query_rows, value_ids, initial, checks, row_offsets, cell_values):
-    """Raise ``_verify_pair``'s refusal now when the ``n`` rows so far and those of pairs
-    ``start:`` would pass ``SUPPORTED_LIMIT`` (the count stops once they do)."""
+    """Whether ``_verify_pair`` would refuse: the ``n`` rows so far and those of pairs ``start:``
+    pass ``SUPPORTED_LIMIT`` (the count stops once they do)."""
     total = n
     for p in range(start, len(items)):
         total += _pair_mappings(item_rows[items[p]], query_rows[positions[p]], value_ids, initial, checks, row_offsets, cell_values)
         if total > SUPPORTED_LIMIT:
-            raise ValueError(REFUSAL)
+            return True
+    return False
 
 
 @njit(cache=True, nogil=True)
@@ -353,16 +357,17 @@ def best_mapping(supported, n_query):
 @njit(cache=True, nogil=True)
 def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, n):
     """calculateJ's comparison for the pairs that passed the row filter, appending to the ``n``
-    supported mappings already in ``out``: (``out``, their count, pairs supporting some mapping).
-    Once ``COUNT_FROM`` rows are there, the rest are counted before they are written
-    (``_refuse_early``): the same refusal, raised before most of its rows are built."""
+    supported mappings already in ``out``: (``out``, their count or ``REFUSED``, pairs supporting
+    some mapping). Once ``COUNT_FROM`` rows are there, the rest are counted before they are
+    written (``_refuse_early``): the same refusal, before most of its rows are built."""
     m = value_ids.shape[1]
     first, count, pick, combo = np.zeros(m, np.int64), np.ones(m, np.int64), np.zeros(m, np.int64), np.empty(m, np.int64)
     joinable = 0
     counted = False
     for p in range(len(items)):
         if not counted and n >= COUNT_FROM:
-            _refuse_early(n, items, positions, p, item_rows, query_rows, value_ids, initial, checks, row_offsets, cell_values)
+            if _refuse_early(n, items, positions, p, item_rows, query_rows, value_ids, initial, checks, row_offsets, cell_values):
+                return out, REFUSED, joinable
             counted = True
         i = items[p]
         out, n, ok = _verify_pair(
@@ -382,6 +387,8 @@ def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_
             pick,
             combo,
         )
+        if n == REFUSED:
+            return out, n, joinable
         joinable += ok
     return out, n, joinable
 
@@ -411,7 +418,7 @@ def _verify_slices(
 ):
     """Row filter and calculateJ over items ``lo:hi`` in slices whose pairs fit ``items`` and
     ``positions`` (one item's pairs always fit): the same pairs in the same order as one pass.
-    Returns (``out``, supported mappings, pairs passed, pairs supporting some mapping)."""
+    Returns (``out``, supported mappings or ``REFUSED``, pairs passed, pairs supporting some mapping)."""
     n = passed = joinable = 0
     a = lo
     while a < hi:
@@ -422,6 +429,8 @@ def _verify_slices(
         got = row_filter(a, b, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, items, positions)
         out, n, ok = _verify_passed(items[:got], positions[:got], item_rows, item_columns, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, n)
         passed += got
+        if n == REFUSED:
+            return out, n, passed, joinable
         joinable += ok
         a = b
     return out, n, passed, joinable
@@ -453,6 +462,8 @@ def _verify_items(lo, hi, item_rows, item_columns, item_slots, slot_start, slot_
                 pick,
                 combo,
             )
+            if n == REFUSED:
+                return out, n, joinable
             joinable += ok
     return out, n, joinable
 
@@ -506,8 +517,9 @@ def scan_tables(
     Returns the top-k (score, rank, mapping, matched sample, pairs verified) unsorted, and the
     counters named in ``STATS``. Scores below ``floor`` are not wanted: the rules prune with
     ȷ_k at least ``floor - 1`` from the start (a caller merging several indexes' answers knows
-    the score a table must reach). ``at[0]`` is set to the rank of the table being verified, so a
-    caller can tell which table a refusal (``SUPPORTED_LIMIT``) came from.
+    the score a table must reach). ``at[0]`` is set to the rank of the table being verified and
+    ``at[1]`` to 1 when its verification was refused (``SUPPORTED_LIMIT``): the scan stops there,
+    and the caller raises the refusal (compiled code returns rather than raise, see ``REFUSED``).
     """
     m = value_ids.shape[1]
     n_query = max(value_ids.shape[0], 1)
@@ -599,6 +611,9 @@ def scan_tables(
                 cell_columns,
                 out,
             )
+        if n == REFUSED:
+            at[1] = 1
+            break
         counters[0] += 1
         counters[4] += passed
         counters[5] += joinable

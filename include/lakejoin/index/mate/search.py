@@ -486,36 +486,33 @@ def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int,
     stats = SearchStats(pl_items=len(c.item_rows), tables=len(c.tables))
     if not len(c.item_rows):
         return [], stats
-    at = np.full(1, -1, np.int64)  # the rank of the table being verified, where a refusal came from
-    try:
-        scores, ranks, mappings, samples, verified, counters = scan_tables(
-            c.table_start,
-            c.item_rows,
-            c.item_columns,
-            c.item_slots,
-            c.slot_start,
-            c.slot_count,
-            c.query_rows,
-            c.bucket_keys,
-            c.probe,
-            c.item_keys,
-            use_superkeys,
-            query.value_ids,
-            query.initial,
-            query.checks,
-            index.row_offsets,
-            index.cell_values,
-            index.cell_columns,
-            k,
-            SAMPLE_SIZE,
-            kernels.PAIR_BUFFER,
-            min_score,
-            at,
-        )
-    except ValueError as error:
-        if at[0] < 0:
-            raise
-        raise MateRefused(str(error), str(index.dataset_ids[c.tables[int(at[0])]]), _joining_rows(index, query, c, int(at[0]))) from error
+    at = np.array([-1, 0], np.int64)  # the rank of the table being verified; 1 when its verification was refused
+    scores, ranks, mappings, samples, verified, counters = scan_tables(
+        c.table_start,
+        c.item_rows,
+        c.item_columns,
+        c.item_slots,
+        c.slot_start,
+        c.slot_count,
+        c.query_rows,
+        c.bucket_keys,
+        c.probe,
+        c.item_keys,
+        use_superkeys,
+        query.value_ids,
+        query.initial,
+        query.checks,
+        index.row_offsets,
+        index.cell_values,
+        index.cell_columns,
+        k,
+        SAMPLE_SIZE,
+        kernels.PAIR_BUFFER,
+        min_score,
+        at,
+    )
+    if at[1]:
+        raise MateRefused(kernels.REFUSAL, str(index.dataset_ids[c.tables[int(at[0])]]), _joining_rows(index, query, c, int(at[0])))
     for name, value in zip(STATS, counters.tolist()):
         setattr(stats, name, value)
     results = [
