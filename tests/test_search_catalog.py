@@ -13,8 +13,9 @@ from lakejoin.config import LakeConfig
 from lakejoin.lake.snapshots import Snapshot
 from lakejoin.query import params as method_params
 from lakejoin.query.catalog import find_tables, table_profile, uploaded_profile
+from lakejoin.query.columns import ColumnCatalog, ColumnInfo
 from lakejoin.query.engine import METHODS, PARAMS, check_params
-from lakejoin.query.snapshot import ColumnInfo, LoadedSnapshot
+from lakejoin.query.snapshot import LoadedSnapshot
 from lakejoin.query.warmup import FAILED, Warmup
 
 TABLES = {
@@ -37,7 +38,7 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> LoadedSnapshot:
             column_id = len(columns) + 1
             columns[column_id] = ColumnInfo(column_id, dataset_id, ordinal, name, "string", 10, ["josie"], nulls=0, null_fraction=0.0, key_candidate=ordinal == 0)
     snapshot = Snapshot(7, datetime.now(UTC), "published", {}, {})
-    return LoadedSnapshot(LakeConfig(home=tmp_path_factory.mktemp("catalog")), snapshot, datasets, columns)
+    return LoadedSnapshot(LakeConfig(home=tmp_path_factory.mktemp("catalog")), snapshot, datasets, ColumnCatalog.of(columns.values()))
 
 
 def titles(answer: dict) -> list[str]:

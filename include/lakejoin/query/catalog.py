@@ -15,7 +15,8 @@ from typing import Any
 import pyarrow as pa
 
 from lakejoin.profile import profile_values
-from lakejoin.query.snapshot import ColumnInfo, LoadedSnapshot
+from lakejoin.query.columns import ColumnInfo
+from lakejoin.query.snapshot import LoadedSnapshot
 
 MAX_PAGE = 50
 MAX_MATCHED_COLUMNS = 5  # column names shown under a hit found by its columns

@@ -46,7 +46,9 @@ class Catalog(Protocol):
     """What :func:`results` reads of a snapshot (``LoadedSnapshot`` provides it)."""
 
     datasets: dict[str, dict[str, Any]]
-    columns: dict[int, Any]
+
+    @property
+    def columns(self) -> Mapping[int, Any]: ...
 
 
 @dataclass

@@ -18,7 +18,6 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +31,9 @@ from lakejoin.index import FAMILIES
 from lakejoin.index.shards import MANIFEST, SHARD
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.manifest import read_manifest
-from lakejoin.lake.schemas import COLUMNS, DATASETS
+from lakejoin.lake.schemas import COLUMNS, COLUMNS_SCHEMA, DATASETS
 from lakejoin.query import shard_arrays
+from lakejoin.query.columns import ColumnCatalog, ColumnInfo
 from lakejoin.query.family import has_arrays, load_columns, load_searcher, searcher_from_arrays
 from lakejoin.query.memory import IndexTooLarge, check_fits
 from lakejoin.query.sharded import ShardedFamily
@@ -46,22 +46,6 @@ PINNED_SNAPSHOTS = 2  # explicitly requested older snapshots kept loaded (LRU)
 
 class MethodUnavailable(LookupError):
     """The snapshot has no index for the requested family (not built, or not yet landed)."""
-
-
-@dataclass
-class ColumnInfo:
-    column_id: int
-    dataset_id: str
-    ordinal: int
-    name: str
-    type: str | None
-    distinct: int | None
-    indexed_by: list[str]
-    # the profile shown beside a column (search page, dataset pages); None in lakes without it
-    nulls: int | None = None
-    null_fraction: float | None = None
-    key_candidate: bool | None = None
-    semantic_type: str | None = None
 
 
 @dataclass
@@ -122,7 +106,7 @@ class LoadedSnapshot:
     config: LakeConfig
     snapshot: snapshots.Snapshot
     datasets: dict[str, dict[str, Any]]
-    columns: dict[int, ColumnInfo]
+    columns: ColumnCatalog
     _searchers: dict[str, Any] = field(default_factory=dict)
     _locks: dict[str, threading.Lock] = field(default_factory=lambda: {f: threading.Lock() for f in FAMILIES})
     _load_lock: threading.Lock = field(default_factory=threading.Lock)
@@ -274,7 +258,7 @@ class LoadedSnapshot:
         return pq.read_table(path if path.is_absolute() else self.config.home / path)
 
     def columns_of(self, dataset_id: str) -> list[ColumnInfo]:
-        return sorted((c for c in self.columns.values() if c.dataset_id == dataset_id), key=lambda c: c.ordinal)
+        return self.columns.of_dataset(dataset_id)
 
 
 def load_snapshot(config: LakeConfig, snapshot: snapshots.Snapshot) -> LoadedSnapshot:
@@ -283,12 +267,7 @@ def load_snapshot(config: LakeConfig, snapshot: snapshots.Snapshot) -> LoadedSna
     if snapshot.version_of(DATASETS) is not None:
         for row in delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS)).to_pylist():
             datasets[row["dataset_id"]] = row
-    columns: dict[int, ColumnInfo] = {}
-    if snapshot.version_of(COLUMNS) is not None:
-        table = delta.read_arrow(config.table_path(COLUMNS), snapshot.version_of(COLUMNS))
-        fields = [f.name for f in dataclass_fields(ColumnInfo) if f.name in table.column_names]  # profile fields may postdate the lake
-        for row in table.select(fields).to_pylist():
-            columns[row["column_id"]] = ColumnInfo(**{**row, "indexed_by": list(row["indexed_by"] or [])})
+    columns = ColumnCatalog(delta.read_arrow(config.table_path(COLUMNS), snapshot.version_of(COLUMNS)) if snapshot.version_of(COLUMNS) is not None else COLUMNS_SCHEMA.empty_table())
     return LoadedSnapshot(config, snapshot, datasets, columns)
 
 

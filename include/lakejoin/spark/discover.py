@@ -152,12 +152,9 @@ def resolve_queries(loaded: LoadedSnapshot, family: str, spec: str | Sequence[st
     MATE searches the composite key ``columns`` of every query table that has them all."""
     if family == "mate" and not columns:
         raise ValueError("mate searches a composite key: name its columns (--columns A,B)")
-    by_dataset: dict[str, list[Any]] = {}
-    for info in sorted(loaded.columns.values(), key=lambda c: c.ordinal):
-        by_dataset.setdefault(info.dataset_id, []).append(info)
     described: list[dict[str, Any]] = []
     for table in _query_tables(loaded, spec):
-        catalog_columns = by_dataset.get(table["dataset_id"], [])
+        catalog_columns = loaded.columns_of(table["dataset_id"]) if table["dataset_id"] is not None else []
         names = list(table["frame"]) if table["frame"] is not None else [c.name for c in catalog_columns if columns or family in c.indexed_by]
         own = sum(family in c.indexed_by for c in catalog_columns)
         for query_columns in _query_columns(family, names, columns):

@@ -1,0 +1,101 @@
+"""A snapshot's column catalog, kept as the Arrow table it was read as.
+
+A lake of 100,000 tables has a million columns: as ``ColumnInfo`` objects they took about 10 s
+to build (``to_pylist`` alone 6 s) in every process that loaded the snapshot — the API server,
+the batch discovery driver and each of its executors — although a query looks up a handful
+of them. Here a column's ``ColumnInfo`` is built when it is asked for: by id (binary search
+over the sorted ids) or by dataset (``of_dataset``: positions grouped by dataset on first use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import asdict, dataclass
+from dataclasses import fields as dataclass_fields
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from lakejoin.lake.schemas import COLUMNS_SCHEMA
+
+
+@dataclass
+class ColumnInfo:
+    column_id: int
+    dataset_id: str
+    ordinal: int
+    name: str
+    type: str | None
+    distinct: int | None
+    indexed_by: list[str]
+    # the profile shown beside a column (search page, dataset pages); None in lakes without it
+    nulls: int | None = None
+    null_fraction: float | None = None
+    key_candidate: bool | None = None
+    semantic_type: str | None = None
+
+
+class ColumnCatalog(Mapping[int, ColumnInfo]):
+    """column_id -> :class:`ColumnInfo` over the ``catalog/columns`` table of one snapshot."""
+
+    def __init__(self, table: pa.Table) -> None:
+        fields = [f.name for f in dataclass_fields(ColumnInfo) if f.name in table.column_names]  # profile fields may postdate the lake
+        table = table.select(fields)
+        order = pc.sort_indices(table["column_id"]).to_numpy()
+        self._table = table.take(order)
+        self._ids = self._table["column_id"].to_numpy()
+        if len(self._ids) > 1 and (np.diff(self._ids) == 0).any():
+            raise ValueError("the columns table holds a column_id twice")
+        self._by_dataset: dict[str, tuple[int, int]] | None = None
+        self._dataset_order: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, infos: Iterable[ColumnInfo]) -> ColumnCatalog:
+        """A catalog of ``infos`` (tests, and lakes built in memory)."""
+        names = {f.name for f in dataclass_fields(ColumnInfo)}
+        schema = pa.schema([f for f in COLUMNS_SCHEMA if f.name in names])
+        return cls(pa.Table.from_pylist([asdict(info) for info in infos], schema))
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._ids.tolist())
+
+    def __contains__(self, column_id: object) -> bool:
+        return isinstance(column_id, int | np.integer) and self._position(int(column_id)) is not None
+
+    def __getitem__(self, column_id: int) -> ColumnInfo:
+        position = self._position(column_id) if isinstance(column_id, int | np.integer) else None
+        if position is None:
+            raise KeyError(column_id)
+        return self._infos(np.array([position]))[0]
+
+    def values(self) -> list[ColumnInfo]:  # type: ignore[override]
+        """Every column (one conversion of the whole table)."""
+        return self._infos(np.arange(len(self._ids)))
+
+    def of_dataset(self, dataset_id: str) -> list[ColumnInfo]:
+        """The dataset's columns in ordinal order ([] for a dataset the catalog does not hold)."""
+        if self._by_dataset is None:
+            self._group_by_dataset()
+        start, end = (self._by_dataset or {}).get(dataset_id, (0, 0))
+        return self._infos(self._dataset_order[start:end]) if end > start and self._dataset_order is not None else []
+
+    def _position(self, column_id: int) -> int | None:
+        position = int(np.searchsorted(self._ids, column_id))
+        return position if position < len(self._ids) and self._ids[position] == column_id else None
+
+    def _group_by_dataset(self) -> None:
+        order = pc.sort_indices(self._table, [("dataset_id", "ascending"), ("ordinal", "ascending")])
+        datasets = self._table["dataset_id"].take(order)
+        runs = pc.run_end_encode(datasets.combine_chunks() if isinstance(datasets, pa.ChunkedArray) else datasets)
+        ends = runs.run_ends.to_numpy()
+        starts = np.r_[0, ends[:-1]]
+        self._by_dataset = dict(zip(runs.values.to_pylist(), zip(starts.tolist(), ends.tolist())))
+        self._dataset_order = order.to_numpy()
+
+    def _infos(self, positions: np.ndarray) -> list[ColumnInfo]:
+        rows = self._table.take(pa.array(positions, pa.int64())).to_pylist()
+        return [ColumnInfo(**{**row, "indexed_by": list(row["indexed_by"] or [])}) for row in rows]
