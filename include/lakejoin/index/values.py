@@ -3,10 +3,13 @@ JOSIE's (and q-gram's) token dictionary.
 
 A ``pd.Index`` or a ``dict`` of Python strings costs a str object per distinct value plus a
 hash table; here the strings stay in one data buffer and its offsets, and a lookup
-binary-searches a permutation of the ids in byte order (compiled, so a query's few thousand
-values take microseconds each). UTF-8 byte order is code point order, the order Arrow's
-``sort_indices`` gives strings. For JOSIE's 22 M tokens of a 1,000,000-set lake a ``dict`` took
-17.6 s and about 4.5 GiB to build, this 12.9 s (the sort) and about 0.6 GiB.
+binary-searches the strings' 64-bit hashes, each packed with its id and sorted as one integer
+(compiled; a hash collision is resolved by comparing the bytes). Sorting integers rather than
+strings is what makes the dictionary cheap to build: for JOSIE's 22 M tokens of a
+1,000,000-set lake a ``dict`` took 17.6 s and about 4.5 GiB, a permutation in byte order
+(``pc.sort_indices``) 12.9 s and about 0.6 GiB, the sorted hashes about 1 s and 0.7 GiB. Every
+process that searches shards builds it (each Spark executor of a batch discovery, the graph
+for each group of MATE shards).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from numba import njit
 
 
@@ -37,46 +39,71 @@ class ValueDictionary:
         if isinstance(strings, pa.ChunkedArray):  # one buffer; large offsets past 2 GiB of text
             strings = (strings.cast(pa.large_string()) if sum(c.nbytes for c in strings.chunks) >= 2**31 - 1 else strings).combine_chunks()
         self.data, self.offsets = string_buffers(strings)
-        self.sorted_ids = pc.sort_indices(strings).to_numpy().astype(np.int32)
+        self.id_bits = max(1, (len(strings) - 1).bit_length())  # the low bits of a key hold the id
+        self.keys = np.sort(_keys(self.data, self.offsets, np.uint64(self.id_bits)))
 
     def __len__(self) -> int:
-        return len(self.sorted_ids)
+        return len(self.keys)
 
     def get_indexer(self, values: Sequence[str]) -> np.ndarray:
         """Value id of each of ``values`` (int64), -1 where the index does not hold it."""
         data, offsets = string_buffers(pa.array(values, pa.string()))
         out = np.empty(len(values), np.int64)
-        _lookup(self.data, self.offsets, self.sorted_ids, data, offsets, out)
+        _lookup(self.data, self.offsets, self.keys, np.uint64(self.id_bits), data, offsets, out)
         return out
 
 
 @njit(cache=True, nogil=True)
-def _compare(a, a_lo, a_hi, b, b_lo, b_hi):
-    """-1, 0 or 1 as bytes ``a[a_lo:a_hi]`` sort before, equal or after ``b[b_lo:b_hi]``."""
-    n = min(a_hi - a_lo, b_hi - b_lo)
-    for i in range(n):
-        if a[a_lo + i] != b[b_lo + i]:
-            return -1 if a[a_lo + i] < b[b_lo + i] else 1
-    if a_hi - a_lo == b_hi - b_lo:
-        return 0
-    return -1 if a_hi - a_lo < b_hi - b_lo else 1
+def _hash(data, lo, hi):
+    """64-bit FNV-1a of ``data[lo:hi]``, its bits mixed by the SplitMix64 finalizer (a key
+    keeps the high bits)."""
+    h = np.uint64(0xCBF29CE484222325)
+    for i in range(lo, hi):
+        h = (h ^ np.uint64(data[i])) * np.uint64(0x100000001B3)
+    h = (h ^ (h >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    h = (h ^ (h >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return h ^ (h >> np.uint64(31))
 
 
 @njit(cache=True, nogil=True)
-def _lookup(data, offsets, sorted_ids, query_data, query_offsets, out):
-    """``out[q]``: the id whose bytes equal query value q (lower bound in ``sorted_ids``), or -1."""
+def _keys(data, offsets, id_bits):
+    """Each string's key: its hash's high bits above its id."""
+    n = len(offsets) - 1
+    keys = np.empty(n, np.uint64)
+    for i in range(n):
+        keys[i] = ((_hash(data, offsets[i], offsets[i + 1]) >> id_bits) << id_bits) | np.uint64(i)
+    return keys
+
+
+@njit(cache=True, nogil=True)
+def _equal(a, a_lo, a_hi, b, b_lo, b_hi):
+    if a_hi - a_lo != b_hi - b_lo:
+        return False
+    for i in range(a_hi - a_lo):
+        if a[a_lo + i] != b[b_lo + i]:
+            return False
+    return True
+
+
+@njit(cache=True, nogil=True)
+def _lookup(data, offsets, keys, id_bits, query_data, query_offsets, out):
+    """``out[q]``: the id whose bytes equal query value q, or -1: the keys with q's hash bits
+    are one run of the sorted ``keys`` (lower bound, then each compared)."""
+    id_mask = (np.uint64(1) << id_bits) - np.uint64(1)
     for q in range(len(query_offsets) - 1):
         q_lo, q_hi = query_offsets[q], query_offsets[q + 1]
-        lo, hi = 0, len(sorted_ids)
+        high = (_hash(query_data, q_lo, q_hi) >> id_bits) << id_bits
+        lo, hi = 0, len(keys)
         while lo < hi:
             mid = (lo + hi) >> 1
-            v = sorted_ids[mid]
-            if _compare(data, offsets[v], offsets[v + 1], query_data, q_lo, q_hi) < 0:
+            if keys[mid] < high:
                 lo = mid + 1
             else:
                 hi = mid
         out[q] = -1
-        if lo < len(sorted_ids):
-            v = sorted_ids[lo]
-            if _compare(data, offsets[v], offsets[v + 1], query_data, q_lo, q_hi) == 0:
+        while lo < len(keys) and (keys[lo] & ~id_mask) == high:
+            v = np.int64(keys[lo] & id_mask)
+            if _equal(data, offsets[v], offsets[v + 1], query_data, q_lo, q_hi):
                 out[q] = v
+                break
+            lo += 1
