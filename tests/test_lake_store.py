@@ -129,5 +129,10 @@ def test_a_values_in_filter_reads_the_rows_an_isin_expression_reads(tmp_path):
         found = delta.read_files(root, files, schema, ["part"], None, delta.ValuesIn(wanted))
         assert found.schema == expected.schema
         assert sorted(found.to_pylist(), key=str) == sorted(expected.to_pylist(), key=str)
+        coded = delta.read_files(root, files, schema, ["part"], None, delta.ValuesIn(wanted, keep_codes=True))  # string columns as Parquet's codes
+        assert [f.name for f in coded.schema if pa.types.is_dictionary(f.type)] == ["carrier", "tailnum", "origin", "dest"]
+        assert sorted(coded.cast(expected.schema).to_pylist(), key=str) == sorted(expected.to_pylist(), key=str)
     assert delta.read_files(root, files, schema, ["part"], ["origin"], delta.ValuesIn({"tailnum": tails})).column_names == ["origin"]
+    every = delta.read_files(root, files, schema, ["part"], None, delta.ValuesIn({}, keep_codes=True))  # no wanted column: every row
+    assert sorted(every.cast(schema).to_pylist(), key=str) == sorted(delta.read_files(root, files, schema, ["part"]).to_pylist(), key=str)
     assert delta.read_files(root, files, schema, ["part"], None, cases[0][1]).num_rows > 10

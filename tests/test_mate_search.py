@@ -482,6 +482,36 @@ def test_load_reads_chunked_tables_into_int32_arrays() -> None:
         load({"postings": tables["postings"], "superkeys": bad})
 
 
+def as_parquet_codes(table: pa.Table, names: list[str]) -> pa.Table:
+    """``names`` as Parquet's dictionary reads give them (``delta.ValuesIn(keep_codes=True)``):
+    chunks of dictionary-encoded strings, each chunk's dictionary also holding strings no row of
+    the chunk uses."""
+    chunked = pa.Table.from_batches(table.to_batches(max_chunksize=997))
+    for name in names:
+        column = chunked[name]
+        strings = pc.unique(pa.concat_arrays([pa.array(["never used"]), *column.chunks]))
+        codes = [pa.DictionaryArray.from_arrays(pc.index_in(chunk, value_set=strings), strings) for chunk in column.chunks]
+        chunked = chunked.set_column(chunked.schema.get_field_index(name), name, pa.chunked_array(codes))
+    return chunked
+
+
+def test_a_load_of_dictionary_codes_answers_as_the_plain_load(real_lake) -> None:
+    """MATE numbers dataset ids and values through the columns' dictionaries when the tables
+    come dictionary-encoded (the join graph's filtered reads): same rows, same answers."""
+    flights, frames, plain, _ = real_lake
+    tables = build_from_cells(cells_from_frames(frames))
+    coded = load({"postings": as_parquet_codes(tables["postings"], ["dataset_id", "value"]), "superkeys": as_parquet_codes(tables["superkeys"], ["dataset_id"])})
+    assert pa.types.is_dictionary(as_parquet_codes(tables["postings"], ["value"]).schema.field("value").type)
+    for name in ("dataset_ids", "column_ids", "pl_row", "superkeys", "dataset_rows", "row_offsets"):
+        assert np.array_equal(getattr(coded.index, name), getattr(plain.index, name)), name
+    assert len(coded.index.values) == len(plain.index.values)  # the unused dictionary strings left out
+    for seed in range(3):
+        query = flights.sample(80, random_state=seed)
+        assert coded.search(query, FLIGHT_KEY, k=3) == plain.search(query, FLIGHT_KEY, k=3)
+    for columns in (["series", "episode"], ["series", "baker"]):
+        assert coded.search(frames["bakeoff/challenges"], columns, k=4) == plain.search(frames["bakeoff/challenges"], columns, k=4)
+
+
 # ---------------------------------------------------------------------------------------------
 # Shards and incremental builds
 

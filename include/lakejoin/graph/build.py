@@ -340,10 +340,10 @@ def _mate(
 
     def their_values(wanted: list[Query], datasets: list[str] | None) -> Rows:
         values = pa.array(sorted(set().union(*(query.distinct.tolist() for q in wanted if (query := key_of(q)) is not None))), pa.string())
-        if datasets is None:
-            return {"postings": delta.ValuesIn({"value": values})}
+        if datasets is None:  # and every row's super key (read through its dictionaries too)
+            return {"postings": delta.ValuesIn({"value": values}, keep_codes=True), "superkeys": delta.ValuesIn({}, keep_codes=True)}
         of_datasets = pa.array(datasets, pa.string())
-        return {"postings": delta.ValuesIn({"value": values, "dataset_id": of_datasets}), "superkeys": delta.ValuesIn({"dataset_id": of_datasets})}
+        return {"postings": delta.ValuesIn({"value": values, "dataset_id": of_datasets}, keep_codes=True), "superkeys": delta.ValuesIn({"dataset_id": of_datasets}, keep_codes=True)}
 
     forward, reverse = _searches(loaded, MATE, changed, columns, search, k, their_values)
 

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from numba import njit
 
 
@@ -30,6 +31,27 @@ def string_buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     _validity, offsets, data = array.buffers()
     offsets = np.frombuffer(offsets, offset_type)[array.offset : array.offset + len(array) + 1]
     return (np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)), offsets
+
+
+def dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
+    """``(codes, strings)``: each row's position (int32) among the column's distinct strings.
+    A dictionary-encoded column (``lakejoin.lake.delta.ValuesIn(keep_codes=True)``) is read
+    through its chunks' dictionaries, and ``strings`` keeps only those some row uses; a plain
+    one is hashed row by row (``dictionary_encode``)."""
+    if not pa.types.is_dictionary(column.type):
+        encoded = pc.dictionary_encode(column).combine_chunks()
+        return encoded.indices.to_numpy().astype(np.int32, copy=False), encoded.dictionary
+    if column.null_count:
+        raise ValueError("a dictionary-encoded string column holds a null")
+    unified = column.unify_dictionaries()
+    if not unified.num_chunks:
+        return np.zeros(0, np.int32), pa.array([], column.type.value_type)
+    strings = unified.chunk(0).dictionary
+    codes = np.concatenate([chunk.indices.to_numpy() for chunk in unified.chunks]).astype(np.int32, copy=False)
+    used = np.zeros(len(strings), bool)
+    used[codes] = True
+    renumbered = (np.cumsum(used) - 1).astype(np.int32)
+    return renumbered[codes], strings.filter(pa.array(used))
 
 
 class ValueDictionary:

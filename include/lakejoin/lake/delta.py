@@ -141,9 +141,14 @@ class ValuesIn:
     :func:`read_files` reads the files' string columns through their Parquet dictionaries and
     tests each batch's distinct strings, not every row: on the MATE postings of the bundled lake
     (17.9 M rows, a few hundred values wanted) under half the CPU seconds of the same ``isin``
-    expression, which decodes and hashes every row's string."""
+    expression, which decodes and hashes every row's string. With ``keep_codes`` the string
+    columns come back dictionary-encoded (a dictionary per batch, holding the batch's strings
+    whether a kept row uses them or not), for a reader that wants ids of strings anyway
+    (``lakejoin.index.values.dictionary_codes``): no string is decoded per row. No ``wanted``
+    column: every row."""
 
     wanted: Mapping[str, pa.Array]
+    keep_codes: bool = False
 
 
 def read_files(
@@ -186,9 +191,9 @@ def _read_values_in(path: Path | str, files: Sequence[str], schema: pa.Schema, p
             hit = pc.take(pc.is_in(column.dictionary, value_set=values), column.indices) if pa.types.is_dictionary(column.type) else pc.is_in(column, value_set=values)
             mask = hit if mask is None else pc.and_kleene(mask, hit)
         rows = batch.filter(mask) if mask is not None else batch
-        kept.append(pa.RecordBatch.from_arrays([c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in rows.columns], names=rows.schema.names))
-    result = schema.empty_table() if not kept else pa.Table.from_batches(kept)
-    return result.select(columns).cast(pa.schema([schema.field(c) for c in columns]))
+        kept.append(rows if filter.keep_codes else pa.RecordBatch.from_arrays([c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in rows.columns], names=rows.schema.names))
+    result_schema = pa.schema([(encoded if filter.keep_codes else schema).field(c) for c in columns])
+    return pa.Table.from_batches(kept).select(columns).cast(result_schema) if kept else result_schema.empty_table()
 
 
 def files_of(table: DeltaTable, partitions: Mapping[str, Iterable[object]] | None = None) -> list[str]:

@@ -54,7 +54,7 @@ from lakejoin.index.mate import kernels
 from lakejoin.index.mate.kernels import STATS, scan_tables
 from lakejoin.index.mate.layout import int_dtype, offsets, postings_layout
 from lakejoin.index.mate.xash import words_per_key, xash_array
-from lakejoin.index.values import ValueDictionary
+from lakejoin.index.values import ValueDictionary, dictionary_codes
 from lakejoin.normalize import NormalizedColumn, normalize_value
 
 SAMPLE_SIZE = 5
@@ -155,9 +155,11 @@ ROW_BATCH = 1 << 21  # postings given row numbers at a time: bounds the int64 ke
 def load_index(tables: dict[str, pa.Table]) -> MateIndex:
     """Arrays for search from the ``postings`` and ``superkeys`` tables.
 
-    The string columns are never turned into Python objects (dataset ids are matched in Arrow,
-    values stay in Arrow's buffers, super keys are read from the binary column's data buffer),
-    so the load's peak is the index tables plus a few int32 arrays per posting.
+    The string columns are never turned into Python objects (dataset ids and values are
+    numbered by their distinct strings, ``dictionary_codes``: read through Parquet's
+    dictionaries when the tables come dictionary-encoded, and values stay in Arrow's buffers;
+    super keys are read from the binary column's data buffer), so the load's peak is the index
+    tables plus a few int32 arrays per posting.
 
     The sharded tables may hold any subset of shards (a table lives in one shard, so each
     loaded table is whole); the hash size comes from the global ``params`` table when present,
@@ -175,12 +177,13 @@ def load_index(tables: dict[str, pa.Table]) -> MateIndex:
         raise ValueError(f"super keys mix hash sizes {bit_sizes}; rebuild the index with one size")
     bits = bit_sizes[0] if bit_sizes else 128
 
-    datasets = pc.unique(pa.chunked_array(superkeys["dataset_id"].chunks + postings["dataset_id"].chunks))
-    dataset_ids = np.sort(datasets.to_numpy(zero_copy_only=False).astype(object))
+    sk_codes, sk_datasets = dictionary_codes(superkeys["dataset_id"])
+    pl_codes, pl_datasets = dictionary_codes(postings["dataset_id"])
+    dataset_ids = np.sort(pc.unique(pa.concat_arrays([sk_datasets.cast(pa.string()), pl_datasets.cast(pa.string())])).to_numpy(zero_copy_only=False).astype(object))
     dataset_values = pa.array(dataset_ids, pa.string())
     row_span = int(max(pc.max(superkeys["row_id"]).as_py() or 0, pc.max(postings["row_id"]).as_py() or 0)) + 1
 
-    sk_keys = _row_keys(superkeys, dataset_values, row_span)
+    sk_keys = _row_keys(_dataset_index(sk_codes, sk_datasets, dataset_values), superkeys["row_id"], row_span)
     sk_order = np.argsort(sk_keys, kind="stable")
     sk_keys = sk_keys[sk_order]
     if len(sk_keys) and (np.diff(sk_keys) == 0).any():
@@ -188,42 +191,44 @@ def load_index(tables: dict[str, pa.Table]) -> MateIndex:
     keys = _superkey_words(superkeys["superkey"], bits, sk_order)
     rows_per_dataset = np.bincount(sk_keys // row_span, minlength=len(dataset_ids))
 
-    encoded = pc.dictionary_encode(postings["value"]).combine_chunks()
+    value_codes, values = dictionary_codes(postings["value"])
     column_ids = pc.unique(postings["column_id"]).to_numpy().astype(np.int64)
     column_ids.sort()
     layout = postings_layout(
-        encoded.indices.to_numpy(),
-        _posting_rows(postings, dataset_values, row_span, sk_keys),
+        value_codes,
+        _posting_rows(_dataset_index(pl_codes, pl_datasets, dataset_values), postings["row_id"], row_span, sk_keys),
         pc.index_in(postings["column_id"], value_set=pa.array(column_ids)).to_numpy(),  # int32
-        len(encoded.dictionary),
+        len(values),
         len(sk_keys),
     )
     return MateIndex(
         bits=bits,
         dataset_ids=dataset_ids,
         column_ids=column_ids,
-        values=ValueDictionary(encoded.dictionary),
+        values=ValueDictionary(values.cast(pa.string())),
         superkeys=keys,
         dataset_rows=offsets(rows_per_dataset),
         **layout,
     )
 
 
-def _row_keys(table: pa.Table, dataset_values: pa.Array, row_span: int) -> np.ndarray:
-    """``dataset index * row_span + row_id`` (int64) of each row of ``table``: one key per lake row.
-
-    Dataset ids are matched in Arrow (``index_in``), not as a Python string per row.
-    """
-    dataset = pc.index_in(table["dataset_id"], value_set=dataset_values).to_numpy()
-    return dataset.astype(np.int64) * row_span + table["row_id"].to_numpy()
+def _dataset_index(codes: np.ndarray, datasets: pa.Array, dataset_values: pa.Array) -> np.ndarray:
+    """Each row's dataset index (position in the sorted ``dataset_values``, int32), from its
+    code among the column's distinct ``datasets``: only the distinct ids are matched."""
+    return pc.index_in(datasets.cast(pa.string()), value_set=dataset_values).to_numpy().astype(np.int32)[codes]
 
 
-def _posting_rows(postings: pa.Table, dataset_values: pa.Array, row_span: int, sk_keys: np.ndarray) -> np.ndarray:
+def _row_keys(dataset: np.ndarray, row_id: pa.ChunkedArray, row_span: int) -> np.ndarray:
+    """``dataset index * row_span + row_id`` (int64) of each row: one key per lake row."""
+    return dataset.astype(np.int64) * row_span + row_id.to_numpy()
+
+
+def _posting_rows(dataset: np.ndarray, row_id: pa.ChunkedArray, row_span: int, sk_keys: np.ndarray) -> np.ndarray:
     """Row number g (position in the sorted ``sk_keys``) of every posting, ``ROW_BATCH`` postings
     at a time so that their int64 keys never exist all at once."""
-    rows = np.empty(postings.num_rows, int_dtype(len(sk_keys)))
-    for start in range(0, postings.num_rows, ROW_BATCH):
-        key = _row_keys(postings.slice(start, ROW_BATCH), dataset_values, row_span)
+    rows: np.ndarray = np.empty(len(dataset), int_dtype(len(sk_keys)))
+    for start in range(0, len(dataset), ROW_BATCH):
+        key = _row_keys(dataset[start : start + ROW_BATCH], row_id.slice(start, ROW_BATCH), row_span)
         g = np.searchsorted(sk_keys, key)
         if (g >= len(sk_keys)).any() or (sk_keys[np.minimum(g, len(sk_keys) - 1)] != key).any():
             raise ValueError("postings reference rows that have no super key")
