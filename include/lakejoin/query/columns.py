@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from dataclasses import fields as dataclass_fields
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -47,8 +48,6 @@ class ColumnCatalog(Mapping[int, ColumnInfo]):
         self._ids = self._table["column_id"].to_numpy()
         if len(self._ids) > 1 and (np.diff(self._ids) == 0).any():
             raise ValueError("the columns table holds a column_id twice")
-        self._by_dataset: dict[str, tuple[int, int]] | None = None
-        self._dataset_order: np.ndarray | None = None
 
     @classmethod
     def of(cls, infos: Iterable[ColumnInfo]) -> ColumnCatalog:
@@ -78,23 +77,22 @@ class ColumnCatalog(Mapping[int, ColumnInfo]):
 
     def of_dataset(self, dataset_id: str) -> list[ColumnInfo]:
         """The dataset's columns in ordinal order ([] for a dataset the catalog does not hold)."""
-        if self._by_dataset is None:
-            self._group_by_dataset()
-        start, end = (self._by_dataset or {}).get(dataset_id, (0, 0))
-        return self._infos(self._dataset_order[start:end]) if end > start and self._dataset_order is not None else []
+        order, spans = self._by_dataset
+        start, end = spans.get(dataset_id, (0, 0))
+        return self._infos(order[start:end])
 
     def _position(self, column_id: int) -> int | None:
         position = int(np.searchsorted(self._ids, column_id))
         return position if position < len(self._ids) and self._ids[position] == column_id else None
 
-    def _group_by_dataset(self) -> None:
+    @cached_property
+    def _by_dataset(self) -> tuple[np.ndarray, dict[str, tuple[int, int]]]:
+        """Positions ordered by (dataset, ordinal), and each dataset's span of them (on first use)."""
         order = pc.sort_indices(self._table, [("dataset_id", "ascending"), ("ordinal", "ascending")])
-        datasets = self._table["dataset_id"].take(order)
-        runs = pc.run_end_encode(datasets.combine_chunks() if isinstance(datasets, pa.ChunkedArray) else datasets)
+        runs = pc.run_end_encode(self._table["dataset_id"].take(order).combine_chunks())
         ends = runs.run_ends.to_numpy()
         starts = np.r_[0, ends[:-1]]
-        self._by_dataset = dict(zip(runs.values.to_pylist(), zip(starts.tolist(), ends.tolist())))
-        self._dataset_order = order.to_numpy()
+        return order.to_numpy(), dict(zip(runs.values.to_pylist(), zip(starts.tolist(), ends.tolist())))
 
     def _infos(self, positions: np.ndarray) -> list[ColumnInfo]:
         rows = self._table.take(pa.array(positions, pa.int64())).to_pylist()

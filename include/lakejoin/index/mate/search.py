@@ -205,7 +205,7 @@ def load_index(tables: dict[str, pa.Table]) -> MateIndex:
         bits=bits,
         dataset_ids=dataset_ids,
         column_ids=column_ids,
-        values=ValueDictionary(values.cast(pa.string())),
+        values=ValueDictionary(values),
         superkeys=keys,
         dataset_rows=offsets(rows_per_dataset),
         **layout,
