@@ -430,6 +430,25 @@ def test_shard_loads_share_the_global_part_and_answer_like_their_own_tables():
     assert all(s.read_cost is searchers[0].read_cost for s in searchers)
 
 
+def test_a_floor_returns_the_top_k_that_reach_it(real_lake, real_searcher):
+    """``search(query, k, floor=f)`` (a shard searched after others were): the oracle's top-k
+    overlaps that reach f, ties at f included, each overlap exact; ``held(query)``, the query
+    tokens the index holds, bounds every overlap (on the whole index it is exactly them)."""
+    rng = np.random.default_rng(5)
+    columns = [c for c, values in real_lake.items() if 10 <= len(values) <= 10_000]
+    vocabulary = set().union(*real_lake.values())
+    queries = [sorted(real_lake[c]) for c in rng.choice(columns, size=12, replace=False)]
+    queries.append(sorted(real_lake[columns[0]])[:50] + [f"unseen {i}" for i in range(30)])
+    for query in queries:
+        q = normalize_set(query)
+        truth = [o for _, o in overlap_topk(q, real_lake, 10)]
+        assert real_searcher.held(query) == len(q & vocabulary) >= truth[0]
+        for floor in sorted({0, 1, 2, len(q), len(q) + 1, *truth, *(o + 1 for o in truth)}):
+            found = real_searcher.search(query, k=10, floor=floor)
+            assert [r["overlap"] for r in found] == [o for o in truth if o >= floor], floor
+            assert all(r["overlap"] == len(q & real_lake[r["column_id"]]) for r in found)
+
+
 def test_a_prepared_query_answers_on_every_shard_like_its_values():
     """``JosieSearcher.prepare``: a query normalized and looked up once answers on every shard's
     searcher (they share the token dictionary) as its values do, and on a searcher with another

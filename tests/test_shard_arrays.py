@@ -120,28 +120,37 @@ def test_cached_shards_answer_like_their_tables_and_read_no_delta_file(lake, mon
         assert np.array_equal(cached[1].arrays()[name], array) and cached[1].arrays()[name].dtype == array.dtype, name
 
 
-def test_over_the_budget_the_engine_maps_the_shards_it_reloads(lake, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Over the memory budget the snapshot answers shard by shard (``lakejoin.query.sharded``)
-    with a budget of one shard's load, so every query loads the shards not cached: the first
-    queries build them from Delta (and cache their arrays), the next ones map them and read no
-    Delta file; the answers are the whole index's."""
+def test_over_the_budget_mapped_shards_stay_cached_and_a_floor_skips_shards(lake, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Over the memory budget the snapshot answers shard by shard (``lakejoin.query.sharded``),
+    here with a budget of one shard's estimated load. The first queries build the shards from
+    Delta and cache their arrays; a searcher over mapped arrays is charged only its scratch, so
+    every shard stays cached and later queries read nothing. Shards are asked highest bound first
+    with the k-th overlap merged so far as their floor, and one whose bound is below it is not
+    asked: the answers are still the whole index's."""
     _, tables, loaded = lake
     whole = load(tables)
     monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(max(ShardedFamily(loaded, "josie").load_bytes.values()) + 1))
-    asked = [family_query("josie", ["c"], [q], K, {}) for q in queries(3)]
+    asked = [family_query("josie", ["c"], [q], K, {}) for q in queries(3)] + [family_query("josie", ["c"], [lake_sets(3)[c]], 3, {}) for c in range(0, 240, 7)]
 
     def served() -> list[tuple[list[dict], dict[str, int] | None]]:
-        return [loaded.answer("josie", lambda searcher, q=q: ask(searcher, q), lambda parts, q=q: merge(q, parts)) for q in asked]
+        return [loaded.answer("josie", q) for q in asked]
 
     first = served()
-    assert all(stats is not None and stats["searched"] == N_SHARDS for _, stats in first)
-    assert sum(stats["read"] for _, stats in first if stats) > N_SHARDS  # reloaded per query
+    assert all(stats is not None and stats["searched"] + stats["skipped"] == N_SHARDS for _, stats in first)
+    assert sum(stats["read"] for _, stats in first if stats) >= N_SHARDS
     for (found, _), q in zip(first, asked):
-        assert [r["overlap"] for r in found] == [r["overlap"] for r in merge(q, [ask(whole, q)])]  # ties may pick other columns
+        expected = merge(q, [ask(whole, q)])
+        assert [r["overlap"] for r in found] == [r["overlap"] for r in expected]  # ties at the k-th may pick other columns
+        above = expected[-1]["overlap"] if expected else 0
+        assert [r for r in found if r["overlap"] > above] == [r for r in expected if r["overlap"] > above]
+    sharded = loaded._sharded["josie"]
+    assert all(sharded._charged[shard] == searcher.scratch_bytes() < sharded.load_bytes[shard] - sharded.global_bytes for shard, searcher in sharded._cache.items())
     no_delta_reads(monkeypatch)
+    served()  # maps the shards a larger shard's first load evicted
     again = served()
     assert [found for found, _ in again] == [found for found, _ in first]
-    assert all(stats and 0 < stats["read"] < N_SHARDS for _, stats in again)  # the budget holds at least one shard, never all
+    assert all(stats and stats["read"] == 0 and stats["cached"] == N_SHARDS for _, stats in again)
+    assert sum(stats["skipped"] for _, stats in again if stats) > 0
 
 
 def test_cached_qgram_shards_answer_like_their_tables(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

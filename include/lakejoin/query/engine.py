@@ -51,7 +51,7 @@ import pyarrow as pa
 from lakejoin.config import LakeConfig
 from lakejoin.lake import snapshots
 from lakejoin.normalize import normalize_set
-from lakejoin.query.family import DEFAULT_TAU, ask, family_query, merge, results
+from lakejoin.query.family import DEFAULT_TAU, family_query, results
 from lakejoin.query.join import join as join_tables
 from lakejoin.query.join import key_pairs, provenance_of, table_prefix
 from lakejoin.query.snapshot import DEFAULT_REFRESH_SECONDS, LoadedSnapshot, MethodUnavailable, SnapshotCache
@@ -288,7 +288,7 @@ def _runner(family: str) -> Runner:
     def run(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any], _: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
         values = [query.column_values(c) for c in columns]
         asked = family_query(family, columns, values, k, params, dataset_id=query.dataset_id, own_columns=_own_columns(loaded, query, family))
-        found, reads = loaded.answer(family, lambda searcher: ask(searcher, asked), lambda parts: merge(asked, parts))
+        found, reads = loaded.answer(family, asked)
         return results(loaded, asked, found), reads
 
     return run

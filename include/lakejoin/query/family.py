@@ -30,6 +30,7 @@ import pandas as pd
 import pyarrow as pa
 
 from lakejoin.index.merge import RANK_KEYS, merge_threshold, merge_threshold_steps, merge_top_k
+from lakejoin.query.shard_arrays import is_mapped
 
 DEFAULT_THRESHOLD = 0.5  # LSH Ensemble containment threshold t*
 DEFAULT_TAU = 0.06  # PEXESO τ: a fraction of the maximum distance 2 of unit vectors
@@ -37,6 +38,9 @@ DEFAULT_T = 0.6  # PEXESO T: the share of query records that must match (thresho
 # Indexes whose global part a process keeps for its shard loads (a served snapshot and the one
 # being swapped in, per family), least recently used dropped first.
 GLOBAL_PARTS_KEPT = 8
+# The families whose searchers take a floor (``ask``), and the result field it bounds: a shard
+# searched after others returns only results that reach the k-th score merged so far.
+FLOOR_SCORES = {"josie": "overlap", "qgram": "overlap"}
 
 _global_parts: OrderedDict[Hashable, dict[str, Any]] = OrderedDict()
 _global_parts_lock = threading.Lock()
@@ -134,16 +138,18 @@ def _global_part(family: str, global_names: Iterable[str], read_global: Callable
     return module, part
 
 
-def ask(searcher: Any, query: FamilyQuery) -> list[dict[str, Any]]:
-    """The part ``searcher`` answers for ``query`` (see the module docstring)."""
+def ask(searcher: Any, query: FamilyQuery, floor: int | None = None) -> list[dict[str, Any]]:
+    """The part ``searcher`` answers for ``query`` (see the module docstring). ``floor``: the
+    score (:data:`FLOOR_SCORES`) a result must reach to enter the merged answer, known from the
+    shards asked before; only the families named there take one."""
     params = query.params
-    if query.family in ("josie", "lshensemble"):  # normalized (and signed) once for every shard's searcher
-        query._prepared = prepared = searcher.prepare(query._prepared if query._prepared is not None else query.values[0])
+    if query.family in ("josie", "lshensemble"):
+        prepared = _prepared(searcher, query)
         if query.family == "josie":
-            return searcher.search(prepared, k=query.ask_k)
+            return searcher.search(prepared, k=query.ask_k, floor=floor or 0)
         return searcher.search_steps(prepared, params.get("threshold", DEFAULT_THRESHOLD), verify=params.get("verify", False), k=query.ask_k)
     if query.family == "qgram":  # JOSIE over the query's tokens
-        return searcher.search(query.values[0], k=query.ask_k)
+        return searcher.search(query.values[0], k=query.ask_k, floor=floor or 0)
     if query.family == "pexeso":
         model = params.get("model", searcher.model)
         kept, vectors = query.embedded(searcher, model)
@@ -155,6 +161,30 @@ def ask(searcher: Any, query: FamilyQuery) -> list[dict[str, Any]]:
         exclude = [query.dataset_id] if query.dataset_id else []
         return searcher.search(frame, query.columns, k=query.ask_k, initial_column=params.get("initial_column"), exclude_datasets=exclude)
     raise ValueError(f"unknown index family {query.family!r}")
+
+
+def bound(searcher: Any, query: FamilyQuery) -> int | None:
+    """The best score (:data:`FLOOR_SCORES`) any result of ``searcher`` can have for ``query``,
+    known without searching (JOSIE: how many of the query's tokens it holds); None where the
+    family has no such bound."""
+    return searcher.held(_prepared(searcher, query)) if query.family == "josie" else None
+
+
+def _prepared(searcher: Any, query: FamilyQuery) -> Any:
+    """JOSIE's and LSH Ensemble's query, normalized (and signed) once for every shard's searcher."""
+    query._prepared = searcher.prepare(query._prepared if query._prepared is not None else query.values[0])
+    return query._prepared
+
+
+def private_bytes(family: str, searcher: Any) -> int | None:
+    """The memory a searcher allocated for itself when its index arrays are memory-mapped from
+    the shard cache (``lakejoin.query.shard_arrays``): mapped file pages are the OS's to share
+    between processes and to evict, so a cache of such searchers costs their scratch space.
+    None when its arrays are not mapped, or the family cannot tell (its load estimate stands)."""
+    if family not in ("josie", "qgram"):
+        return None
+    josie = searcher.josie if family == "qgram" else searcher
+    return josie.scratch_bytes() if all(is_mapped(a) for a in josie.arrays().values() if a.size) else None
 
 
 def merge(query: FamilyQuery, parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:

@@ -67,16 +67,38 @@ def shard_folder(config: LakeConfig, snapshot_id: int, family: str, shard: int) 
 
 def cached_searcher(folder: Path, key: Mapping[str, Any], build: Callable[[], Any], to_arrays: Callable[[Any], dict[str, np.ndarray]], restore: Callable[[dict[str, np.ndarray]], Any]) -> Any:
     """The searcher ``restore`` makes of the arrays in ``folder`` when they were written for
-    ``key``; else ``build()``'s, whose arrays then replace the folder's."""
-    arrays = read_arrays(folder, key)
-    if arrays is not None:
-        try:
-            return restore(arrays)
-        except ValueError:
-            forget(folder)  # arrays the family rejects: rebuilt below
+    ``key``; else ``build()``'s, whose arrays then replace the folder's (and are mapped back, so
+    the first load's searcher holds the same mapped pages as every later one)."""
+    searcher = mapped_searcher(folder, key, restore)
+    if searcher is not None:
+        return searcher
     searcher = build()
-    write_arrays(folder, key, to_arrays(searcher))
+    if write_arrays(folder, key, to_arrays(searcher)):
+        mapped = mapped_searcher(folder, key, restore)
+        if mapped is not None:
+            return mapped
     return searcher
+
+
+def mapped_searcher(folder: Path, key: Mapping[str, Any], restore: Callable[[dict[str, np.ndarray]], Any]) -> Any | None:
+    """The searcher ``restore`` makes of the arrays in ``folder`` written for ``key``; None when
+    there are none (or the family rejects them)."""
+    arrays = read_arrays(folder, key)
+    if arrays is None:
+        return None
+    try:
+        return restore(arrays)
+    except ValueError:
+        forget(folder)  # arrays the family rejects: the caller builds them again
+        return None
+
+
+def is_mapped(array: np.ndarray) -> bool:
+    """Whether ``array`` is a view of a memory-mapped file (the shard cache's arrays)."""
+    base: Any = array
+    while isinstance(base, (np.ndarray, memoryview)):
+        base = base.base if isinstance(base, np.ndarray) else base.obj  # np.frombuffer: a memoryview of the map
+    return isinstance(base, mmap.mmap)
 
 
 def read_arrays(folder: Path, key: Mapping[str, Any]) -> dict[str, np.ndarray] | None:

@@ -2,22 +2,31 @@
 
 Every query is asked of each shard's searcher in turn and the parts are merged exactly
 (``lakejoin.query.family.merge``), so the answer equals the whole index's. Shards are loaded
-on demand and kept in an LRU whose estimated load sizes (``lakejoin.query.memory``: the index's
-global part once, each cached shard's own rows) stay within the budget measured when the family
-went shard by shard; the shards still cached are searched first, so a query reads from disk
-only the shards that did not fit. A single shard over the budget is refused with
+on demand and kept in an LRU within the budget measured when the family went shard by shard:
+the index's global part once, and per cached shard its estimated load
+(``lakejoin.query.memory``), or, for a searcher over arrays memory-mapped from the shard cache,
+the scratch it allocated (``lakejoin.query.family.private_bytes``: mapped pages are the OS's
+page cache, shared and evicted as it needs). A single shard over the budget is refused with
 ``IndexTooLarge``, as a whole index would be.
+
+For a top-k family whose searchers take a floor (JOSIE: ``FLOOR_SCORES``), the k-th score
+merged so far is passed to each later shard, which then returns only what can still enter, and
+a shard whose bound (``lakejoin.query.family.bound``: the query tokens it holds) is below that
+floor is not asked at all. The cached shards are asked first, highest bound first, so the
+floor rises early; this is the threshold broadcast of distributed top-k search, and exact: a
+shard's result that ties the floor is still returned, for the merge to break the tie.
 """
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from lakejoin.index.shards import MANIFEST
 from lakejoin.lake.manifest import read_manifest
+from lakejoin.query.family import FLOOR_SCORES, FamilyQuery, ask, bound, merge, private_bytes
 from lakejoin.query.memory import available_bytes, estimated_load_bytes
 
 if TYPE_CHECKING:
@@ -41,6 +50,7 @@ class ShardedFamily:
         self.load_bytes = {shard: estimated_load_bytes(family, {**global_rows, **rows}) for shard, rows in sorted(manifest.shard_rows.items()) if sum(rows.values()) > 0}
         self.budget = available_bytes()
         self._cache: OrderedDict[int, Any] = OrderedDict()
+        self._charged: dict[int, int] = {}  # cached shard -> the bytes it counts against the budget
         self._lock = threading.Lock()
 
     @property
@@ -48,30 +58,71 @@ class ShardedFamily:
         """The shards that hold any row (the others answer nothing)."""
         return list(self.load_bytes)
 
-    def answer(self, ask: Callable[[Any], Any], merge: Callable[[list[Any]], list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], dict[str, int]]:
-        """``merge`` of ``ask`` over every shard's searcher, and how many shards were searched
-        and how many of them were read from disk for it."""
+    def answer(self, query: FamilyQuery) -> tuple[list[dict[str, Any]], dict[str, int]]:
+        """The merged answer to ``query`` over every shard, and how many shards were asked,
+        read from disk for it, and skipped by their bound (see the module docstring)."""
+        score = FLOOR_SCORES.get(query.family)
         with self._lock:
-            order = list(self._cache) + [s for s in self.shards if s not in self._cache]
-            parts, read = [], 0
-            for shard in order:
+            bounds = {shard: bound(searcher, query) for shard, searcher in self._cache.items()} if score else {}
+            cached = sorted(self._cache, key=lambda s: -(bounds.get(s) or 0))  # a stable sort: LRU order without bounds
+            best: list[int] = []  # min-heap of the ask_k best scores merged so far
+            parts, read, skipped = [], 0, 0
+            for shard in cached + [s for s in self.shards if s not in self._cache]:
+                floor = best[0] if len(best) == query.ask_k else None
+                if _below(bounds.get(shard), floor):
+                    skipped += 1
+                    continue
                 searcher = self._cache.get(shard)
                 if searcher is None:
                     searcher, read = self._load(shard), read + 1
+                    if score and _below(bound(searcher, query), floor):
+                        skipped += 1
+                        continue
                 else:
                     self._cache.move_to_end(shard)
-                parts.append(ask(searcher))
-            return merge(parts), {"searched": len(order), "read": read, "cached": len(self._cache)}
+                part = ask(searcher, query, floor)
+                parts.append(part)
+                if score is not None:
+                    for result in part:
+                        _keep_best(best, result[score], query.ask_k)
+            reads = {"searched": len(parts), "read": read, "skipped": skipped, "cached": len(self._cache)}
+            return merge(query, parts), reads
 
     def _load(self, shard: int) -> Any:
-        needed = self.load_bytes[shard]
-        budget = self.budget if self.budget is not None else float("inf")
-        while self._cache and sum(self.load_bytes[s] - self.global_bytes for s in self._cache) + needed > budget:
-            self._cache.popitem(last=False)
-        searcher = self.loaded.load_shards(self.family, [shard])
-        if needed <= budget:
-            self._cache[shard] = searcher
+        """The shard's searcher, kept in the cache when it fits: mapped from the shard cache
+        (charged its scratch), else built from its Delta files, after making room for its
+        estimated load."""
+        searcher = self.loaded.load_shards(self.family, [shard], mapped_only=True)
+        if searcher is None:
+            self._make_room(self.load_bytes[shard] - self.global_bytes)
+            searcher = self.loaded.load_shards(self.family, [shard])
+        charge = private_bytes(self.family, searcher)
+        charge = charge if charge is not None else self.load_bytes[shard] - self.global_bytes
+        if self.global_bytes + charge <= self._budget():
+            self._make_room(charge)
+            self._cache[shard], self._charged[shard] = searcher, charge
         return searcher
+
+    def _make_room(self, size: int) -> None:
+        """Drop the least recently used shards until ``size`` more bytes fit the budget."""
+        while self._cache and self.global_bytes + sum(self._charged.values()) + size > self._budget():
+            self._charged.pop(self._cache.popitem(last=False)[0])
+
+    def _budget(self) -> float:
+        return self.budget if self.budget is not None else float("inf")
+
+
+def _below(shard_bound: int | None, floor: int | None) -> bool:
+    """Whether no result of a shard with this bound can reach the floor (unknown: it may)."""
+    return shard_bound is not None and floor is not None and shard_bound < floor
+
+
+def _keep_best(best: list[int], score: int, k: int) -> None:
+    """Keep ``best`` the min-heap of the ``k`` best scores offered."""
+    if len(best) < k:
+        heapq.heappush(best, score)
+    elif score > best[0]:
+        heapq.heapreplace(best, score)
 
 
 def _sharded_tables(shard_rows: dict[int, dict[str, int]]) -> set[str]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
@@ -34,7 +35,7 @@ from lakejoin.lake.manifest import read_manifest
 from lakejoin.lake.schemas import COLUMNS, COLUMNS_SCHEMA, DATASETS
 from lakejoin.query import shard_arrays
 from lakejoin.query.columns import ColumnCatalog, ColumnInfo
-from lakejoin.query.family import has_arrays, load_columns, load_searcher, searcher_from_arrays
+from lakejoin.query.family import FamilyQuery, ask, has_arrays, load_columns, load_searcher, merge, searcher_from_arrays
 from lakejoin.query.memory import IndexTooLarge, check_fits
 from lakejoin.query.sharded import ShardedFamily
 
@@ -149,31 +150,34 @@ class LoadedSnapshot:
                     searcher = self._searchers[family] = self.load_shards(family)
         return searcher, self._locks[family]
 
-    def answer(self, family: str, ask: Callable[[Any], Any], merge: Callable[[list[Any]], list[dict[str, Any]]]) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
-        """``merge([ask(searcher)])`` with the family's whole searcher, or, when its index does not
-        fit the memory budget, ``merge`` of ``ask`` over every shard's searcher in turn
-        (``lakejoin.query.sharded``), with how many shards that searched and read (else None)."""
+    def answer(self, family: str, query: FamilyQuery) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
+        """``query``'s merged raw answer (``lakejoin.query.family``) from the family's whole
+        searcher, or, when its index does not fit the memory budget, from every shard's searcher
+        in turn (``lakejoin.query.sharded``), with how many shards that asked, read and skipped
+        (else None)."""
         sharded = self._sharded.get(family)
         if sharded is not None:
-            return sharded.answer(ask, merge)
+            return sharded.answer(query)
         try:
             searcher, lock = self.searcher(family)
         except IndexTooLarge:
             sharded = ShardedFamily(self, family)
-            answered = sharded.answer(ask, merge)  # IndexTooLarge still when one shard alone does not fit
+            answered = sharded.answer(query)  # IndexTooLarge still when one shard alone does not fit
             with self._load_lock:
                 self._sharded.setdefault(family, sharded)
             return answered
         with lock:
-            return merge([ask(searcher)]), None
+            return merge(query, [ask(searcher, query)]), None
 
-    def load_shards(self, family: str, shards: Iterable[int] | None = None, filters: Mapping[str, pads.Expression | delta.ValuesIn] | None = None) -> Any:
+    def load_shards(self, family: str, shards: Iterable[int] | None = None, filters: Mapping[str, pads.Expression | delta.ValuesIn] | None = None, *, mapped_only: bool = False) -> Any:
         """A new searcher over ``shards`` of the family's index (every shard when None): it reads
         only those shards' partitions of each sharded table; the global tables are read whole, and
         for a subset of shards once per process (``lakejoin.query.family.load_searcher``). Not
         cached: the caller owns it. ``filters`` (sharded table -> filter) keeps only the matching rows
         of those tables: a searcher for queries that read no other row (the join graph's MATE
-        searchers hold only the postings of their keys' values)."""
+        searchers hold only the postings of their keys' values). ``mapped_only``: one shard's
+        searcher only if its arrays are in the shard cache (``lakejoin.query.shard_arrays``: a map,
+        no table read), else None."""
         import importlib
 
         names = self.index_tables_of(family)
@@ -201,15 +205,16 @@ class LoadedSnapshot:
             return load_searcher(family, sharded, global_names, read_global, key)
 
         if len(wanted) != 1 or not has_arrays(family) or filters:
-            return build()
+            return None if mapped_only else build()
         # one shard: its searcher's arrays are written once per snapshot and memory-mapped after
-        return shard_arrays.cached_searcher(
-            shard_arrays.shard_folder(self.config, self.snapshot_id, family, wanted[0]),
-            self._shard_key(family, module, wanted[0], opened),
-            build,
-            module.to_arrays,
-            lambda arrays: searcher_from_arrays(family, arrays, global_names, read_global, key),
-        )
+        folder, shard_key = shard_arrays.shard_folder(self.config, self.snapshot_id, family, wanted[0]), self._shard_key(family, module, wanted[0], opened)
+
+        def restore(arrays: dict[str, np.ndarray]) -> Any:
+            return searcher_from_arrays(family, arrays, global_names, read_global, key)
+
+        if mapped_only:
+            return shard_arrays.mapped_searcher(folder, shard_key, restore)
+        return shard_arrays.cached_searcher(folder, shard_key, build, module.to_arrays, restore)
 
     def _shard_key(self, family: str, module: Any, shard: int, opened: dict[str, _IndexTable]) -> dict[str, Any]:
         """What a shard's cached arrays are built from (``lakejoin.query.shard_arrays``): the

@@ -515,9 +515,15 @@ def josie(
     out_sets,
     out_overlaps,
     stats,
+    floor,
 ):
     """JOSIE (Algorithm 2) over the query's token ids ``q`` (ascending, all in the index),
     with batches of ``batch`` distinct lists (λ; 0: :func:`_query_batch` chooses it).
+
+    ``floor`` (> 1) is an overlap known to be reached by k sets elsewhere (other shards of the
+    index: the k-th overlap merged so far). The running top-k starts as k placeholders (set -1)
+    at ``floor - 1``, so |Q ∩ X_k| starts there and every filter (prefix, position, Eq. 3.6)
+    prunes what cannot reach ``floor``; sets that reach it, ties included, are still found.
 
     ``hot`` (three rows of one int32 per set) must have row ``_PARTIAL`` zeroed and is left
     so; ``touched`` and ``cand`` (the candidate table) are scratch of one row per set. Results go to
@@ -531,6 +537,10 @@ def josie(
         read = l0 + l1 * (list_indptr[q[m] + 1] - list_indptr[q[m]]) if is_group_end(q, group, m) else 0.0
         list_cost[m + 1] = list_cost[m] + read
     n_heap = 0
+    if floor > 1:
+        out_overlaps[:k] = floor - 1
+        out_sets[:k] = -1
+        n_heap = k
     n_touched = 0
     n_cand = 0
     n_unread = 0
@@ -838,10 +848,22 @@ class JosieSearcher:
     def num_sets(self) -> int:
         return len(self.set_ids)
 
-    def search(self, query: Iterable[str] | PreparedQuery, k: int = 10) -> list[dict]:
+    def search(self, query: Iterable[str] | PreparedQuery, k: int = 10, *, floor: int = 0) -> list[dict]:
         """Top-k columns by overlap with ``query``'s distinct normalized values (JOSIE); ``query``
-        may be :meth:`prepare`'s."""
-        return self._run("josie", query, k)
+        may be :meth:`prepare`'s. With a ``floor`` (the k-th overlap other shards already
+        found), only columns whose overlap reaches it are returned, and the search prunes by it
+        from the start (:func:`josie`)."""
+        return self._run("josie", query, k, floor)
+
+    def held(self, query: Iterable[str] | PreparedQuery) -> int:
+        """How many of the query's tokens this searcher holds lists for: no column here overlaps
+        the query in more (an upper bound for a shard, known before searching it)."""
+        return len(self._prepare(query)[1])
+
+    def scratch_bytes(self) -> int:
+        """The memory this searcher allocated for its queries; its index arrays (:meth:`arrays`)
+        are the rest, and may be memory-mapped from the shard cache."""
+        return sum(a.nbytes for a in (self._mark, self._hot, self._counts, self._touched, self._cand))
 
     def search_mergelist(self, query: Iterable[str], k: int = 10) -> list[dict]:
         """Same answer as :meth:`search`, computed by MergeList-D (Eq. 3.1)."""
@@ -880,7 +902,7 @@ class JosieSearcher:
         q = np.array(sorted(known), dtype=np.int32)
         return len(prepared.values), q, known
 
-    def _run(self, algorithm: str, query: Iterable[str] | PreparedQuery, k: int) -> list[dict]:
+    def _run(self, algorithm: str, query: Iterable[str] | PreparedQuery, k: int, floor: int = 0) -> list[dict]:
         if not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")
         size, q, known = self._prepare(query)
@@ -890,10 +912,12 @@ class JosieSearcher:
         with self._lock:
             started, started_cpu = time.perf_counter(), time.thread_time()
             self._mark[q] = 1
-            n = self._dispatch(algorithm, q, k, out_sets, out_overlaps, stats) if len(q) else 0
+            n = self._dispatch(algorithm, q, k, out_sets, out_overlaps, stats, floor) if len(q) >= max(floor, 1) else 0
             elapsed, elapsed_cpu = time.perf_counter() - started, time.thread_time() - started_cpu
-            samples = _matched_samples(out_sets[:n], self._set_indptr, self._set_tokens, self._mark, MATCHED_SAMPLE)
-            results = [self._result(int(s), int(o), size, known, sample) for s, o, sample in zip(out_sets[:n], out_overlaps[:n], samples)]
+            found = out_sets[:n] >= 0  # a floor's placeholders left in the top-k are no sets
+            sets, overlaps = out_sets[:n][found], out_overlaps[:n][found]
+            samples = _matched_samples(sets, self._set_indptr, self._set_tokens, self._mark, MATCHED_SAMPLE)
+            results = [self._result(int(s), int(o), size, known, sample) for s, o, sample in zip(sets, overlaps, samples)]
             self._mark[q] = 0
         self.last_stats = {
             "algorithm": algorithm,
@@ -908,7 +932,7 @@ class JosieSearcher:
         }
         return sorted(results, key=lambda r: (-r["overlap"], r["column_id"]))
 
-    def _dispatch(self, algorithm: str, q: np.ndarray, k: int, out_sets, out_overlaps, stats) -> int:
+    def _dispatch(self, algorithm: str, q: np.ndarray, k: int, out_sets, out_overlaps, stats, floor: int) -> int:
         if algorithm == "mergelist":
             return mergelist(q, k, self._list_indptr, self._post_set, self._group, self._counts, self._touched, out_sets, out_overlaps, stats)
         if algorithm == "probeset":
@@ -952,6 +976,7 @@ class JosieSearcher:
             out_sets,
             out_overlaps,
             stats,
+            floor,
         )
 
     def _result(self, set_index: int, overlap: int, size: int, known: dict[int, str], sample: np.ndarray) -> dict:

@@ -52,16 +52,17 @@ class QgramSearcher:
     def __init__(self, tables: Mapping[str, pa.Table], **params: Any) -> None:
         self.josie = josie.load(tables, **params)
 
-    def search(self, query: Iterable[object], k: int = 10) -> list[dict[str, Any]]:
+    def search(self, query: Iterable[object], k: int = 10, *, floor: int = 0) -> list[dict[str, Any]]:
         """The ``k`` columns sharing the most tokens with the query column's values: ``column_id``,
         ``overlap`` (tokens shared), ``containment`` (their share of the query's tokens) and
-        ``matched_sample`` (shared tokens, rarest first)."""
+        ``matched_sample`` (shared tokens, rarest first); with a ``floor``, only those sharing at
+        least that many (``JosieSearcher.search``)."""
         if isinstance(query, (str, bytes)):
             raise ValueError("query must be an iterable of values, not a single string")
         tokens = query_tokens(query)
         if not tokens:
             raise ValueError("empty query: no non-null value after normalization")
-        return self.josie.search(sorted(tokens), k=k)
+        return self.josie.search(sorted(tokens), k=k, floor=floor)
 
 
 def load(tables: Mapping[str, pa.Table], **params: Any) -> QgramSearcher:
