@@ -891,21 +891,20 @@ class JosieSearcher:
         found = self._dictionary.found(values)
         return PreparedQuery(values, self._dictionary, found, np.fromiter(found, np.int64, len(found)))
 
-    def _prepare(self, query: Iterable[str] | PreparedQuery) -> tuple[int, np.ndarray, dict[int, str]]:
+    def _prepare(self, query: Iterable[str] | PreparedQuery) -> tuple[PreparedQuery, np.ndarray]:
+        """The prepared query and its tokens this searcher holds lists for, as local ids
+        (ascending): tokens without a loaded list (in no loaded shard) match nothing, so a query
+        holds exactly the tokens a build of these shards has."""
         prepared = self.prepare(query)
-        # tokens without a loaded list (in no loaded shard) match nothing: a query holds exactly
-        # the tokens a build of these shards has
-        found, global_ids = prepared.found, prepared.global_ids
+        global_ids = prepared.global_ids
         local = np.minimum(np.searchsorted(self._token_of, global_ids), max(len(self._token_of) - 1, 0))
         held = (self._token_of[local] == global_ids) if len(self._token_of) else np.zeros(len(global_ids), bool)
-        known = {int(i): found[int(g)] for i, g in zip(local[held], global_ids[held])}
-        q = np.array(sorted(known), dtype=np.int32)
-        return len(prepared.values), q, known
+        return prepared, np.sort(local[held]).astype(np.int32)
 
     def _run(self, algorithm: str, query: Iterable[str] | PreparedQuery, k: int, floor: int = 0) -> list[dict]:
         if not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")
-        size, q, known = self._prepare(query)
+        prepared, q = self._prepare(query)
         out_sets = np.full(k, -1, np.int64)
         out_overlaps = np.zeros(k, np.int64)
         stats = np.zeros(4, np.int64)
@@ -917,11 +916,11 @@ class JosieSearcher:
             found = out_sets[:n] >= 0  # a floor's placeholders left in the top-k are no sets
             sets, overlaps = out_sets[:n][found], out_overlaps[:n][found]
             samples = _matched_samples(sets, self._set_indptr, self._set_tokens, self._mark, MATCHED_SAMPLE)
-            results = [self._result(int(s), int(o), size, known, sample) for s, o, sample in zip(sets, overlaps, samples)]
+            results = [self._result(int(s), int(o), prepared, sample) for s, o, sample in zip(sets, overlaps, samples)]
             self._mark[q] = 0
         self.last_stats = {
             "algorithm": algorithm,
-            "query_size": size,
+            "query_size": len(prepared.values),
             "matched_tokens": len(q),
             "lists_read": int(stats[0]),
             "sets_read": int(stats[1]),
@@ -979,12 +978,12 @@ class JosieSearcher:
             floor,
         )
 
-    def _result(self, set_index: int, overlap: int, size: int, known: dict[int, str], sample: np.ndarray) -> dict:
+    def _result(self, set_index: int, overlap: int, prepared: PreparedQuery, sample: np.ndarray) -> dict:
         return {
             "column_id": int(self.set_ids[set_index]),
             "overlap": overlap,
-            "containment": overlap / size,
-            "matched_sample": [known[t] for t in sample.tolist() if t >= 0],
+            "containment": overlap / len(prepared.values),
+            "matched_sample": [prepared.found[int(self._token_of[t])] for t in sample.tolist() if t >= 0],
         }
 
 
