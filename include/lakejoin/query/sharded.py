@@ -60,7 +60,7 @@ class ShardedFamily:
 
     def answer(self, query: FamilyQuery) -> tuple[list[dict[str, Any]], dict[str, int]]:
         """The merged answer to ``query`` over every shard, and how many shards were asked,
-        read from disk for it, and skipped by their bound (see the module docstring)."""
+        loaded for it (mapped, or read from Delta), skipped by their bound, and are cached."""
         score = FLOOR_SCORES.get(query.family)
         with self._lock:
             bounds = {shard: bound(searcher, query) for shard, searcher in self._cache.items()} if score else {}
