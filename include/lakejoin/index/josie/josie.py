@@ -777,6 +777,7 @@ class JosieSearcher:
         self._touched = np.empty(n_sets, np.int32)
         self._cand = np.empty((n_sets, 4), np.int32)
         self._lock = threading.Lock()
+        self._last_held: tuple[PreparedQuery | None, np.ndarray] = (None, np.empty(0, np.int32))  # _prepare's latest answer
         read_cost = read_cost or shared.read_cost
         if read_cost is None:
             read_cost = fit_read_cost(self._time_list_reads, np.diff(self._list_indptr), self._set_indptr, self._set_tokens, samples=fit_samples)
@@ -896,10 +897,14 @@ class JosieSearcher:
         (ascending): tokens without a loaded list (in no loaded shard) match nothing, so a query
         holds exactly the tokens a build of these shards has."""
         prepared = self.prepare(query)
+        last, held_ids = self._last_held
+        if last is prepared:  # shard by shard, held() and then search() ask for the same query
+            return prepared, held_ids
         global_ids = prepared.global_ids
         local = np.minimum(np.searchsorted(self._token_of, global_ids), max(len(self._token_of) - 1, 0))
         held = (self._token_of[local] == global_ids) if len(self._token_of) else np.zeros(len(global_ids), bool)
-        return prepared, np.sort(local[held]).astype(np.int32)
+        self._last_held = found = (prepared, np.sort(local[held]).astype(np.int32))
+        return found
 
     def _run(self, algorithm: str, query: Iterable[str] | PreparedQuery, k: int, floor: int = 0) -> list[dict]:
         if not isinstance(k, (int, np.integer)) or k < 1:
@@ -915,7 +920,8 @@ class JosieSearcher:
             elapsed, elapsed_cpu = time.perf_counter() - started, time.thread_time() - started_cpu
             found = out_sets[:n] >= 0  # a floor's placeholders left in the top-k are no sets
             sets, overlaps = out_sets[:n][found], out_overlaps[:n][found]
-            samples = _matched_samples(sets, self._set_indptr, self._set_tokens, self._mark, MATCHED_SAMPLE)
+            # most shards asked under a floor find nothing: no compiled call for them
+            samples = _matched_samples(sets, self._set_indptr, self._set_tokens, self._mark, MATCHED_SAMPLE) if len(sets) else ()
             results = [self._result(int(s), int(o), prepared, sample) for s, o, sample in zip(sets, overlaps, samples)]
             self._mark[q] = 0
         self.last_stats = {
