@@ -20,7 +20,7 @@ load spent most of its time parsing their headers.)
   race drops its copy.
 - **Damage.** A record that does not parse, a data file whose size is not the record's, an array
   that does not fit in it or whose CRC-32 is not the record's (checked when a process maps the
-  folder: the whole file is read once), and arrays the family's ``from_arrays`` rejects make
+  folder: the whole file is read once; the process that wrote a folder maps it back without reading it again), and arrays the family's ``from_arrays`` rejects make
   the load read the Delta files and replace the folder.
 
 A process keeps its mappings (``MAPPED_KEPT`` folders, least recently used dropped), so a
@@ -74,16 +74,16 @@ def cached_searcher(folder: Path, key: Mapping[str, Any], build: Callable[[], An
         return searcher
     searcher = build()
     if write_arrays(folder, key, to_arrays(searcher)):
-        mapped = mapped_searcher(folder, key, restore)
+        mapped = mapped_searcher(folder, key, restore, verify=False)  # just written: not read back for its CRCs
         if mapped is not None:
             return mapped
     return searcher
 
 
-def mapped_searcher(folder: Path, key: Mapping[str, Any], restore: Callable[[dict[str, np.ndarray]], Any]) -> Any | None:
+def mapped_searcher(folder: Path, key: Mapping[str, Any], restore: Callable[[dict[str, np.ndarray]], Any], *, verify: bool = True) -> Any | None:
     """The searcher ``restore`` makes of the arrays in ``folder`` written for ``key``; None when
-    there are none (or the family rejects them)."""
-    arrays = read_arrays(folder, key)
+    there are none (or the family rejects them). ``verify`` as for :func:`read_arrays`."""
+    arrays = read_arrays(folder, key, verify=verify)
     if arrays is None:
         return None
     try:
@@ -101,11 +101,12 @@ def is_mapped(array: np.ndarray) -> bool:
     return isinstance(base, mmap.mmap)
 
 
-def read_arrays(folder: Path, key: Mapping[str, Any]) -> dict[str, np.ndarray] | None:
+def read_arrays(folder: Path, key: Mapping[str, Any], *, verify: bool = True) -> dict[str, np.ndarray] | None:
     """The arrays written in ``folder`` for ``key`` (JSON values: dicts, lists, strings,
     numbers), memory-mapped; None when the folder is missing, was written for another key, or
-    is damaged. A process maps a folder once (checking its CRCs) and reuses the mapping while
-    the folder's record is the same file."""
+    is damaged. A process maps a folder once (checking its CRCs unless ``verify`` is False: a
+    folder this process has just written) and reuses the mapping while the folder's record is
+    the same file."""
     try:
         stat = (folder / RECORD).stat()
     except OSError:
@@ -116,7 +117,7 @@ def read_arrays(folder: Path, key: Mapping[str, Any]) -> dict[str, np.ndarray] |
         if found is not None and found[0] == seen:
             _mapped.move_to_end(str(folder))
     if found is None or found[0] != seen:
-        mapped = _map(folder)
+        mapped = _map(folder, verify)
         if mapped is None:
             return None
         found = (seen, *mapped)
@@ -133,9 +134,9 @@ def forget(folder: Path) -> None:
         _mapped.pop(str(folder), None)
 
 
-def _map(folder: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-    """``folder``'s key and arrays, mapped, when its data file has the record's size and every
-    array its CRC; else None."""
+def _map(folder: Path, verify: bool) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """``folder``'s key and arrays, mapped, when its data file has the record's size and (with
+    ``verify``) every array its CRC; else None."""
     try:
         record = json.loads((folder / RECORD).read_text())
         with open(folder / DATA, "rb") as data:
@@ -143,7 +144,7 @@ def _map(folder: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
                 return None  # cut short (or grown): not what was written
             mapped = mmap.mmap(data.fileno(), 0, access=mmap.ACCESS_COPY) if record["size"] else b""
         arrays = {name: np.frombuffer(mapped, np.dtype(info["dtype"]), math.prod(info["shape"]), info["offset"]).reshape(info["shape"]) for name, info in record["arrays"].items()}
-        if any(_checksum(arrays[name]) != info["crc32"] for name, info in record["arrays"].items()):
+        if verify and any(_checksum(arrays[name]) != info["crc32"] for name, info in record["arrays"].items()):
             return None
         return record["key"], arrays
     except (OSError, ValueError, KeyError, TypeError, AttributeError):

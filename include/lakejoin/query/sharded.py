@@ -63,7 +63,7 @@ class ShardedFamily:
         loaded for it (mapped, or read from Delta), skipped by their bound, and are cached."""
         score = FLOOR_SCORES.get(query.family)
         with self._lock:
-            bounds = {shard: bound(searcher, query) for shard, searcher in self._cache.items()} if score else {}
+            bounds = {shard: bound(searcher, query) for shard, searcher in self._cache.items()}
             cached = sorted(self._cache, key=lambda s: -(bounds.get(s) or 0))  # a stable sort: LRU order without bounds
             best: list[int] = []  # min-heap of the ask_k best scores merged so far
             parts, read, skipped = [], 0, 0
@@ -75,7 +75,7 @@ class ShardedFamily:
                 searcher = self._cache.get(shard)
                 if searcher is None:
                     searcher, read = self._load(shard), read + 1
-                    if score and _below(bound(searcher, query), floor):
+                    if _below(bound(searcher, query), floor):
                         skipped += 1
                         continue
                 else:
