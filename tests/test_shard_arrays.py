@@ -1,11 +1,12 @@
 """lakejoin.query.shard_arrays: a shard's searcher arrays cached per snapshot and memory-mapped.
 
-Small JOSIE and LSH Ensemble indexes (synthetic open-data sets, built in process in four
+Small JOSIE, LSH Ensemble and MATE indexes (synthetic sets and tables, built in process in four
 shards) are written as Delta tables and published as snapshots, without Spark. Shard loads
 through the cache answer exactly as searchers loaded from the shard's own tables, a later load
-reads no Delta file, a
-cache written for another snapshot or array format is never used, a damaged cache is rebuilt,
-two writers leave one complete folder, and vacuum deletes the expired snapshots' folders.
+reads no Delta file, a cache written for other files or another array format is never used, a
+later snapshot adopts the folders of the shards a run did not rewrite, a damaged cache is
+rebuilt, two writers leave one complete folder, and vacuum deletes the expired snapshots'
+folders.
 """
 
 from __future__ import annotations
@@ -16,13 +17,15 @@ import threading
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from lakejoin.config import LakeConfig
-from lakejoin.index import josie, lshensemble, qgram
+from lakejoin.index import josie, lshensemble, mate, qgram
 from lakejoin.index.josie import build_in_memory, load
-from lakejoin.index.shards import MANIFEST, in_shards
+from lakejoin.index.shards import MANIFEST, in_shards, shard_of
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.manifest import COMPLETE, Manifest, rows_per_shard, write_manifest
 from lakejoin.lake.schemas import CELLS_SCHEMA
@@ -36,7 +39,7 @@ from lakejoin.testing import set_lake
 
 N_SHARDS = 4
 K = 10
-GLOBAL = {"josie": josie.GLOBAL_TABLES, "lshensemble": lshensemble.tables.GLOBAL_TABLES, "qgram": qgram.GLOBAL_TABLES}
+GLOBAL = {"josie": josie.GLOBAL_TABLES, "lshensemble": lshensemble.tables.GLOBAL_TABLES, "qgram": qgram.GLOBAL_TABLES, "mate": mate.build.GLOBAL_TABLES}
 
 
 def lake_sets(seed: int) -> dict[int, list[str]]:
@@ -209,13 +212,74 @@ def test_a_cache_of_another_snapshot_or_format_is_rebuilt_not_read(lake, monkeyp
     fresh = [second.load_shards("josie", [shard]) for shard in range(N_SHARDS)]
     assert answers(fresh, asked) == answers(alone(changed, fresh[0].read_cost), asked)
     record = json.loads((new / "josie" / "0" / shard_arrays.RECORD).read_text())
-    assert record["key"]["snapshot_id"] == second.snapshot_id
+    assert record["key"]["tables"]["postings"] == sorted(second._index_table("josie", "postings").files_of(0))
     # a new array format makes every folder stale
     monkeypatch.setattr(josie, "ARRAYS_FORMAT", josie.ARRAYS_FORMAT + 1)
     rebuilt: list[int] = []
     monkeypatch.setattr(shard_arrays, "write_arrays", lambda folder, key, arrays: rebuilt.append(key["shard"]) or True)
     assert answers([second.load_shards("josie", [2])], asked) == answers(fresh[2:3], asked)
     assert rebuilt == [2]
+
+
+def key_tables(seed: int) -> dict[str, pd.DataFrame]:
+    """12 small tables whose columns share values (numbers, words, digits), so composite keys join."""
+    rng = np.random.default_rng(seed)
+    words = [f"w{i}" for i in range(20)]
+    return {f"d{d:02d}": pd.DataFrame({"a": rng.integers(0, 30, 60).astype(str), "b": rng.choice(words, 60), "c": rng.integers(0, 10, 60).astype(str)}) for d in range(12)}
+
+
+def mate_answers(searchers: list, frames: dict[str, pd.DataFrame]) -> list[list[list[dict]]]:
+    asked = [(frames["d03"], ["a", "b"]), (frames["d07"], ["a", "b", "c"]), (frames["d10"], ["c", "b"])]
+    return [[s.search(frame, columns, k=K, exclude_datasets=["d03"]) for frame, columns in asked] for s in searchers]
+
+
+def test_cached_mate_shards_answer_like_their_tables_and_a_later_snapshot_adopts_unchanged_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MATE's shards (postings, cells and super keys as arrays, the value dictionary's buffers and
+    sorted keys) through the cache. Then one table changes and only its shard is rewritten (a
+    partition swap, new global tables, as an incremental run writes them): the next snapshot's
+    loads read that shard from Delta and adopt the other shards' folders (the same data file,
+    hard-linked), and every shard answers as its own tables do."""
+    config = LakeConfig(home=tmp_path / "home", quiet=True)
+    frames = key_tables(5)
+    tables = mate.build_in_memory(frames, n_shards=N_SHARDS)
+    loaded = publish(config, tables, "mate")
+    first = [loaded.load_shards("mate", [shard]) for shard in range(N_SHARDS)]
+    expected = mate_answers([mate.load(in_shards(tables, [shard], GLOBAL["mate"])) for shard in range(N_SHARDS)], frames)
+    assert mate_answers(first, frames) == expected and any(any(a) for a in expected)
+    with monkeypatch.context() as patched:
+        no_delta_reads(patched)
+        shard_arrays._mapped.clear()
+        cached = [loaded.load_shards("mate", [shard]) for shard in range(N_SHARDS)]
+        assert all(shard_arrays.is_mapped(s.index.pl_row) for s in cached)
+        assert mate_answers(cached, frames) == expected
+
+    changed = {**frames, "d05": frames["d05"].assign(a=frames["d03"]["a"], b=frames["d03"]["b"])}  # now joins d03 on (a, b)
+    rewritten = mate.build_in_memory(changed, bits=tables["params"]["bits"][0].as_py(), n_shards=N_SHARDS)
+    shard = shard_of("d05", N_SHARDS)
+    for name, table in rewritten.items():
+        path = config.table_path(f"index/mate/{name}")
+        if name in GLOBAL["mate"]:
+            delta.write_arrow(path, table)
+        else:
+            delta.write_rows(path, table.filter(pc.equal(table["shard"], shard)), table.schema, partition_by=["shard"], replace="partitions", replace_values=[str(shard)])
+    write_manifest(
+        config.home,
+        "mate",
+        Manifest(
+            N_SHARDS, None, COMPLETE, "test", 0.0, {s: {n: rewritten[n].filter(pc.equal(rewritten[n]["shard"], s)).num_rows for n in rewritten if n not in GLOBAL["mate"]} for s in range(N_SHARDS)}
+        ),
+        "test",
+    )
+    names = [f"index/mate/{name}" for name in [*rewritten, MANIFEST]]
+    second = load_snapshot(config, snapshots.publish(config, snapshots.table_versions(config, names), {}))
+    read: list[str] = []
+    unpatched = snapshot_module._IndexTable.read
+    monkeypatch.setattr(snapshot_module._IndexTable, "read", lambda self, shards, *a, **kw: read.append(f"{self.path.name}/{shards}") or unpatched(self, shards, *a, **kw))
+    again = [second.load_shards("mate", [s]) for s in range(N_SHARDS)]
+    assert sorted(r for r in read if not r.endswith("/None")) == [f"postings/[{shard}]", f"superkeys/[{shard}]"]  # global tables are read whole by a build
+    assert mate_answers(again, changed) == mate_answers([mate.load(in_shards(rewritten, [s], GLOBAL["mate"])) for s in range(N_SHARDS)], changed)
+    inode = {s: [(shard_arrays.shard_folder(config, snap.snapshot_id, "mate", s) / shard_arrays.DATA).stat().st_ino for snap in (loaded, second)] for s in range(N_SHARDS)}
+    assert [s for s in range(N_SHARDS) if inode[s][0] != inode[s][1]] == [shard]
 
 
 @pytest.mark.parametrize("damage", ["truncated data", "flipped bytes", "garbage record", "missing data", "record of another shape"])

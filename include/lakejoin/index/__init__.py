@@ -35,7 +35,9 @@
   (``lakejoin.query.shard_arrays``): ``to_arrays(searcher) -> dict[str, numpy.ndarray]``,
   ``from_arrays(arrays, shared=...) -> Searcher`` (the same searcher around those arrays;
   ``ValueError`` when they do not have its arrays' shape) and ``ARRAYS_FORMAT`` (an int, bumped
-  when what the arrays mean changes: cached arrays of another format are rebuilt).
+  when what the arrays mean changes: cached arrays of another format are rebuilt); optionally
+  ``ARRAYS_GLOBALS``, the global tables whose content a shard's arrays depend on (default: all),
+  so a later snapshot reuses the arrays of a shard whose files and those tables are unchanged.
 - ``Searcher.search(query, **params) -> list[dict]`` returns ranked results; each carries the
   candidate's ``column_id`` (or ``dataset_id`` for table-level families), its score and its
   evidence. ``lakejoin.query`` adds rank, dataset, table title and column name.

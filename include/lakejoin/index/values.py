@@ -65,6 +65,20 @@ class ValueDictionary:
         self.id_bits = max(1, (len(strings) - 1).bit_length())  # the low bits of a key hold the id
         self.keys = np.sort(_keys(self.data, self.offsets, np.uint64(self.id_bits)))
 
+    @classmethod
+    def from_arrays(cls, data: np.ndarray, offsets: np.ndarray, keys: np.ndarray) -> ValueDictionary:
+        """The dictionary :meth:`arrays` gave (a shard's cached arrays): nothing hashed or sorted."""
+        if offsets.ndim != 1 or len(offsets) != len(keys) + 1 or keys.dtype != np.uint64 or (len(offsets) and int(offsets[-1]) > len(data)):
+            raise ValueError("these arrays are not one value dictionary's")
+        dictionary = cls.__new__(cls)
+        dictionary.data, dictionary.offsets, dictionary.keys = data, offsets, keys
+        dictionary.id_bits = max(1, (len(keys) - 1).bit_length())
+        return dictionary
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The strings' buffers and the sorted keys, all a lookup needs."""
+        return {"data": self.data, "offsets": self.offsets, "keys": self.keys}
+
     def __len__(self) -> int:
         return len(self.keys)
 

@@ -1,9 +1,9 @@
-"""Shard searchers' arrays, written once per snapshot and memory-mapped by every later load.
+"""Shard searchers' arrays, written once per shard content and memory-mapped by every later load.
 
 Building a shard's searcher from its Delta files (JOSIE: read the postings, sort them into lists,
 find the duplicate lists) costs tens of times one query on it, and a family served shard by shard
 under a memory budget re-loads the shards that did not stay cached for every query. So the first
-load of a (snapshot, family, shard) writes the searcher's arrays (the family's ``to_arrays``) into
+load of a (snapshot, family, shard) whose content no earlier snapshot's folder holds writes the searcher's arrays (the family's ``to_arrays``) into
 one file in ``<home>/cache/shards/<snapshot_id>/<family>/<shard>/`` (``LakeConfig.shard_cache_dir``;
 dtypes, shapes and offsets in a JSON record beside it) and every later load, in any process, maps
 that file (copy-on-write, so the arrays have the writable type the family's compiled kernels
@@ -12,9 +12,15 @@ and a map, and the OS page cache keeps the shards in use. (With one ``.npy`` fil
 load spent most of its time parsing their headers.)
 
 - **Never stale.** The folder's ``arrays.json`` records what the arrays were built from: the
-  family's ``ARRAYS_FORMAT``, the snapshot, and every index table's pinned version and the data
-  files the shard's load reads. A load whose record differs (a lake re-created with the same
-  snapshot ids, a family whose array layout changed) rebuilds the folder.
+  family's ``ARRAYS_FORMAT`` and the data files the shard's load reads (its own, and those of
+  the global tables its arrays depend on: ``LoadedSnapshot._shard_key``). Delta data files are
+  never rewritten in place, so equal files mean equal arrays; a load whose record differs (a
+  lake re-created with the same snapshot ids, a family whose array layout changed) rebuilds the
+  folder.
+- **Across snapshots.** A run that rewrites a few shards leaves the others' files as they were:
+  a snapshot's first load of such a shard *adopts* the folder an earlier snapshot wrote for the
+  same key (its data file hard-linked into this snapshot's folder, the record copied; the
+  ``ADOPT_FROM`` latest other snapshots are looked at), so only the rewritten shards are built.
 - **Two writers.** A folder is written under a temporary name beside it and renamed into place in
   one step (``os.replace``): a reader sees a complete folder or none, and a writer that loses the
   race drops its copy.
@@ -54,6 +60,7 @@ DATA = "arrays.bin"  # the arrays one after another, each at a multiple of ALIGN
 ALIGNMENT = 64
 
 MAPPED_KEPT = 4096  # folders whose mapping a process keeps (least recently used dropped first)
+ADOPT_FROM = 8  # other snapshots whose folder of the same shard may be adopted, latest first
 
 # folder -> (its record's inode and mtime, the key it was written for, its arrays): mapped and
 # CRC-checked once per process
@@ -81,9 +88,12 @@ def cached_searcher(folder: Path, key: Mapping[str, Any], build: Callable[[], An
 
 
 def mapped_searcher(folder: Path, key: Mapping[str, Any], restore: Callable[[dict[str, np.ndarray]], Any], *, verify: bool = True) -> Any | None:
-    """The searcher ``restore`` makes of the arrays in ``folder`` written for ``key``; None when
-    there are none (or the family rejects them). ``verify`` as for :func:`read_arrays`."""
+    """The searcher ``restore`` makes of the arrays in ``folder`` written (or adopted: see
+    :func:`adopt`) for ``key``; None when there are none (or the family rejects them).
+    ``verify`` as for :func:`read_arrays`."""
     arrays = read_arrays(folder, key, verify=verify)
+    if arrays is None and adopt(folder, key):
+        arrays = read_arrays(folder, key)
     if arrays is None:
         return None
     try:
@@ -128,6 +138,38 @@ def read_arrays(folder: Path, key: Mapping[str, Any], *, verify: bool = True) ->
     return found[2] if found[1] == key else None
 
 
+def adopt(folder: Path, key: Mapping[str, Any]) -> bool:
+    """Make ``folder`` (``<snapshot>/<family>/<shard>``) the folder an earlier snapshot wrote for
+    the same ``key``, if one of the ``ADOPT_FROM`` latest others holds one: its data file
+    hard-linked (copied where links fail), its record copied, the folder put in place in one
+    step. The arrays are checked when mapped, as any folder's. False when there is none or it
+    could not be written."""
+    shard, family, snapshot = folder.name, folder.parent.name, folder.parent.parent
+    try:
+        others = sorted((int(p.name) for p in snapshot.parent.iterdir() if p.name.isdigit() and p != snapshot), reverse=True)[:ADOPT_FROM]
+    except OSError:
+        return False
+    wanted = json.loads(json.dumps(key))  # as a record reads back
+    for other in others:
+        source = snapshot.parent / str(other) / family / shard
+        try:
+            record = (source / RECORD).read_text()
+            if json.loads(record).get("key") != wanted:
+                continue
+        except (OSError, ValueError, AttributeError):
+            continue
+
+        def link(temporary: Path, source: Path = source, record: str = record) -> None:
+            try:
+                os.link(source / DATA, temporary / DATA)
+            except OSError:
+                shutil.copyfile(source / DATA, temporary / DATA)
+            (temporary / RECORD).write_text(record)
+
+        return _put(folder, link)
+    return False
+
+
 def forget(folder: Path) -> None:
     """Drop this process's mapping of ``folder`` (its arrays were rejected)."""
     with _mapped_lock:
@@ -155,9 +197,8 @@ def write_arrays(folder: Path, key: Mapping[str, Any], arrays: Mapping[str, np.n
     """Write ``arrays`` for ``key`` as ``folder`` (replacing what is there); False when it could
     not be written (a read-only or full disk: the cache only saves time) or another process
     wrote it first."""
-    temporary = folder.parent / f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex}"
-    try:
-        temporary.mkdir(parents=True)
+
+    def write(temporary: Path) -> None:
         record: dict[str, Any] = {"key": key, "arrays": {}}
         with open(temporary / DATA, "wb") as data:
             for name, array in arrays.items():
@@ -167,6 +208,17 @@ def write_arrays(folder: Path, key: Mapping[str, Any], arrays: Mapping[str, np.n
                 data.write(array.reshape(-1).view(np.uint8).data)
             record["size"] = data.tell()
         (temporary / RECORD).write_text(json.dumps(record))
+
+    return _put(folder, write)
+
+
+def _put(folder: Path, fill: Callable[[Path], Any]) -> bool:
+    """``folder`` replaced by a temporary folder beside it that ``fill`` writes, in one rename;
+    False when that fails (see :func:`write_arrays`)."""
+    temporary = folder.parent / f".{folder.name}.{os.getpid()}.{uuid.uuid4().hex}"
+    try:
+        temporary.mkdir(parents=True)
+        fill(temporary)
         if folder.exists():  # written for another key, or damaged: set aside, then deleted
             discarded = folder.parent / f".{folder.name}.discarded.{uuid.uuid4().hex}"
             os.replace(folder, discarded)

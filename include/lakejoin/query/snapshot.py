@@ -218,9 +218,13 @@ class LoadedSnapshot:
 
     def _shard_key(self, family: str, module: Any, shard: int, opened: dict[str, _IndexTable]) -> dict[str, Any]:
         """What a shard's cached arrays are built from (``lakejoin.query.shard_arrays``): the
-        family's array format, and each index table's pinned version and the data files read."""
-        tables = {name: {"version": self.snapshot.version_of(f"index/{family}/{name}"), "files": sorted(table.files_of(shard if table.sharded else None))} for name, table in opened.items()}
-        return {"format": module.ARRAYS_FORMAT, "family": family, "snapshot_id": self.snapshot_id, "shard": shard, "tables": tables}
+        family's array format and the data files read, the shard's own and those of the global
+        tables its arrays depend on (the family's ``ARRAYS_GLOBALS``; default all). A data file
+        never changes once written, so a later snapshot whose shard has the same key has the
+        same arrays."""
+        embedded = getattr(module, "ARRAYS_GLOBALS", None)
+        tables = {name: sorted(table.files_of(shard if table.sharded else None)) for name, table in opened.items() if table.sharded or embedded is None or name in embedded}
+        return {"format": module.ARRAYS_FORMAT, "family": family, "shard": shard, "tables": tables}
 
     def _index_table(self, family: str, name: str) -> _IndexTable:
         """``index/<family>/<name>`` at the pinned version, its Delta log read once per snapshot."""

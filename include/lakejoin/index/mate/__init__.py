@@ -4,7 +4,8 @@
 - ``build``: the index tables (``postings``, ``superkeys`` sharded by dataset; ``params``,
   ``widths`` global) in memory; the Spark build is ``lakejoin.spark.mate.build_tables``.
 - ``search``: Algorithm 1 (§6) behind ``load(tables) -> MateSearcher``; the SCR baseline
-  (no super keys, §7.1) is ``MateSearcher.search_scr``.
+  (no super keys, §7.1) is ``MateSearcher.search_scr``; ``to_arrays`` / ``from_arrays``: a
+  searcher's arrays, for the shard cache of ``lakejoin.query.shard_arrays``.
 - ``kernels``: Algorithm 1's table loop compiled as one pass (rules 1-2, row filter, calculateJ).
 - ``layout``: the loaded index's posting-list and cell orders, built by counting sorts.
 - ``values``: the value dictionary, kept in Arrow's buffers and searched in byte order.
@@ -12,10 +13,12 @@
 """
 
 from lakejoin.index.mate.build import build_from_cells, build_in_memory, cells_from_frames, choose_bits, update_tables
-from lakejoin.index.mate.search import KeyQuery, MateSearcher, SearchStats, key_query, load
+from lakejoin.index.mate.search import ARRAYS_FORMAT, ARRAYS_GLOBALS, KeyQuery, MateSearcher, SearchStats, from_arrays, key_query, load, to_arrays
 from lakejoin.index.mate.xash import super_key, xash
 
 __all__ = [
+    "ARRAYS_FORMAT",
+    "ARRAYS_GLOBALS",
     "KeyQuery",
     "MateSearcher",
     "SearchStats",
@@ -23,9 +26,11 @@ __all__ = [
     "build_in_memory",
     "cells_from_frames",
     "choose_bits",
+    "from_arrays",
     "key_query",
     "load",
     "super_key",
+    "to_arrays",
     "update_tables",
     "xash",
 ]

@@ -42,7 +42,7 @@ score is at most the distinct rows that passed the filter plus the items not yet
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -54,7 +54,7 @@ from lakejoin.index.mate import kernels
 from lakejoin.index.mate.kernels import STATS, scan_tables
 from lakejoin.index.mate.layout import int_dtype, offsets, postings_layout
 from lakejoin.index.mate.xash import words_per_key, xash_array
-from lakejoin.index.values import ValueDictionary, dictionary_codes
+from lakejoin.index.values import ValueDictionary, dictionary_codes, string_buffers
 from lakejoin.normalize import NormalizedColumn, normalize_value
 
 SAMPLE_SIZE = 5
@@ -556,6 +556,16 @@ class MateSearcher:
     def bits(self) -> int:
         return self.index.bits
 
+    def held(self, query: KeyQuery) -> tuple[int, int]:
+        """(the query's distinct key tuples whose every value this index holds, the PL items of
+        the query's values here). No table here can join more tuples than the first (Eq. 1: a
+        joined tuple has each value in a cell of the row), so a shard whose ``held`` is below the
+        k-th joinability found elsewhere can be left unsearched; the second says where the
+        query's values are common, the likelier place of its best tables."""
+        ids = self.index.values.get_indexer(query.distinct.tolist())
+        present = ids >= 0
+        return int(present[query.codes].all(axis=1).sum()), int(_pl_lengths(self.index, ids[present]).sum())
+
     def search(
         self,
         query: pd.DataFrame | KeyQuery,
@@ -612,6 +622,49 @@ class MateSearcher:
         negatives) its answers equal MATE's.
         """
         return self.search_with_stats(query, columns, k, initial_column, exclude_datasets, False, initial_rule)[0]
+
+
+# Bump when what MATE's cached arrays mean changes: a shard's folder written under another
+# version is rebuilt (``lakejoin.query.shard_arrays``).
+ARRAYS_FORMAT = 1
+# The global tables a shard's arrays depend on (``lakejoin.query.shard_arrays``): none, since the
+# hash size travels in the arrays and a new one rewrites every shard's super keys.
+ARRAYS_GLOBALS: frozenset[str] = frozenset()
+_INDEX_ARRAYS = ("pl_offsets", "column_ids", "pl_column", "pl_row", "superkeys", "dataset_rows", "row_offsets", "cell_values", "cell_columns")
+
+
+def to_arrays(searcher: MateSearcher) -> dict[str, np.ndarray]:
+    """The searcher's index as arrays for the shard cache: :func:`from_arrays` gives it back."""
+    index = searcher.index
+    ids_data, ids_offsets = string_buffers(pa.array(index.dataset_ids, pa.string()))
+    return {
+        "bits": np.array([index.bits], np.int64),
+        "dataset_id_data": ids_data,
+        "dataset_id_offsets": ids_offsets,
+        **{f"value_{name}": array for name, array in index.values.arrays().items()},
+        **{name: getattr(index, name) for name in _INDEX_ARRAYS},
+    }
+
+
+def from_arrays(arrays: Mapping[str, np.ndarray], shared: object = None) -> MateSearcher:
+    """The searcher :func:`to_arrays` was given (family shape, ``lakejoin.index``; MATE has no
+    shared part): its arrays are views of ``arrays``, only the dataset ids become Python strings.
+    Raises ``ValueError`` when they are not one index's."""
+    try:
+        offsets = arrays["dataset_id_offsets"]
+        names = pa.Array.from_buffers(pa.string(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(arrays["dataset_id_data"])])
+        names.validate(full=True)
+        index = MateIndex(
+            bits=int(arrays["bits"][0]),
+            dataset_ids=np.array(names.to_pylist(), dtype=object),
+            values=ValueDictionary.from_arrays(arrays["value_data"], arrays["value_offsets"], arrays["value_keys"]),
+            **{name: arrays[name] for name in _INDEX_ARRAYS},
+        )
+    except (KeyError, IndexError, TypeError, pa.ArrowException) as error:
+        raise ValueError(f"these arrays are not one MATE index's: {error}") from error
+    if len(index.pl_offsets) != len(index.values) + 1 or len(index.row_offsets) != len(index.superkeys) + 1 or len(index.dataset_rows) != len(index.dataset_ids) + 1:
+        raise ValueError("these arrays are not one MATE index's: their lengths disagree")
+    return MateSearcher(index)
 
 
 def load(tables: dict[str, pa.Table], **params: object) -> MateSearcher:
