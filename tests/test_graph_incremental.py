@@ -9,12 +9,15 @@ import gc
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
-from lakejoin.graph.build import Lists, _merge, _Queries
-from lakejoin.graph.edges import JOSIE, Edge, Query, best
+from lakejoin.graph.build import Lists, _merge, _Queries, search_by_shards
+from lakejoin.graph.edges import JOSIE, MATE, Edge, Query, best, mate_edges, mate_key
 from lakejoin.index.mate import build_in_memory, kernels, key_query, load
+from lakejoin.index.mate.build import GLOBAL_TABLES
 from lakejoin.index.mate.search import MateRefused
+from lakejoin.index.shards import in_shards
 
 K = 3
 
@@ -58,6 +61,43 @@ def one_change(rng: np.random.Generator) -> tuple[int, int]:
     assert lists == full and count == len(searched)
     lost = [q for q in now_of if now_of[q] not in changed and any(e.dataset_id in changed for e in previous[q])]
     return sum(q in searched for q in lost), sum(q not in searched for q in lost)
+
+
+def key_lake(seed: int) -> dict[str, pd.DataFrame]:
+    """16 tables of three columns whose values table d draws from ranges starting at d (numbers,
+    words, codes), so composite keys join a varying number of tuples in nearby tables and none
+    in tables far apart."""
+    rng = np.random.default_rng(seed)
+    return {
+        f"t{d:02d}": pd.DataFrame({"a": rng.integers(4 * d, 4 * d + 40, 80).astype(str), "b": [f"w{i}" for i in rng.integers(d, d + 6, 80)], "c": [f"c{i}" for i in rng.integers(d, d + 4, 80)]})
+        for d in range(16)
+    }
+
+
+def test_keys_searched_over_shards_by_their_bound_get_the_whole_index_lists() -> None:
+    """``search_by_shards`` over the four shards of a MATE index (shards asked highest
+    ``MateSearcher.held`` first, one whose bound is below the k-th so far not asked) gives each
+    key the list the whole index gives, and ``held`` bounds every joinability in its shard."""
+    frames = key_lake(4)
+    tables = build_in_memory(frames, n_shards=4)
+    shards = {shard: load(in_shards(tables, [shard], GLOBAL_TABLES)) for shard in range(4)}
+    whole = load(tables)
+    keys = {(MATE, (d, *columns)): (f"t{d:02d}", {c: i for i, c in enumerate(columns)}) for d in range(0, 16, 3) for columns in (("a", "b"), ("b", "c"), ("a", "b", "c"))}
+    prepared = {q: mate_key(pa.Table.from_pandas(frames[dataset], preserve_index=False), key) for q, (dataset, key) in keys.items()}
+    asked: list[int] = []
+
+    def search(searcher, wanted, so_far):
+        asked.append(id(searcher))
+        q = wanted[0]
+        before = so_far[q] or []
+        return {q: mate_edges(searcher, prepared[q], keys[q][0], keys[q][1], K, before[K - 1].overlap if len(before) >= K else 0)}
+
+    found = search_by_shards(shards, list(keys), search, lambda searcher, q: searcher.held(prepared[q]), K)
+    for q, (dataset, key) in keys.items():
+        assert found[q] == mate_edges(whole, prepared[q], dataset, key, K), q
+        for searcher in shards.values():
+            assert all(e.overlap <= searcher.held(prepared[q])[0] for e in mate_edges(searcher, prepared[q], dataset, key, 2 * K))
+    assert any(found.values()) and len(asked) < len(keys) * len(shards)  # some shards were not asked
 
 
 def test_a_refusal_names_its_table_and_holds_whatever_the_floor() -> None:

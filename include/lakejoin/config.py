@@ -43,6 +43,11 @@ class LakeConfig:
         ``vacuum`` deletes the expired snapshots' folders)."""
         return self.home / "cache" / "shards"
 
+    @property
+    def key_cache_dir(self) -> Path:
+        """Composite keys' normalized tuples, one folder per key (``lakejoin.graph.key_cache``)."""
+        return self.home / "cache" / "keys"
+
     def table_path(self, name: str) -> Path:
         """Location of a Delta table, e.g. ``catalog/datasets`` or ``index/josie/postings``."""
         return self.home / name

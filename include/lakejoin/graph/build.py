@@ -28,6 +28,14 @@ k of its lists from each group. A candidate's score depends on the query and the
 alone, and a candidate lives in one shard, so this is the list the whole index gives
 (``lakejoin.index.merge``), and the graph's memory is one group's searcher plus the queries.
 
+MATE searches its shards' memory-mapped arrays instead where the shard cache can hold them
+(``lakejoin.query.shard_arrays``: a shard's first load writes them, and a later snapshot adopts
+those of the shards its run did not rewrite, so an incremental graph builds only the changed
+shards): every shard stays open, and each key asks them highest ``MateSearcher.held`` first,
+skipping a shard that cannot reach the k-th found so far (``search_by_shards``). A key's
+normalized tuples are kept between graphs (``key_cache``), so the reverse search of the
+unchanged keys reads no table.
+
 The previous list without its changed datasets' edges holds neighbours that are all still there
 with the same content, so the result equals a full computation (``tests/test_graph.py`` checks
 it after random change batches, ``tests/test_graph_incremental.py`` the merge rule on its own).
@@ -63,6 +71,7 @@ from lakejoin.graph.edges import (
     mate_key,
     pexeso_edges,
 )
+from lakejoin.graph.key_cache import cached_key, prune
 from lakejoin.index.mate import KeyQuery
 from lakejoin.index.mate.search import MateRefused
 from lakejoin.index.shards import MANIFEST, shards_of
@@ -70,6 +79,7 @@ from lakejoin.lake import delta
 from lakejoin.lake.manifest import read_manifest
 from lakejoin.lake.schemas import KEYS
 from lakejoin.query.memory import estimated_load_bytes
+from lakejoin.query.shard_arrays import is_mapped
 from lakejoin.query.snapshot import LoadedSnapshot
 
 MATE_KEYS_PER_TABLE = 3  # the tightest keys of a table (catalog/keys order) are searched with MATE
@@ -251,6 +261,47 @@ def search_by_groups(loaded: LoadedSnapshot, family: str, wanted: list[Query], s
     return lists
 
 
+def search_by_shards(searchers: Mapping[int, Any], wanted: list[Query], search: Search, bound: Callable[[Any, Query], tuple[int, int] | None], k: int) -> Lists:
+    """Each of ``wanted``'s best ``k`` over ``searchers`` (shard -> a searcher kept open: arrays
+    memory-mapped from the shard cache), one query at a time. ``bound``: the best score any
+    neighbour in a shard can have, and a priority among shards of one bound (None: unknown,
+    asked first). Shards are asked highest bound, then priority, first, so the k-th rises
+    early; ``search`` gets the list so far, whose k-th a neighbour must reach, and a shard whose
+    bound is below that k-th (or 0) is not asked. A query that a shard's search refused
+    (``None``) is ``None``. The order and the floors are a function of the query and the
+    shards' content, so a query gets the same list in a full and in an incremental graph."""
+    lists: Lists = {}
+    for q in wanted:
+        ranked = sorted(((bound(searcher, q), shard) for shard, searcher in searchers.items()), key=lambda b: (b[0] is not None, *(-x for x in b[0] or (0, 0)), b[1]))
+        found: list[Edge] | None = []
+        for most, shard in ranked:
+            if found is None or (most is not None and most[0] < max(1, found[k - 1].overlap if len(found) >= k else 0)):
+                break
+            edges = search(searchers[shard], [q], {q: found})[q]
+            found = None if edges is None else best([*found, *edges], k)
+        lists[q] = found  # type: ignore[assignment]  # None: refused (as in search_by_groups)
+    return lists
+
+
+def _mapped_mate_shards(loaded: LoadedSnapshot) -> dict[int, Any] | None:
+    """Each MATE shard that holds rows as a searcher over arrays memory-mapped from the shard
+    cache (``lakejoin.query.shard_arrays``: a shard's first load builds and writes them, one
+    shard's memory at a time, and a later snapshot adopts those of the shards its run did not
+    rewrite), so all stay open together in the OS's page cache. None without a shard manifest or
+    when a shard's arrays could not be cached (the graph then reads groups of shards)."""
+    manifest = read_manifest(loaded.config.home, MATE, loaded.snapshot.version_of(f"index/{MATE}/{MANIFEST}"))
+    if manifest is None:
+        return None
+    searchers = {}
+    for shard, rows in sorted(manifest.shard_rows.items()):
+        if sum(rows.values()):
+            searcher = loaded.load_shards(MATE, [shard])
+            if len(searcher.index.superkeys) and not is_mapped(searcher.index.superkeys):
+                return None
+            searchers[shard] = searcher
+    return searchers
+
+
 def _searches(
     loaded: LoadedSnapshot,
     family: str,
@@ -317,12 +368,12 @@ def _mate(
     def key_of(q: Query) -> KeyQuery | None:
         if q not in prepared:
             try:
-                prepared[q] = mate_key(_key_table(loaded, *keys[q]), keys[q][1])
+                prepared[q] = cached_key(loaded.config, keys[q][1], lambda: mate_key(_key_table(loaded, *keys[q]), keys[q][1]))
             except ValueError:  # no tuple without a null value
                 prepared[q] = None
         return prepared[q]
 
-    def search(searcher: Any, wanted: list[Query], so_far: Lists) -> Lists:
+    def search(searcher: Any, wanted: list[Query], so_far: Lists, among: AbstractSet[str] | None = None) -> Lists:
         lists: Lists = {}
         for q in wanted:
             dataset_id, key = keys[q]
@@ -330,7 +381,7 @@ def _mate(
             refused_by[q] = None
             try:
                 floor = before[k - 1].overlap if len(before) >= k else 0  # a neighbour in this group must reach the k-th so far
-                lists[q] = mate_edges(searcher, query, dataset_id, key, k, floor) if query is not None else None  # type: ignore[assignment]
+                lists[q] = mate_edges(searcher, query, dataset_id, key, k, floor, among) if query is not None else None  # type: ignore[assignment]
             except MateRefused as refused:
                 lists[q] = None  # type: ignore[assignment]
                 refused_by[q] = refused.dataset_id if query is not None and refused.joining_rows > len(query.codes) else None
@@ -345,7 +396,31 @@ def _mate(
         of_datasets = pa.array(datasets, pa.string())
         return {"postings": delta.ValuesIn({"value": values, "dataset_id": of_datasets}, keep_codes=True), "superkeys": delta.ValuesIn({"dataset_id": of_datasets}, keep_codes=True)}
 
-    forward, reverse = _searches(loaded, MATE, changed, columns, search, k, their_values)
+    by_groups = _searches(loaded, MATE, changed, columns, search, k, their_values)
+    present = {d for d in changed if d in columns}
+    mapped: list[dict[int, Any] | None] = []  # the mapped shards, opened when a key is first searched
+
+    def mapped_shards() -> dict[int, Any] | None:
+        if not mapped:
+            mapped.append(_mapped_mate_shards(loaded))
+        return mapped[0]
+
+    def held(searcher: Any, q: Query) -> tuple[int, int] | None:
+        query = key_of(q)
+        return searcher.held(query) if query is not None else None
+
+    def forward(wanted: list[Query]) -> Lists:
+        shards = mapped_shards() if wanted else None
+        return by_groups[0](wanted) if shards is None else search_by_shards(shards, wanted, search, held, k)
+
+    def reverse(wanted: list[Query], start: Lists) -> Lists:
+        shards = mapped_shards() if wanted else None
+        if shards is None:
+            return by_groups[1](wanted, start)
+        changed_shards = set(shards_of(sorted(present), loaded.shard_count(MATE) or 1))
+        of_changed = {shard: searcher for shard, searcher in shards.items() if shard in changed_shards}
+        found = search_by_shards(of_changed, wanted, lambda searcher, asked, so_far: search(searcher, asked, so_far, present), held, k)
+        return {q: None if edges is None else best([*start[q], *edges], k) for q, edges in found.items()}
 
     def forward_recorded(wanted: list[Query]) -> Lists:
         found = forward(wanted)
@@ -361,6 +436,7 @@ def _mate(
         return reverse([q for q, edges in start.items() if most is None or len(edges) < k or edges[k - 1].overlap <= most], start)
 
     skipped.update(still)
+    prune(loaded.config, [key for _, key in keys.values()])
     lists, searched = _merge(queries, changed, previous, k, forward_recorded, reverse_reachable, set(force) - set(still))
     return {**lists, **{q: [] for q in still}}, searched
 

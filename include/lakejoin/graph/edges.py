@@ -22,6 +22,7 @@ whoever computes it), and keeps the best ``k``:
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,12 +210,13 @@ def mate_key(query: pa.Table, key: Mapping[str, int]) -> KeyQuery:
     return key_query(query.select(names), names)
 
 
-def mate_edges(searcher: Any, query: KeyQuery, dataset_id: str, key: Mapping[str, int], k: int, min_overlap: int = 0) -> list[Edge]:
+def mate_edges(searcher: Any, query: KeyQuery, dataset_id: str, key: Mapping[str, int], k: int, min_overlap: int = 0, among: AbstractSet[str] | None = None) -> list[Edge]:
     """The best ``k`` tables joinable with ``dataset_id`` on its composite ``key`` (column name
     -> column id; ``query`` its tuples, ``mate_key``) by MATE, among those joining at least
-    ``min_overlap`` tuples."""
+    ``min_overlap`` tuples (and of the datasets ``among`` only, when given)."""
     names = list(key)
-    found = searcher.search(query, names, k=MATE_SEARCH_K, exclude_datasets=[dataset_id], min_score=min_overlap)
+    others = [] if among is None else [d for d in searcher.index.dataset_ids.tolist() if d not in among]
+    found = searcher.search(query, names, k=MATE_SEARCH_K, exclude_datasets=[dataset_id, *others], min_score=min_overlap)
     edges = [Edge(MATE, dataset_id, tuple(key.values()), r["dataset_id"], tuple(int(r["mapping"][n]) for n in names), int(r["joinability"]), float(r["share"])) for r in found if r["joinability"] > 0]
     return best(edges, k)
 
