@@ -46,11 +46,12 @@ def test_a_datasets_columns_come_in_ordinal_order() -> None:
     for dataset_id in {c.dataset_id for c in columns} | {"not-in-the-lake"}:
         expected = sorted((c for c in columns if c.dataset_id == dataset_id), key=lambda c: c.ordinal)
         assert catalog.of_dataset(dataset_id) == expected
+        assert catalog.ids_of(dataset_id).tolist() == [c.column_id for c in expected]
 
 
 def test_an_empty_catalog_and_a_repeated_id() -> None:
     empty = ColumnCatalog.of([])
-    assert len(empty) == 0 and empty.of_dataset("d") == [] and empty.values() == []
+    assert len(empty) == 0 and empty.of_dataset("d") == [] and empty.values() == [] and len(empty.ids_of("d")) == 0
     twice = infos(3)
     with pytest.raises(ValueError, match="twice"):
         ColumnCatalog.of([*twice, twice[0]])

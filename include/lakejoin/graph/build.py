@@ -121,12 +121,8 @@ class _Queries:
 
 
 def active_columns(loaded: LoadedSnapshot) -> dict[str, frozenset[int]]:
-    active = {d for d, row in loaded.datasets.items() if row["status"] == "active"}
-    columns: dict[str, set[int]] = {d: set() for d in active}
-    for info in loaded.columns.values():
-        if info.dataset_id in columns:
-            columns[info.dataset_id].add(info.column_id)
-    return {d: frozenset(c) for d, c in columns.items()}
+    """Each active dataset's column ids."""
+    return {d: frozenset(loaded.columns.ids_of(d).tolist()) for d, row in loaded.datasets.items() if row["status"] == "active"}
 
 
 def compute(loaded: LoadedSnapshot, previous: Graph | None = None, k: int = DEFAULT_K) -> Graph:

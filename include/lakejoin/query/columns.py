@@ -81,6 +81,12 @@ class ColumnCatalog(Mapping[int, ColumnInfo]):
         start, end = spans.get(dataset_id, (0, 0))
         return self._infos(order[start:end])
 
+    def ids_of(self, dataset_id: str) -> np.ndarray:
+        """The dataset's column ids in ordinal order, without building a ColumnInfo."""
+        order, spans = self._by_dataset
+        start, end = spans.get(dataset_id, (0, 0))
+        return self._ids[order[start:end]]
+
     def _position(self, column_id: int) -> int | None:
         position = int(np.searchsorted(self._ids, column_id))
         return position if position < len(self._ids) and self._ids[position] == column_id else None
