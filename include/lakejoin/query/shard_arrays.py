@@ -3,8 +3,9 @@
 Building a shard's searcher from its Delta files (JOSIE: read the postings, sort them into lists,
 find the duplicate lists) costs tens of times one query on it, and a family served shard by shard
 under a memory budget re-loads the shards that did not stay cached for every query. So the first
-load of a (snapshot, family, shard) whose content no earlier snapshot's folder holds writes the searcher's arrays (the family's ``to_arrays``) into
-one file in ``<home>/cache/shards/<snapshot_id>/<family>/<shard>/`` (``LakeConfig.shard_cache_dir``;
+load of a (snapshot, family, shard) whose content no other snapshot's folder holds writes the
+searcher's arrays (the family's ``to_arrays``) into one file in
+``<home>/cache/shards/<snapshot_id>/<family>/<shard>/`` (``LakeConfig.shard_cache_dir``;
 dtypes, shapes and offsets in a JSON record beside it) and every later load, in any process, maps
 that file (copy-on-write, so the arrays have the writable type the family's compiled kernels
 already have) and builds the searcher around views of it (``from_arrays``): a load costs an open
@@ -18,7 +19,7 @@ load spent most of its time parsing their headers.)
   lake re-created with the same snapshot ids, a family whose array layout changed) rebuilds the
   folder.
 - **Across snapshots.** A run that rewrites a few shards leaves the others' files as they were:
-  a snapshot's first load of such a shard *adopts* the folder an earlier snapshot wrote for the
+  a snapshot's first load of such a shard *adopts* the folder another snapshot wrote for the
   same key (its data file hard-linked into this snapshot's folder, the record copied; the
   ``ADOPT_FROM`` latest other snapshots are looked at), so only the rewritten shards are built.
 - **Two writers.** A folder is written under a temporary name beside it and renamed into place in
@@ -139,7 +140,7 @@ def read_arrays(folder: Path, key: Mapping[str, Any], *, verify: bool = True) ->
 
 
 def adopt(folder: Path, key: Mapping[str, Any]) -> bool:
-    """Make ``folder`` (``<snapshot>/<family>/<shard>``) the folder an earlier snapshot wrote for
+    """Make ``folder`` (``<snapshot>/<family>/<shard>``) the folder another snapshot wrote for
     the same ``key``, if one of the ``ADOPT_FROM`` latest others holds one: its data file
     hard-linked (copied where links fail), its record copied, the folder put in place in one
     step. The arrays are checked when mapped, as any folder's. False when there is none or it
