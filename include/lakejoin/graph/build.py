@@ -43,6 +43,7 @@ it after random change batches, ``tests/test_graph_incremental.py`` the merge ru
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
@@ -394,12 +395,7 @@ def _mate(
 
     by_groups = _searches(loaded, MATE, changed, columns, search, k, their_values)
     present = {d for d in changed if d in columns}
-    mapped: list[dict[int, Any] | None] = []  # the mapped shards, opened when a key is first searched
-
-    def mapped_shards() -> dict[int, Any] | None:
-        if not mapped:
-            mapped.append(_mapped_mate_shards(loaded))
-        return mapped[0]
+    mapped_shards = functools.cache(lambda: _mapped_mate_shards(loaded))  # opened when a key is first searched
 
     def held(searcher: Any, q: Query) -> tuple[int, int] | None:
         query = key_of(q)

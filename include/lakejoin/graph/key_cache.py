@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from lakejoin.config import LakeConfig
 from lakejoin.index.mate import KeyQuery
-from lakejoin.index.values import string_buffers
+from lakejoin.index.values import string_buffers, strings_of_buffers
 from lakejoin.query import shard_arrays
 
 KEYS_FORMAT = 1  # bump when a key's tuples would come out otherwise (normalization, de-duplication)
@@ -67,9 +67,8 @@ def _folder(config: LakeConfig, key: Mapping[str, int]) -> Path:
 
 
 def _restored(columns: list[str], arrays: Mapping[str, np.ndarray]) -> KeyQuery:
-    offsets, codes = arrays["offsets"].copy(), arrays["codes"].copy()
-    distinct = pa.Array.from_buffers(pa.string(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(arrays["data"].copy())])
-    distinct.validate(full=True)
+    codes = arrays["codes"].copy()
+    distinct = strings_of_buffers(arrays["data"].copy(), arrays["offsets"].copy())
     if codes.ndim != 2 or codes.shape[1] != len(columns) or (codes.size and (codes.min() < 0 or codes.max() >= len(distinct))):
         raise ValueError("the cached codes do not fit the key")
     return KeyQuery(columns, np.array(distinct.to_pylist(), dtype=object), codes)

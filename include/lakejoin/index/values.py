@@ -34,6 +34,14 @@ def string_buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     return (np.frombuffer(data, np.uint8) if data is not None else np.zeros(0, np.uint8)), offsets
 
 
+def strings_of_buffers(data: np.ndarray, offsets: np.ndarray) -> pa.Array:
+    """The string array :func:`string_buffers` gave (``offsets`` int32), its bytes checked to be
+    UTF-8 within bounds: ``ValueError`` (an Arrow error) otherwise."""
+    strings = pa.Array.from_buffers(pa.string(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+    strings.validate(full=True)
+    return strings
+
+
 def dictionary_codes(column: pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """``(codes, strings)``: each row's position (int32) among the column's distinct strings.
     A dictionary-encoded column (``lakejoin.lake.delta.ValuesIn(keep_codes=True)``) is read

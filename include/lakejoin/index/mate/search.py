@@ -54,7 +54,7 @@ from lakejoin.index.mate import kernels
 from lakejoin.index.mate.kernels import STATS, scan_tables
 from lakejoin.index.mate.layout import int_dtype, offsets, postings_layout
 from lakejoin.index.mate.xash import words_per_key, xash_array
-from lakejoin.index.values import ValueDictionary, dictionary_codes, string_buffers
+from lakejoin.index.values import ValueDictionary, dictionary_codes, string_buffers, strings_of_buffers
 from lakejoin.normalize import NormalizedColumn, normalize_value
 
 SAMPLE_SIZE = 5
@@ -651,9 +651,7 @@ def from_arrays(arrays: Mapping[str, np.ndarray], shared: object = None) -> Mate
     shared part): its arrays are views of ``arrays``, only the dataset ids become Python strings.
     Raises ``ValueError`` when they are not one index's."""
     try:
-        offsets = arrays["dataset_id_offsets"]
-        names = pa.Array.from_buffers(pa.string(), len(offsets) - 1, [None, pa.py_buffer(offsets), pa.py_buffer(arrays["dataset_id_data"])])
-        names.validate(full=True)
+        names = strings_of_buffers(arrays["dataset_id_data"], arrays["dataset_id_offsets"])
         index = MateIndex(
             bits=int(arrays["bits"][0]),
             dataset_ids=np.array(names.to_pylist(), dtype=object),
