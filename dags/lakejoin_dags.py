@@ -35,17 +35,36 @@ from lakejoin.index import FAMILIES
 
 SNAPSHOT_ASSET = Asset("lakejoin-snapshot", uri="lakejoin://snapshots/latest")
 CRAWL_ASSET = Asset("lakejoin-crawl", uri="lakejoin://crawl/finished")
-GRAPH_ASSET = Asset("lakejoin-graph", uri="lakejoin://graph/latest")  # not the snapshot Asset: that would schedule the graph again
+GRAPH_ASSET = Asset(
+    "lakejoin-graph", uri="lakejoin://graph/latest"
+)  # not the snapshot Asset: that would schedule the graph again
 START = pendulum.datetime(2026, 1, 1, tz="UTC")
-DEFAULT_ARGS = {"retries": 2, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": True, "pool": "lakejoin_spark"}
+DEFAULT_ARGS = {
+    "retries": 2,
+    "retry_delay": timedelta(seconds=30),
+    "retry_exponential_backoff": True,
+    "pool": "lakejoin_spark",
+}
 LAKE_PARAMS = {
     "home": Param("", type="string", description="lake root; empty = $LAKEJOIN_HOME or ./.lakejoin"),
     "tables": Param(500, type="integer", minimum=1, description="bundled lake size (when no source is configured)"),
     "spark_master": Param("", type="string", description="Spark master URL; empty = local[*]"),
     "allow_private_hosts": Param(False, type="boolean", description="let portal sources reach private addresses"),
-    "shards": Param(0, type="integer", minimum=0, description="shard count of a family's first build (0 = from the lake's size; later builds keep theirs)"),
-    "families": Param(list(FAMILIES), type="array", description="index families to build (the others' tasks do nothing)"),
-    "lease_wait": Param(300, type="integer", minimum=0, description="seconds a task waits for another writer of the lake before failing (and being retried)"),
+    "shards": Param(
+        0,
+        type="integer",
+        minimum=0,
+        description="shard count of a family's first build (0 = from the lake's size; later builds keep theirs)",
+    ),
+    "families": Param(
+        list(FAMILIES), type="array", description="index families to build (the others' tasks do nothing)"
+    ),
+    "lease_wait": Param(
+        300,
+        type="integer",
+        minimum=0,
+        description="seconds a task waits for another writer of the lake before failing (and being retried)",
+    ),
 }
 
 
@@ -69,7 +88,9 @@ def _ingest(sources: list[str]) -> dict:
     from lakejoin.spark.pipeline import RunOptions, ingest
 
     params = get_current_context()["params"]
-    options = RunOptions(sources=sources, tables=params["tables"], allow_private_hosts=params["allow_private_hosts"], **_writer())
+    options = RunOptions(
+        sources=sources, tables=params["tables"], allow_private_hosts=params["allow_private_hosts"], **_writer()
+    )
     result = ingest(_config(), options, Progress())
     return {"changed": sorted(result.changed), "counts": result.counts, "errors": result.errors}
 
@@ -83,7 +104,11 @@ def build_index(family: str) -> dict:
 
     params = get_current_context()["params"]
     selected = family in params["families"]
-    builds = build_indexes(_config(), Progress(), families=(family,), shards=params.get("shards") or None, **_writer()) if selected else {}
+    builds = (
+        build_indexes(_config(), Progress(), families=(family,), shards=params.get("shards") or None, **_writer())
+        if selected
+        else {}
+    )
     return builds[family].to_json() if family in builds else {"family": family, "build": "none", "shards_rewritten": []}
 
 
@@ -123,7 +148,12 @@ def quality_docs(snapshot_id: int) -> dict:
     max_active_runs=1,
     default_args=DEFAULT_ARGS,
     tags=["lakejoin"],
-    params={**LAKE_PARAMS, "sources": Param([], type="array", description="source specs (folder:PATH, ckan:URL, socrata:URL); empty = bundled lake")},
+    params={
+        **LAKE_PARAMS,
+        "sources": Param(
+            [], type="array", description="source specs (folder:PATH, ckan:URL, socrata:URL); empty = bundled lake"
+        ),
+    },
 )
 def lakejoin_pipeline():
     @task
@@ -137,7 +167,16 @@ def lakejoin_pipeline():
     quality_docs(published)
 
 
-@dag(dag_id="lakejoin_crawl", schedule="@daily", start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"], params=LAKE_PARAMS)
+@dag(
+    dag_id="lakejoin_crawl",
+    schedule="@daily",
+    start_date=START,
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    tags=["lakejoin"],
+    params=LAKE_PARAMS,
+)
 def lakejoin_crawl():
     @task
     def configured_sources() -> list[list[str]]:
@@ -150,12 +189,24 @@ def lakejoin_crawl():
 
     @task(outlets=[CRAWL_ASSET])
     def crawl_finished(results: list[dict]) -> dict:
-        return {"changed": sorted({d for r in results for d in r["changed"]}), "errors": {k: v for r in results for k, v in r["errors"].items()}}
+        return {
+            "changed": sorted({d for r in results for d in r["changed"]}),
+            "errors": {k: v for r in results for k, v in r["errors"].items()},
+        }
 
     crawl_finished(crawl.expand(sources=configured_sources()))
 
 
-@dag(dag_id="lakejoin_index", schedule=[CRAWL_ASSET], start_date=START, catchup=False, max_active_runs=1, default_args=DEFAULT_ARGS, tags=["lakejoin"], params=LAKE_PARAMS)
+@dag(
+    dag_id="lakejoin_index",
+    schedule=[CRAWL_ASSET],
+    start_date=START,
+    catchup=False,
+    max_active_runs=1,
+    default_args=DEFAULT_ARGS,
+    tags=["lakejoin"],
+    params=LAKE_PARAMS,
+)
 def lakejoin_index():
     published = publish(build_index.expand(family=list(FAMILIES)))
     compact(published)
@@ -170,7 +221,8 @@ def lakejoin_index():
     max_active_runs=1,
     default_args=DEFAULT_ARGS,
     tags=["lakejoin"],
-    params={key: LAKE_PARAMS[key] for key in ("home", "lease_wait")} | {"k": Param(10, type="integer", minimum=1, maximum=100, description="neighbours per column or key")},
+    params={key: LAKE_PARAMS[key] for key in ("home", "lease_wait")}
+    | {"k": Param(10, type="integer", minimum=1, maximum=100, description="neighbours per column or key")},
 )
 def lakejoin_graph():
     @task(outlets=[GRAPH_ASSET])

@@ -25,13 +25,29 @@ from lakejoin_airflow.operators import LakeDiscoverOperator
     tags=["lakejoin"],
     params={
         "method": Param("josie", enum=list(SEARCH_FAMILIES), description="the index family to search with"),
-        "queries": Param("all", type="string", description="a table file or folder on the workers, dataset ids (comma-separated), or all"),
-        "columns": Param([], type="array", maxItems=8, items={"type": "string"}, description="only these query columns (MATE: the composite key, required)"),
+        "queries": Param(
+            "all",
+            type="string",
+            description="a table file or folder on the workers, dataset ids (comma-separated), or all",
+        ),
+        "columns": Param(
+            [],
+            type="array",
+            maxItems=8,
+            items={"type": "string"},
+            description="only these query columns (MATE: the composite key, required)",
+        ),
         "k": Param(10, type="integer", minimum=1, maximum=100),
-        "method_params": Param({}, type="object", description='method parameters, e.g. {"threshold": 0.5, "verify": true}'),
+        "method_params": Param(
+            {}, type="object", description='method parameters, e.g. {"threshold": 0.5, "verify": true}'
+        ),
         "snapshot_id": Param(None, type=["null", "integer"], description="empty = latest published snapshot"),
-        "out": Param("latest", type="string", description="output Delta table; relative = under <lake home>/discoveries/"),
-        "home": Param("", type="string", description="lake home (empty = the lakejoin_home variable, else $LAKEJOIN_HOME)"),
+        "out": Param(
+            "latest", type="string", description="output Delta table; relative = under <lake home>/discoveries/"
+        ),
+        "home": Param(
+            "", type="string", description="lake home (empty = the lakejoin_home variable, else $LAKEJOIN_HOME)"
+        ),
     },
 )
 def lakejoin_discover():

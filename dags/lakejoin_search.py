@@ -36,17 +36,29 @@ QUERY = {
     params={
         "method": Param("auto", enum=list(METHODS), description="josie, lshensemble, mate, pexeso, transform, or auto"),
         "dataset_id": Param("", type="string", description="query dataset in the lake (or give table_path)"),
-        "table_path": Param("", type="string", description="query table file on the workers (CSV, TSV, JSON lines, Parquet)"),
-        "columns": Param(["baker"], type="array", minItems=1, maxItems=8, items={"type": "string"}, description="query key column(s)"),
+        "table_path": Param(
+            "", type="string", description="query table file on the workers (CSV, TSV, JSON lines, Parquet)"
+        ),
+        "columns": Param(
+            ["baker"], type="array", minItems=1, maxItems=8, items={"type": "string"}, description="query key column(s)"
+        ),
         "k": Param(10, type="integer", minimum=1, maximum=100),
-        "method_params": Param({}, type="object", description='method parameters, e.g. {"threshold": 0.5, "verify": true}'),
+        "method_params": Param(
+            {}, type="object", description='method parameters, e.g. {"threshold": 0.5, "verify": true}'
+        ),
         "snapshot_id": Param(None, type=["null", "integer"], description="empty = latest published snapshot"),
         "join": Param(True, type="boolean", description="join the result at `rank` onto the query table"),
         "rank": Param(1, type="integer", minimum=1, maximum=100),
         "how": Param("left", enum=list(HOWS)),
         "policy": Param("first", enum=list(POLICIES), description="one-to-many: first, aggregate, explode"),
-        "transform": Param("", type="string", description="empty, learn (the default method), cst, cst+, cst++, autojoin, or a program text"),
-        "output_path": Param("joined.parquet", type="string", description=".parquet or .csv; relative = under <lake home>/joins/"),
+        "transform": Param(
+            "",
+            type="string",
+            description="empty, learn (the default method), cst, cst+, cst++, autojoin, or a program text",
+        ),
+        "output_path": Param(
+            "joined.parquet", type="string", description=".parquet or .csv; relative = under <lake home>/joins/"
+        ),
     },
 )
 def lakejoin_search():

@@ -30,8 +30,12 @@ def main(argv: list[str] | None = None) -> dict:
     args = parser.parse_args(argv)
     config = LakeConfig(LakeConfig.from_args(args.home).home, spark_master=args.spark_master)
     progress = Progress()
-    with writing(config, "spark_jobs/build_index.py", args.build_id, args.wait):  # one lease for the builds and the publish
-        builds = {f: b.to_json() for f, b in build_indexes(config, progress, families=tuple(args.family or FAMILIES)).items()}
+    with writing(
+        config, "spark_jobs/build_index.py", args.build_id, args.wait
+    ):  # one lease for the builds and the publish
+        builds = {
+            f: b.to_json() for f, b in build_indexes(config, progress, families=tuple(args.family or FAMILIES)).items()
+        }
         summary: dict = {"index_builds": builds}
         if args.publish:
             summary["snapshot_id"] = publish(config, summary, progress).snapshot_id

@@ -23,7 +23,9 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--home", required=True)
     add_arguments(parser)
     args = parser.parse_args(argv)
-    config = LakeConfig(LakeConfig.from_args(args.home).home, spark_master=args.spark_master)  # None: spark-submit's master
+    config = LakeConfig(
+        LakeConfig.from_args(args.home).home, spark_master=args.spark_master
+    )  # None: spark-submit's master
     summary = run_discover(args, config, get_spark(config.spark_master))
     print(json.dumps(summary))
     return summary

@@ -29,8 +29,16 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--build-id", help="the build the commits belong to (default: a new one)")
     parser.add_argument("--wait", type=float, default=0.0, help="seconds to wait for another writer of the lake")
     args = parser.parse_args(argv)
-    config = LakeConfig(LakeConfig.from_args(args.home).home, spark_master=args.spark_master)  # None: spark-submit's master
-    options = RunOptions(sources=args.source, tables=args.tables, allow_private_hosts=args.allow_private_hosts, build_id=args.build_id, wait=args.wait)
+    config = LakeConfig(
+        LakeConfig.from_args(args.home).home, spark_master=args.spark_master
+    )  # None: spark-submit's master
+    options = RunOptions(
+        sources=args.source,
+        tables=args.tables,
+        allow_private_hosts=args.allow_private_hosts,
+        build_id=args.build_id,
+        wait=args.wait,
+    )
     result = ingest(config, options, Progress())
     summary = {"changed": sorted(result.changed), "counts": result.counts, "errors": result.errors}
     print(json.dumps(summary))

@@ -81,4 +81,6 @@ def run_dag_test(env: dict[str, str], dag_file: str, dag_id: str, conf: dict, ti
     for line in completed.stdout.splitlines():
         if line.startswith("DAGRUN_RESULT "):
             return json.loads(line.removeprefix("DAGRUN_RESULT "))
-    raise AssertionError(f"dag.test() of {dag_id} produced no result (exit {completed.returncode}):\n{completed.stderr[-4000:]}")
+    raise AssertionError(
+        f"dag.test() of {dag_id} produced no result (exit {completed.returncode}):\n{completed.stderr[-4000:]}"
+    )

@@ -70,7 +70,9 @@ def test_full_crawl_fetches_every_table_with_its_real_content(kind: str, tables:
         assert resource.publisher == path.parent.name.lower()
         assert resource.license and resource.metadata_modified
         expected = pd.read_parquet(path) if path.suffix == ".parquet" else pd.read_csv(path)
-        fetched = pd.read_parquet(resource.local_path) if resource.format == "parquet" else pd.read_csv(resource.local_path)
+        fetched = (
+            pd.read_parquet(resource.local_path) if resource.format == "parquet" else pd.read_csv(resource.local_path)
+        )
         assert fetched.shape == expected.shape
         assert list(fetched.columns) == list(expected.columns)
         assert resource.local_path.parent == tmp_path and path.stem not in resource.local_path.name
@@ -169,7 +171,10 @@ def test_faulty_portal_crawl_finishes_and_every_dataset_is_fetched_or_explained(
 @pytest.mark.parametrize("kind", KINDS)
 def test_listing_failure_raises_source_unavailable(kind: str, tmp_path: Path) -> None:
     (tmp_path / "t").mkdir()
-    with serve(tmp_path / "t", faults=Faults(error_rate=1.0)) as portal, pytest.raises(SourceUnavailable, match="HTTP 500"):
+    with (
+        serve(tmp_path / "t", faults=Faults(error_rate=1.0)) as portal,
+        pytest.raises(SourceUnavailable, match="HTTP 500"),
+    ):
         crawl(f"{kind}:{portal.url}", {}, tmp_path, max_retries=1)
 
 

@@ -34,7 +34,10 @@ def test_recorded_package_search_pages_parse(shared_dir: Path) -> None:
         ["example-dataset-2", "all-categories-summary.csv"],
     ]
     first = listings[0]
-    assert first.dataset_id == "ckan:demo.ckan.example:a18d2811-13b0-4838-8bfb-5793433317b9:27ec6d83-7f13-4daf-ba90-227f4271d7f6"
+    assert (
+        first.dataset_id
+        == "ckan:demo.ckan.example:a18d2811-13b0-4838-8bfb-5793433317b9:27ec6d83-7f13-4daf-ba90-227f4271d7f6"
+    )
     assert first.publisher == "Example Publisher #1"
     assert first.license == "UK Open Government Licence (OGL)"
     assert first.metadata_modified == "2013-08-12T23:00:31.404269"
@@ -108,7 +111,14 @@ def test_filters_narrow_the_listing(mixed_portal: Path, tmp_path: Path) -> None:
         by_tag = list(CkanSource(portal.url, tag="nycflights13", **FAST).list_datasets())
         by_res_format = list(CkanSource(portal.url, res_format="Parquet", **FAST).list_datasets())
         only_csv = list(CkanSource(portal.url, formats=("csv",), **FAST).list_datasets())
-    assert {x.title for x in by_org} == {"airlines_tab", "airlines_records", "planes_columnar", "airlines_sheet", "airlines_zipped", "flights_bomb"}
+    assert {x.title for x in by_org} == {
+        "airlines_tab",
+        "airlines_records",
+        "planes_columnar",
+        "airlines_sheet",
+        "airlines_zipped",
+        "flights_bomb",
+    }
     assert {x.title for x in by_tag} == {"airlines", "airports", "planes", "weather"}
     assert [x.title for x in by_res_format] == ["planes_columnar"]
     assert {x.title for x in only_csv} == {"airlines", "airports", "planes", "weather"}

@@ -19,7 +19,17 @@ def infos(n_datasets: int = 40, seed: int = 7) -> list[ColumnInfo]:
         rng.shuffle(ordinals)  # the table's row order is not the column order
         for ordinal in ordinals:
             out.append(
-                ColumnInfo(ids.pop(), f"ds-{d:03d}", ordinal, f"c{ordinal}", "string", rng.randint(0, 99), rng.choice([[], ["josie"], ["josie", "mate"]]), nulls=None, key_candidate=rng.random() < 0.5)
+                ColumnInfo(
+                    ids.pop(),
+                    f"ds-{d:03d}",
+                    ordinal,
+                    f"c{ordinal}",
+                    "string",
+                    rng.randint(0, 99),
+                    rng.choice([[], ["josie"], ["josie", "mate"]]),
+                    nulls=None,
+                    key_candidate=rng.random() < 0.5,
+                )
             )
     rng.shuffle(out)
     return out

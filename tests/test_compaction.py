@@ -82,7 +82,9 @@ def test_the_embedding_cache_is_sorted_in_small_groups_that_lookups_prune_and_co
     config = _lake(tmp_path)
     path = config.table_path(EMBEDDINGS)
     for batch in range(MIN_FILES):
-        delta.write_rows(path, _embedding_rows(batch * 300, 300), EMBEDDINGS_SCHEMA, replace="none", layout=EMBEDDINGS_LAYOUT)
+        delta.write_rows(
+            path, _embedding_rows(batch * 300, 300), EMBEDDINGS_SCHEMA, replace="none", layout=EMBEDDINGS_LAYOUT
+        )
     for groups in _group_ranges(path):
         assert all(rows <= EMBEDDINGS_LAYOUT.row_group_rows for _, _, rows in groups)
         assert all(a[1] < b[0] for a, b in itertools.pairwise(groups))  # each file sorted: groups in order, disjoint
@@ -97,7 +99,9 @@ def test_the_embedding_cache_is_sorted_in_small_groups_that_lookups_prune_and_co
     assert compact(config, [EMBEDDINGS])[EMBEDDINGS]["files_added"] == 1
     (groups,) = _group_ranges(path)
     assert all(rows <= EMBEDDINGS_LAYOUT.row_group_rows for _, _, rows in groups)
-    runs = 1 + sum(a[0] > b[0] for a, b in itertools.pairwise(groups))  # a group starting below its predecessor starts a run
+    runs = 1 + sum(
+        a[0] > b[0] for a, b in itertools.pairwise(groups)
+    )  # a group starting below its predecessor starts a run
     assert runs == MIN_FILES  # the merged file is the appended files' sorted runs, in order
     after = delta.read_matching(path, "value_hash", wanted, ["value_hash", "vector"])
     assert sorted(after.to_pylist(), key=str) == sorted(found.to_pylist(), key=str)

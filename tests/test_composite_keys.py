@@ -14,7 +14,10 @@ from lakejoin.testing.synthetic import keyed_tables
 
 def keys_of(table: pa.Table) -> list[list[str]]:
     columns = NormalizedColumn.of_columns(table.columns)
-    profiles = [finish_profile(a) for a in table_aggregates(columns, table.column_names, column_ids=list(range(table.num_columns)))]
+    profiles = [
+        finish_profile(a)
+        for a in table_aggregates(columns, table.column_names, column_ids=list(range(table.num_columns)))
+    ]
     found, _ = discover(columns, profiles)
     return [[table.column_names[j] for j in key.ordinals] for key in found]
 

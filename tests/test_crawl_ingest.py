@@ -30,7 +30,12 @@ def free_port() -> int:
 
 
 def crawl(config, url, **options):
-    run = RunOptions(sources=[f"ckan:{url}"], allow_private_hosts=True, source_options={**FAST_RETRIES, **options.pop("source_options", {})}, **options)
+    run = RunOptions(
+        sources=[f"ckan:{url}"],
+        allow_private_hosts=True,
+        source_options={**FAST_RETRIES, **options.pop("source_options", {})},
+        **options,
+    )
     return ingest(config, run, Progress(quiet=True))
 
 
@@ -63,7 +68,9 @@ def test_recrawl_downloads_nothing_then_exactly_four_datasets_change(portal_lake
     with serve(root, port=port) as portal:
         again = crawl(config, portal.url)
         assert portal.stats["bodies"] == 0
-    assert again.changed == set() and {d: r["version"] for d, r in stored(config).items()} == {d: r["version"] for d, r in before.items()}
+    assert again.changed == set() and {d: r["version"] for d, r in stored(config).items()} == {
+        d: r["version"] for d, r in before.items()
+    }
 
     csvs = sorted(p for p in tables if p.suffix == ".csv")
     for path in csvs[:2]:
@@ -89,7 +96,16 @@ def test_faults_never_fail_the_crawl_or_lose_what_was_stored(portal_lake):
     for name in csvs[:4]:  # new content for the fault targets, so the crawler must fetch them
         frame = pd.read_csv(root / name, dtype=str, keep_default_na=False)
         pd.concat([frame, frame.head(1)]).to_csv(root / name, index=False)
-    faults = Faults(error_rate=0.1, rate_limit_rate=0.05, retry_after_s=0, truncate={csvs[0]}, html={csvs[1]}, oversize={csvs[2]}, oversize_bytes=4096, seed=7)
+    faults = Faults(
+        error_rate=0.1,
+        rate_limit_rate=0.05,
+        retry_after_s=0,
+        truncate={csvs[0]},
+        html={csvs[1]},
+        oversize={csvs[2]},
+        oversize_bytes=4096,
+        seed=7,
+    )
     with serve(root, port=port, faults=faults) as portal:
         result = crawl(config, portal.url, max_bytes=1 << 20)
         assert portal.stats["fault_500"] > 0

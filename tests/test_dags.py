@@ -36,17 +36,25 @@ def inputs(tmp_path_factory):
 
 def _datasets(config):
     snapshot = snapshots.resolve(config)
-    return {r["dataset_id"]: r for r in delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS)).to_pylist()}
+    return {
+        r["dataset_id"]: r
+        for r in delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS)).to_pylist()
+    }
 
 
 def statuses(config):
     snapshot = snapshots.resolve(config)
-    return {r["title"]: r["status"] for r in delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS)).to_pylist()}
+    return {
+        r["title"]: r["status"]
+        for r in delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS)).to_pylist()
+    }
 
 
 def test_pipeline_dag_ingests_builds_every_family_and_publishes(airflow, inputs, tmp_path):
     home = tmp_path / "lake"
-    result = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_pipeline", {"home": str(home), "sources": [f"folder:{inputs}"]})
+    result = run_dag_test(
+        airflow, "lakejoin_dags.py", "lakejoin_pipeline", {"home": str(home), "sources": [f"folder:{inputs}"]}
+    )
     assert result["state"] == "success", result
     assert sum(1 for t in result["tasks"] if t.startswith("build_index[")) == len(FAMILIES)
     assert result["upstream"]["build_index"] == ["ingest"]  # builds never race the ingest they read
@@ -59,12 +67,16 @@ def test_pipeline_dag_ingests_builds_every_family_and_publishes(airflow, inputs,
     assert quality["after_snapshot"] == 1 and quality["datasets"] == 2 and Path(quality["index"]).is_file()
     assert statuses(config) == {"airlines.csv": "active", "airports.csv": "active"}
     assert any(t.startswith("index/") for t in snapshot.table_versions)
-    graph = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_graph", {"home": str(home)})  # what lakejoin-snapshot schedules
+    graph = run_dag_test(
+        airflow, "lakejoin_dags.py", "lakejoin_graph", {"home": str(home)}
+    )  # what lakejoin-snapshot schedules
     assert graph["state"] == "success", graph
     assert graph["returned"]["join_graph"]["snapshot_id"] == 1 and graph["returned"]["join_graph"]["published"] == 2
     latest = snapshots.resolve(config)
     assert latest.snapshot_id == 2 and {"graph/edges", "graph/tables", "graph/meta"} <= set(latest.table_versions)
-    assert {t: v for t, v in latest.table_versions.items() if not t.startswith("graph/")} == snapshot.table_versions  # the same data, with its graph
+    assert {
+        t: v for t, v in latest.table_versions.items() if not t.startswith("graph/")
+    } == snapshot.table_versions  # the same data, with its graph
 
 
 def test_crawl_dag_maps_over_configured_sources_and_its_asset_feeds_the_index_dag(airflow, inputs, tmp_path):
@@ -91,7 +103,9 @@ def test_the_index_dag_rewrites_only_the_shards_a_crawl_changed(airflow, inputs,
     airflow_cli("variables", "set", "lakejoin_sources", json.dumps([f"folder:{folder}"]), env=airflow)
     try:
         for round_ in range(2):
-            assert run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_crawl", {"home": str(home)})["state"] == "success"
+            assert (
+                run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_crawl", {"home": str(home)})["state"] == "success"
+            )
             indexed = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_index", {"home": str(home), "shards": 4})
             assert indexed["state"] == "success", indexed
             if round_ == 0:
@@ -101,6 +115,9 @@ def test_the_index_dag_rewrites_only_the_shards_a_crawl_changed(airflow, inputs,
     config = LakeConfig.from_args(str(home))
     airlines = next(d for d, row in _datasets(config).items() if row["title"] == "airlines.csv")
     builds = [indexed["returned"][f"build_index[{i}]"] for i in range(len(FAMILIES))]
-    assert all(b["build"] == "incremental" and b["shards_rewritten"] == [shard_of(airlines, 4)] and b["changed_datasets"] == 1 for b in builds), builds
+    assert all(
+        b["build"] == "incremental" and b["shards_rewritten"] == [shard_of(airlines, 4)] and b["changed_datasets"] == 1
+        for b in builds
+    ), builds
     assert snapshots.resolve(config).snapshot_id == 2
     assert indexed["tasks"]["compact"] == "success"

@@ -57,24 +57,51 @@ def test_flights_page_shows_its_joins_and_previews_one(flights_server: ApiServer
     weather_key = ["origin", "year", "month", "day", "hour"]
     # MATE, from weather's composite key; flights' side is MATE's mapping, the one joining the
     # most key tuples (weather's hour meets flights' arr_delay on more tuples than its hour)
-    assert any(r["table"] == "weather.csv" and r["method"] == "mate" and [b for _, b in r["columns"]] == weather_key for r in answer["related"])
+    assert any(
+        r["table"] == "weather.csv" and r["method"] == "mate" and [b for _, b in r["columns"]] == weather_key
+        for r in answer["related"]
+    )
 
     browser = signed_in_chromium(flights_server)
     try:
         browser.get(f"{flights_server.url}/lakejoin/dataset?id={flights}")
         wait_for_text(browser, "#status", "related")
         rows = wait_for(browser, "#related tr[data-dataset]")
-        shown = {(row.find_element(By.CSS_SELECTOR, "td:nth-child(1)").text, row.find_element(By.CSS_SELECTOR, "td:nth-child(3)").text) for row in rows}
-        assert {("airlines.csv", "carrier = carrier"), ("airports.csv", "origin = faa"), ("airports.csv", "dest = faa"), ("planes.csv", "tailnum = tailnum")} <= shown
-        assert any(table == "weather.csv" and [pair.split(" = ")[1] for pair in joined.split(", ")] == weather_key for table, joined in shown)
-        assert len(browser.find_elements(By.CSS_SELECTOR, "#neighbourhood a.neighbour")) == len({r["dataset_id"] for r in answer["related"]})
+        shown = {
+            (
+                row.find_element(By.CSS_SELECTOR, "td:nth-child(1)").text,
+                row.find_element(By.CSS_SELECTOR, "td:nth-child(3)").text,
+            )
+            for row in rows
+        }
+        assert {
+            ("airlines.csv", "carrier = carrier"),
+            ("airports.csv", "origin = faa"),
+            ("airports.csv", "dest = faa"),
+            ("planes.csv", "tailnum = tailnum"),
+        } <= shown
+        assert any(
+            table == "weather.csv" and [pair.split(" = ")[1] for pair in joined.split(", ")] == weather_key
+            for table, joined in shown
+        )
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#neighbourhood a.neighbour")) == len(
+            {r["dataset_id"] for r in answer["related"]}
+        )
         screenshot(browser, tmp_path / "flights-page.png")
-        airlines_row = next(row for row in rows if row.find_element(By.CSS_SELECTOR, "td:nth-child(1)").text == "airlines.csv")
-        airlines_row.find_element(By.CSS_SELECTOR, "button.preview-join").click()  # flights is over the REST query-row limit
+        airlines_row = next(
+            row for row in rows if row.find_element(By.CSS_SELECTOR, "td:nth-child(1)").text == "airlines.csv"
+        )
+        airlines_row.find_element(
+            By.CSS_SELECTOR, "button.preview-join"
+        ).click()  # flights is over the REST query-row limit
         assert "rows" in wait_for_text(browser, "#preview-summary", "Could not preview the join with airlines.csv")
         airlines_row.find_element(By.CSS_SELECTOR, "td:nth-child(1) a").click()  # airlines' own page, one click away
         wait_for_text(browser, "#status", "related")
-        flights_row = next(row for row in wait_for(browser, "#related tr[data-dataset]") if row.find_element(By.CSS_SELECTOR, "td:nth-child(1)").text == "flights.csv")
+        flights_row = next(
+            row
+            for row in wait_for(browser, "#related tr[data-dataset]")
+            if row.find_element(By.CSS_SELECTOR, "td:nth-child(1)").text == "flights.csv"
+        )
         flights_row.find_element(By.CSS_SELECTOR, "button.preview-join").click()
         summary = wait_for_text(browser, "#preview-summary", "Joined with flights.csv")
         assert "16 rows" in summary  # one row per airline (policy first)

@@ -74,7 +74,10 @@ def in_memory(sharded_lake: LakeConfig) -> dict:
     """The whole-index answer of every case, and the lake's dataset ids by title."""
     engine = QueryEngine(sharded_lake)
     ids = {row["title"]: dataset_id for dataset_id, row in engine.snapshot().datasets.items()}
-    answers = [engine.search(method, columns, dataset_id=ids[title], k=5, params=params) for method, title, columns, params in CASES]
+    answers = [
+        engine.search(method, columns, dataset_id=ids[title], k=5, params=params)
+        for method, title, columns, params in CASES
+    ]
     return {"ids": ids, "answers": answers, "engine": engine}
 
 
@@ -88,7 +91,9 @@ def shard_budgets(config: LakeConfig) -> dict[str, int]:
     return {method: largest.get(method, largest["mate"]) for method, *_ in CASES}
 
 
-def test_past_the_budget_the_engine_answers_shard_by_shard_as_in_memory(sharded_lake: LakeConfig, in_memory: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_past_the_budget_the_engine_answers_shard_by_shard_as_in_memory(
+    sharded_lake: LakeConfig, in_memory: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     budgets = shard_budgets(sharded_lake)
     engine = QueryEngine(sharded_lake)
     for (method, title, columns, params), whole in zip(CASES, in_memory["answers"]):
@@ -105,14 +110,18 @@ def test_past_the_budget_the_engine_answers_shard_by_shard_as_in_memory(sharded_
     first = engine.search("mate", ["series", "episode"], **mate_query)
     again = engine.search("mate", ["series", "episode"], **mate_query)
     assert again["results"] == first["results"]
-    assert 1 <= first["shards"]["cached"] < N_SHARDS and again["shards"]["read"] == N_SHARDS - first["shards"]["cached"]  # cached shards are not read again
+    assert (
+        1 <= first["shards"]["cached"] < N_SHARDS and again["shards"]["read"] == N_SHARDS - first["shards"]["cached"]
+    )  # cached shards are not read again
     monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, "1K")  # below any shard: refused, named
     with pytest.raises(LookupError, match="needs about"):
         QueryEngine(sharded_lake).search("mate", ["series", "episode"], **mate_query)
 
 
 @pytest.mark.airflow
-def test_past_the_budget_cli_and_rest_answer_as_in_memory(sharded_lake: LakeConfig, in_memory: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_past_the_budget_cli_and_rest_answer_as_in_memory(
+    sharded_lake: LakeConfig, in_memory: dict, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     budgets = shard_budgets(sharded_lake)
     for budget in sorted(set(budgets.values())):  # an API server per budget: it reads the budget at start
         monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(budget))
@@ -131,9 +140,28 @@ def _cli_and_rest_answer_as_in_memory(sharded_lake: LakeConfig, ids: dict, cases
                 continue  # one PEXESO query is enough here (each embeds the query again)
             dataset_id = ids[title]
             column_flags = ["--column", columns[0]] if len(columns) == 1 else ["--columns", ",".join(columns)]
-            flags = [f for key, value in params.items() for f in ([f"--{key}"] if value is True else [f"--{key}", str(value)])]
-            answered = run_cli("search", method, "--home", str(sharded_lake.home), "--dataset", dataset_id, *column_flags, "-k", "5", *flags, "--json")
-            response = server.post("/lakejoin/api/search", json={"method": method, "dataset_id": dataset_id, "columns": columns, "k": 5, "params": params})
+            flags = [
+                f
+                for key, value in params.items()
+                for f in ([f"--{key}"] if value is True else [f"--{key}", str(value)])
+            ]
+            answered = run_cli(
+                "search",
+                method,
+                "--home",
+                str(sharded_lake.home),
+                "--dataset",
+                dataset_id,
+                *column_flags,
+                "-k",
+                "5",
+                *flags,
+                "--json",
+            )
+            response = server.post(
+                "/lakejoin/api/search",
+                json={"method": method, "dataset_id": dataset_id, "columns": columns, "k": 5, "params": params},
+            )
             assert response.status_code == 200, response.text
             assert answered["results"] == whole["results"] == response.json()["results"], (method, title)
             assert without_timing(answered) == without_timing(response.json())
@@ -147,7 +175,11 @@ def _cli_and_rest_answer_as_in_memory(sharded_lake: LakeConfig, ids: dict, cases
 # family -> (query set as the dataset titles it names, or "all"; columns; params)
 BATCHES = {
     "josie": ("all", None, {}),
-    "lshensemble": (["bakeoff_challenges.csv", "planes.csv", "airports.csv", "weather.csv"], None, {"threshold": 0.4, "verify": True}),
+    "lshensemble": (
+        ["bakeoff_challenges.csv", "planes.csv", "airports.csv", "weather.csv"],
+        None,
+        {"threshold": 0.4, "verify": True},
+    ),
     "mate": (["bakeoff_challenges.csv", "bakeoff_ratings.csv", "bakeoff_episodes.csv"], ["series", "episode"], {}),
     "pexeso": (["bakeoff_challenges.csv"], ["baker"], {"tau": 0.05}),
 }
@@ -182,7 +214,9 @@ def assert_batch_equals_engine(out: Path, engine: QueryEngine, family: str, desc
     for query in described:
         got = by_query.get(query["query_id"], [])
         try:
-            whole = engine.search(family, query["columns"], dataset_id=query["dataset_id"], k=K, params=params)["results"]
+            whole = engine.search(family, query["columns"], dataset_id=query["dataset_id"], k=K, params=params)[
+                "results"
+            ]
         except ValueError as error:
             assert [r["error"] for r in got] == [str(error)]  # noqa: PT017 (the engine's own error is the expected value)
             continue
@@ -192,11 +226,15 @@ def assert_batch_equals_engine(out: Path, engine: QueryEngine, family: str, desc
     return len(rows)
 
 
-def test_batch_discovery_equals_the_engine_for_every_family_on_local(sharded_lake: LakeConfig, in_memory: dict, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_batch_discovery_equals_the_engine_for_every_family_on_local(
+    sharded_lake: LakeConfig, in_memory: dict, spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from lakejoin.spark import discover as discover_module
     from lakejoin.spark.discover import discover, resolve_queries
 
-    monkeypatch.setattr(discover_module, "query_slices", lambda shards, queries, cores: 3)  # each shard's queries in 3 tasks (the cluster test runs one task per shard)
+    monkeypatch.setattr(
+        discover_module, "query_slices", lambda shards, queries, cores: 3
+    )  # each shard's queries in 3 tasks (the cluster test runs one task per shard)
     engine = in_memory["engine"]
     loaded = engine.snapshot()
     found = {}
@@ -204,7 +242,9 @@ def test_batch_discovery_equals_the_engine_for_every_family_on_local(sharded_lak
         spec, columns, params = batch_spec(family, in_memory["ids"])
         summary = discover(spark, sharded_lake, family, spec, tmp_path / family, k=K, params=params, columns=columns)
         assert summary["shards"] == N_SHARDS and summary["snapshot_id"] == loaded.snapshot_id
-        found[family] = assert_batch_equals_engine(tmp_path / family, engine, family, resolve_queries(loaded, family, spec, columns), params)
+        found[family] = assert_batch_equals_engine(
+            tmp_path / family, engine, family, resolve_queries(loaded, family, spec, columns), params
+        )
     assert all(found.values()), found  # every family found something
     # a table file as the query set: the same answer as `lakejoin search --table`
     table = tmp_path / "mine.csv"
@@ -212,13 +252,30 @@ def test_batch_discovery_equals_the_engine_for_every_family_on_local(sharded_lak
     discover(spark, sharded_lake, "josie", str(table), tmp_path / "file", k=K, columns=["carrier"])
     from lakejoin.spark.discover import read_answers
 
-    assert [json.loads(r["result"]) for r in read_answers(tmp_path / "file")] == engine.search("josie", ["carrier"], table=read_table_file(table), k=K)["results"]
+    assert [json.loads(r["result"]) for r in read_answers(tmp_path / "file")] == engine.search(
+        "josie", ["carrier"], table=read_table_file(table), k=K
+    )["results"]
 
 
 def test_search_with_spark_equals_the_engine(sharded_lake: LakeConfig, in_memory: dict, spark) -> None:
     dataset_id = in_memory["ids"]["bakeoff_challenges.csv"]
     answered = run_cli(
-        "search", "lshensemble", "--home", str(sharded_lake.home), "--dataset", dataset_id, "--column", "baker", "-k", str(K), "--threshold", "0.4", "--spark", "--spark-master", "local[2]", "--json"
+        "search",
+        "lshensemble",
+        "--home",
+        str(sharded_lake.home),
+        "--dataset",
+        dataset_id,
+        "--column",
+        "baker",
+        "-k",
+        str(K),
+        "--threshold",
+        "0.4",
+        "--spark",
+        "--spark-master",
+        "local[2]",
+        "--json",
     )
     whole = in_memory["engine"].search("lshensemble", ["baker"], dataset_id=dataset_id, k=K, params={"threshold": 0.4})
     assert answered["spark"]["shards"] == N_SHARDS
@@ -243,7 +300,24 @@ def test_bad_input_is_named(sharded_lake: LakeConfig, in_memory: dict, spark, tm
         discover(spark, broken, "josie", "all", tmp_path / "out")
     out = io.StringIO()
     with redirect_stdout(out):
-        assert cli.main(["discover", "josie", "--home", str(broken.home), "--queries", "all", "--out", str(tmp_path / "out"), "--spark-master", "local[2]", "--json"]) == 2
+        assert (
+            cli.main(
+                [
+                    "discover",
+                    "josie",
+                    "--home",
+                    str(broken.home),
+                    "--queries",
+                    "all",
+                    "--out",
+                    str(tmp_path / "out"),
+                    "--spark-master",
+                    "local[2]",
+                    "--json",
+                ]
+            )
+            == 2
+        )
     assert "is missing on disk" in json.loads(out.getvalue())["error"]
     assert not (tmp_path / "out").exists()  # nothing written
 
@@ -273,7 +347,9 @@ def two_workers(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.mark.slow
-def test_batch_discovery_on_a_standalone_cluster_equals_the_engine_and_survives_a_failed_task(sharded_lake: LakeConfig, in_memory: dict, two_workers, tmp_path: Path) -> None:
+def test_batch_discovery_on_a_standalone_cluster_equals_the_engine_and_survives_a_failed_task(
+    sharded_lake: LakeConfig, in_memory: dict, two_workers, tmp_path: Path
+) -> None:
     import subprocess
     import sys
 
@@ -281,27 +357,49 @@ def test_batch_discovery_on_a_standalone_cluster_equals_the_engine_and_survives_
 
     url, logs = two_workers
     batches = {family: batch_spec(family, in_memory["ids"]) for family in BATCHES}
-    batches["josie"] = (in_memory["ids"]["bakeoff_challenges.csv"] + "," + in_memory["ids"]["planes.csv"], None, {})  # `all` ran on local[2]
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, FAIL_FIRST_ATTEMPT_VARIABLE: "2"}
+    batches["josie"] = (
+        in_memory["ids"]["bakeoff_challenges.csv"] + "," + in_memory["ids"]["planes.csv"],
+        None,
+        {},
+    )  # `all` ran on local[2]
+    env = {
+        **os.environ,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        FAIL_FIRST_ATTEMPT_VARIABLE: "2",
+    }
     completed = subprocess.run(
-        [sys.executable, "-c", _ON_CLUSTER, str(sharded_lake.home), url, str(tmp_path), json.dumps(batches), str(K)], check=False, capture_output=True, text=True, timeout=900, env=env
+        [sys.executable, "-c", _ON_CLUSTER, str(sharded_lake.home), url, str(tmp_path), json.dumps(batches), str(K)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     executor_logs = "".join(path.read_text(errors="replace") for path in logs.rglob("stderr"))
-    assert "failing this task's first attempt on purpose" in executor_logs  # shard 2's task failed once, and Spark retried it
+    assert (
+        "failing this task's first attempt on purpose" in executor_logs
+    )  # shard 2's task failed once, and Spark retried it
     assert [json.loads(line)["shards"] for line in completed.stdout.splitlines()] == [N_SHARDS] * len(BATCHES)
     loaded = in_memory["engine"].snapshot()
     for family, (spec, columns, params) in batches.items():
-        assert assert_batch_equals_engine(tmp_path / family, in_memory["engine"], family, resolve_queries(loaded, family, spec, columns), params)
+        assert assert_batch_equals_engine(
+            tmp_path / family, in_memory["engine"], family, resolve_queries(loaded, family, spec, columns), params
+        )
     master_log = (logs / "master.log").read_text()
     # it ran on the cluster's two workers (a worker that registers before the master is elected
     # leader registers again a few seconds later: count workers, not registrations)
-    assert len(set(re.findall(r"Registering worker (\S+)", master_log))) == 2 and "Registering app lakejoin" in master_log
+    assert (
+        len(set(re.findall(r"Registering worker (\S+)", master_log))) == 2 and "Registering app lakejoin" in master_log
+    )
 
 
 @pytest.mark.slow
 @pytest.mark.airflow
-def test_the_discover_dag_submits_the_job_to_spark_default(sharded_lake: LakeConfig, in_memory: dict, two_workers, tmp_path: Path) -> None:
+def test_the_discover_dag_submits_the_job_to_spark_default(
+    sharded_lake: LakeConfig, in_memory: dict, two_workers, tmp_path: Path
+) -> None:
     import sys
 
     from airflow_harness import prepare_airflow, run_dag_test
@@ -312,16 +410,33 @@ def test_the_discover_dag_submits_the_job_to_spark_default(sharded_lake: LakeCon
     host, port = url.rsplit(":", 1)
     env = prepare_airflow(tmp_path / "airflow")
     env.update(
-        AIRFLOW_CONN_SPARK_DEFAULT=json.dumps({"conn_type": "spark", "host": host, "port": int(port), "extra": {"deploy-mode": "client", "spark-binary": "spark-submit"}}),
+        AIRFLOW_CONN_SPARK_DEFAULT=json.dumps(
+            {
+                "conn_type": "spark",
+                "host": host,
+                "port": int(port),
+                "extra": {"deploy-mode": "client", "spark-binary": "spark-submit"},
+            }
+        ),
         PATH=f"{Path(sys.executable).parent}:{env['PATH']}",  # spark-submit from the pyspark installation
         SPARK_LOCAL_IP="127.0.0.1",
     )
     spec, columns, params = batch_spec("mate", in_memory["ids"])
     out = tmp_path / "answers"
-    conf = {"method": "mate", "queries": spec, "columns": columns, "k": K, "method_params": params, "out": str(out), "home": str(sharded_lake.home)}
+    conf = {
+        "method": "mate",
+        "queries": spec,
+        "columns": columns,
+        "k": K,
+        "method_params": params,
+        "out": str(out),
+        "home": str(sharded_lake.home),
+    }
     result = run_dag_test(env, "lakejoin_discover.py", "lakejoin_discover", conf)
     assert result["state"] == "success", result
     returned = result["returned"]["discover"]
     assert returned["out"] == str(out) and returned["rows"] > 0
-    rows = assert_batch_equals_engine(out, in_memory["engine"], "mate", resolve_queries(in_memory["engine"].snapshot(), "mate", spec, columns), params)
+    rows = assert_batch_equals_engine(
+        out, in_memory["engine"], "mate", resolve_queries(in_memory["engine"].snapshot(), "mate", spec, columns), params
+    )
     assert rows == returned["rows"]

@@ -17,7 +17,15 @@ def compose():
 
 def test_compose_has_airflow_postgres_and_spark_services():
     services = compose()["services"]
-    assert {"postgres", "airflow-api-server", "airflow-scheduler", "airflow-dag-processor", "airflow-triggerer", "spark-master", "spark-worker"} <= set(services)
+    assert {
+        "postgres",
+        "airflow-api-server",
+        "airflow-scheduler",
+        "airflow-dag-processor",
+        "airflow-triggerer",
+        "spark-master",
+        "spark-worker",
+    } <= set(services)
     assert services["airflow-api-server"]["environment"]["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].startswith("postgresql")
 
 

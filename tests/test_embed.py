@@ -36,7 +36,9 @@ def test_deterministic_and_order_independent(model):
 
 @pytest.mark.parametrize("model", OFFLINE_MODELS)
 def test_values_are_normalized_first(model):
-    np.testing.assert_allclose(embed(["  SOUTH   Korea ", "2019.0"], model), embed(["south korea", "2019"], model), atol=1e-6)
+    np.testing.assert_allclose(
+        embed(["  SOUTH   Korea ", "2019.0"], model), embed(["south korea", "2019"], model), atol=1e-6
+    )
 
 
 def test_minilm_batches_keep_to_their_token_budget():
@@ -50,7 +52,9 @@ def test_minilm_batches_keep_to_their_token_budget():
     for size, end in zip(sizes, np.cumsum(sizes)):
         assert size <= BATCH
         assert size == 1 or lengths[end - 1] * size <= BATCH_TOKENS  # a batch pads to its longest (last) value
-    assert sizes[0] == BATCH and sizes[-1] == 1 and sizes[-2] == 1  # short values fill whole batches; 256- and 700-token values go alone
+    assert (
+        sizes[0] == BATCH and sizes[-1] == 1 and sizes[-2] == 1
+    )  # short values fill whole batches; 256- and 700-token values go alone
 
 
 def test_semantic_pair_beats_unrelated_pair_minilm_onnx():
@@ -101,7 +105,9 @@ def test_minilm_without_torch_says_how_to_install():
         embed(["x"], "minilm")
 
 
-@pytest.mark.skipif(importlib.util.find_spec("sentence_transformers") is None, reason="sentence-transformers (and torch) not installed")
+@pytest.mark.skipif(
+    importlib.util.find_spec("sentence_transformers") is None, reason="sentence-transformers (and torch) not installed"
+)
 def test_minilm_matches_onnx():
     full, int8 = embed(VALUES, "minilm"), embed(VALUES, "minilm-onnx")
     assert np.min(np.sum(full * int8, axis=1)) > 0.99

@@ -45,13 +45,20 @@ def test_rerun_embeds_nothing_and_change_embeds_only_new_values(spark, airport_v
     from lakejoin.spark.embed import embed_values
 
     _, cache = embed_values(spark, values_frame(spark, airport_values), MODEL, None)
-    cache = cache.unionByName(spark.createDataFrame([("glove-50", value_hash("x"), [0.0])], "model string, value_hash string, vector array<float>"))
+    cache = cache.unionByName(
+        spark.createDataFrame(
+            [("glove-50", value_hash("x"), [0.0])], "model string, value_hash string, vector array<float>"
+        )
+    )
     vectors, new_cache = embed_values(spark, values_frame(spark, airport_values), MODEL, cache)
     assert new_cache.count() == 0 and vectors.count() == len(airport_values)
 
     changed = airport_values[20:] + ["brand new field", "another new airport"]
     vectors, new_cache = embed_values(spark, values_frame(spark, changed), MODEL, cache)
-    assert sorted(r["value"] for r in new_cache.join(vectors, "value_hash").select("value").collect()) == ["another new airport", "brand new field"]
+    assert sorted(r["value"] for r in new_cache.join(vectors, "value_hash").select("value").collect()) == [
+        "another new airport",
+        "brand new field",
+    ]
     assert vectors.count() == len(changed)
 
 

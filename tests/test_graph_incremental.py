@@ -24,7 +24,10 @@ K = 3
 
 def lists_of(scores: dict[Query, dict[str, int]], dataset_of: dict[Query, str]) -> Lists:
     """Each query's best ``K`` by the graph's total order (a neighbour is a dataset's column 0)."""
-    return {q: best([Edge(JOSIE, dataset_of[q], q[1], d, (0,), s, 1.0) for d, s in row.items() if s > 0], K) for q, row in scores.items()}
+    return {
+        q: best([Edge(JOSIE, dataset_of[q], q[1], d, (0,), s, 1.0) for d, s in row.items() if s > 0], K)
+        for q, row in scores.items()
+    }
 
 
 def test_merge_equals_a_full_computation_when_changed_neighbours_fall_rise_or_go() -> None:
@@ -45,7 +48,14 @@ def one_change(rng: np.random.Generator) -> tuple[int, int]:
     changed = set(rng.choice(universe, 2, replace=False).tolist())
     present = [d for d in universe if d not in changed or rng.random() >= 0.3]
     now_of = {q: d for q, d in dataset_of.items() if d in present}
-    now = {q: {d: (int(rng.integers(0, 5)) if d in changed or now_of[q] in changed else before[q][d]) for d in present if d != now_of[q]} for q in now_of}
+    now = {
+        q: {
+            d: (int(rng.integers(0, 5)) if d in changed or now_of[q] in changed else before[q][d])
+            for d in present
+            if d != now_of[q]
+        }
+        for q in now_of
+    }
     full, previous = lists_of(now, now_of), lists_of(before, dataset_of)
     searched: list[Query] = []
 
@@ -69,7 +79,13 @@ def key_lake(seed: int) -> dict[str, pd.DataFrame]:
     in tables far apart."""
     rng = np.random.default_rng(seed)
     return {
-        f"t{d:02d}": pd.DataFrame({"a": rng.integers(4 * d, 4 * d + 40, 80).astype(str), "b": [f"w{i}" for i in rng.integers(d, d + 6, 80)], "c": [f"c{i}" for i in rng.integers(d, d + 4, 80)]})
+        f"t{d:02d}": pd.DataFrame(
+            {
+                "a": rng.integers(4 * d, 4 * d + 40, 80).astype(str),
+                "b": [f"w{i}" for i in rng.integers(d, d + 6, 80)],
+                "c": [f"c{i}" for i in rng.integers(d, d + 4, 80)],
+            }
+        )
         for d in range(16)
     }
 
@@ -82,21 +98,35 @@ def test_keys_searched_over_shards_by_their_bound_get_the_whole_index_lists() ->
     tables = build_in_memory(frames, n_shards=4)
     shards = {shard: load(in_shards(tables, [shard], GLOBAL_TABLES)) for shard in range(4)}
     whole = load(tables)
-    keys = {(MATE, (d, *columns)): (f"t{d:02d}", {c: i for i, c in enumerate(columns)}) for d in range(0, 16, 3) for columns in (("a", "b"), ("b", "c"), ("a", "b", "c"))}
-    prepared = {q: mate_key(pa.Table.from_pandas(frames[dataset], preserve_index=False), key) for q, (dataset, key) in keys.items()}
+    keys = {
+        (MATE, (d, *columns)): (f"t{d:02d}", {c: i for i, c in enumerate(columns)})
+        for d in range(0, 16, 3)
+        for columns in (("a", "b"), ("b", "c"), ("a", "b", "c"))
+    }
+    prepared = {
+        q: mate_key(pa.Table.from_pandas(frames[dataset], preserve_index=False), key)
+        for q, (dataset, key) in keys.items()
+    }
     asked: list[int] = []
 
     def search(searcher, wanted, so_far):
         asked.append(id(searcher))
         q = wanted[0]
         before = so_far[q] or []
-        return {q: mate_edges(searcher, prepared[q], keys[q][0], keys[q][1], K, before[K - 1].overlap if len(before) >= K else 0)}
+        return {
+            q: mate_edges(
+                searcher, prepared[q], keys[q][0], keys[q][1], K, before[K - 1].overlap if len(before) >= K else 0
+            )
+        }
 
     found = search_by_shards(shards, list(keys), search, lambda searcher, q: searcher.held(prepared[q]), K)
     for q, (dataset, key) in keys.items():
         assert found[q] == mate_edges(whole, prepared[q], dataset, key, K), q
         for searcher in shards.values():
-            assert all(e.overlap <= searcher.held(prepared[q])[0] for e in mate_edges(searcher, prepared[q], dataset, key, 2 * K))
+            assert all(
+                e.overlap <= searcher.held(prepared[q])[0]
+                for e in mate_edges(searcher, prepared[q], dataset, key, 2 * K)
+            )
     assert any(found.values()) and len(asked) < len(keys) * len(shards)  # some shards were not asked
 
 
@@ -125,15 +155,45 @@ def test_mappings_are_counted_as_verification_builds_them() -> None:
         width, m = int(rng.integers(2, 9)), int(rng.integers(2, 5))
         row = rng.integers(0, 3, width)  # the value of each column
         order = np.lexsort((np.arange(width), row))
-        cell_values, cell_columns, offsets = row[order].astype(np.int64), order.astype(np.int64), np.array([0, width], np.int64)
+        cell_values, cell_columns, offsets = (
+            row[order].astype(np.int64),
+            order.astype(np.int64),
+            np.array([0, width], np.int64),
+        )
         value_ids = rng.integers(-1, 4, (1, m)).astype(np.int64)
         initial = int(rng.integers(m))
         checks = rng.permutation([p for p in range(m) if p != initial]).astype(np.int64)
         for c0 in np.flatnonzero(row == value_ids[0, initial]).tolist():
             out = np.empty((1, m + 1), np.int64)
-            first, count, pick, combo = np.zeros(m, np.int64), np.ones(m, np.int64), np.zeros(m, np.int64), np.empty(m, np.int64)
-            _, built, _ = kernels._verify_pair(0, c0, 0, value_ids, initial, checks, offsets, cell_values, cell_columns, out, 0, first, count, pick, combo)
-            assert kernels._pair_mappings(0, 0, value_ids, initial, checks, offsets, cell_values) == built, (row, value_ids, initial, c0)
+            first, count, pick, combo = (
+                np.zeros(m, np.int64),
+                np.ones(m, np.int64),
+                np.zeros(m, np.int64),
+                np.empty(m, np.int64),
+            )
+            _, built, _ = kernels._verify_pair(
+                0,
+                c0,
+                0,
+                value_ids,
+                initial,
+                checks,
+                offsets,
+                cell_values,
+                cell_columns,
+                out,
+                0,
+                first,
+                count,
+                pick,
+                combo,
+            )
+            assert kernels._pair_mappings(0, 0, value_ids, initial, checks, offsets, cell_values) == built, (
+                row,
+                value_ids,
+                initial,
+                c0,
+            )
             checked += built > 1
     assert checked  # some pairs support several mappings
 
@@ -160,8 +220,12 @@ def test_a_refusal_releases_the_kernels_memory() -> None:
     from numba.core.runtime import _nrt_python, rtsys
 
     key = key_query(pd.DataFrame({c: ["1"] for c in "abcd"}), list("abcd"))
-    early = load(build_in_memory({"flags": pd.DataFrame({f"f{i}": ["1"] * 8 for i in range(40)})}))  # counted past COUNT_FROM
-    late = load(build_in_memory({"flags": pd.DataFrame({f"f{i}": ["1"] for i in range(90)})}))  # one row: 90·89·88·87 mappings, built until the limit
+    early = load(
+        build_in_memory({"flags": pd.DataFrame({f"f{i}": ["1"] * 8 for i in range(40)})})
+    )  # counted past COUNT_FROM
+    late = load(
+        build_in_memory({"flags": pd.DataFrame({f"f{i}": ["1"] for i in range(90)})})
+    )  # one row: 90·89·88·87 mappings, built until the limit
 
     def live() -> int:
         gc.collect()  # a caught refusal's traceback holds the scan's returned arrays until collected

@@ -26,8 +26,17 @@ SHAPES = {
 EXPECTED = {
     "r_row_names.csv": [("row_names", "", "row_names"), ("city", "city", "header"), ("pop", "pop", "header")],
     "empty_last.csv": [("code", "code", "header"), ("name", "name", "header"), ("column_3", "", "generated")],
-    "pandas_unnamed.csv": [("column_1", "Unnamed: 0", "generated"), ("carrier", "carrier", "header"), ("column_3", "Unnamed: 2", "generated")],
-    "duplicates.csv": [("id", "id", "header"), ("value", "value", "header"), ("value_2", "value", "deduplicated"), ("Value_3", "Value", "deduplicated")],
+    "pandas_unnamed.csv": [
+        ("column_1", "Unnamed: 0", "generated"),
+        ("carrier", "carrier", "header"),
+        ("column_3", "Unnamed: 2", "generated"),
+    ],
+    "duplicates.csv": [
+        ("id", "id", "header"),
+        ("value", "value", "header"),
+        ("value_2", "value", "deduplicated"),
+        ("Value_3", "Value", "deduplicated"),
+    ],
     "no_header.csv": [(f"column_{i}", None, "no_header") for i in range(1, 5)],
 }
 
@@ -48,7 +57,15 @@ def test_names_are_generated_by_position_and_real_names_win():
 
 @pytest.mark.parametrize(
     ("values", "expected"),
-    [(["1", "2", "3"], True), (["0", "1", "2"], True), (["1", "3", "4"], False), (["2", "3"], False), (["1", None], False), ([], False), (["1", "2", "x"], False)],
+    [
+        (["1", "2", "3"], True),
+        (["0", "1", "2"], True),
+        (["1", "3", "4"], False),
+        (["2", "3"], False),
+        (["1", None], False),
+        ([], False),
+        (["1", "2", "x"], False),
+    ],
 )
 def test_row_numbers_are_exactly_one_to_n_or_zero_to_n_minus_one(values, expected):
     assert is_row_numbers(pa.array(values, pa.string())) is expected
@@ -63,10 +80,18 @@ def test_row_numbers_are_exactly_one_to_n_or_zero_to_n_minus_one(values, expecte
         (["id", "name"], [["1", "x"], ["2", "y"]], False),
         (["name", "city"], [["Ann", "Graz"], ["Bo", "Linz"]], False),  # all text: no evidence, keep the header
         (["country", "1990", "1991"], [["A", "1995", "1992"], ["B", "1980", "2000"]], False),  # years in a wide table
-        (["rownames", "1970", "1972", "1973"], [["Peru", "0", "2", "3000"], ["Chad", "2000", "0", "1"]], False),  # with gaps
+        (
+            ["rownames", "1970", "1972", "1973"],
+            [["Peru", "0", "2", "3000"], ["Chad", "2000", "0", "1"]],
+            False,
+        ),  # with gaps
         (["year", "2019"], [["2018", "x"], ["2017", "y"]], False),  # a number over text is a name
         (["500", "7"], [["1", "2"], ["3", "4"]], False),  # out of range: no evidence
-        (["", "1", "2", "3"], [["1", "50", "19", "26"], ["2", "16", "40", "34"]], False),  # R's cross table: an empty corner
+        (
+            ["", "1", "2", "3"],
+            [["1", "50", "19", "26"], ["2", "16", "40", "34"]],
+            False,
+        ),  # R's cross table: an empty corner
         (["7", "", "2"], [["1", "", "3"], ["5", "x", "2"]], True),  # an empty cell over a column with gaps: no evidence
         (["1", "2"], [], False),  # one line: nothing to compare with
     ],
@@ -145,7 +170,10 @@ def test_a_lake_written_before_headers_were_recorded_keeps_working(lake):
     run(config, options, Progress(quiet=True))
     datasets, columns = _catalog(config)
     later = {d["dataset_id"] for d in datasets.values() if d["title"] == "later.csv"}
-    assert [(c["name"], c["header"], c["name_source"]) for c in sorted((c for c in columns if c["dataset_id"] in later), key=lambda c: c["ordinal"])] == [
+    assert [
+        (c["name"], c["header"], c["name_source"])
+        for c in sorted((c for c in columns if c["dataset_id"] in later), key=lambda c: c["ordinal"])
+    ] == [
         ("a", "a", "header"),
         ("column_2", "", "generated"),
         ("a_2", "a", "deduplicated"),

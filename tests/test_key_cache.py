@@ -40,7 +40,9 @@ def test_a_key_is_read_once_then_served_from_its_folder(tmp_path: Path) -> None:
     assert calls == ["read"] and same(first, again) and same(again, key_query(FRAME, ["origin", "hour"]))
     assert again.tuples.tolist() == [["ewr", "5"], ["jfk", "6"], ["lga", "ünïcode 8"]]
     other = {"hour": 12, "origin": 11}  # the same columns in another order: another key
-    assert same(cached_key(config, other, reader(calls, list(other))), key_query(FRAME, ["hour", "origin"])) and calls == ["read", "read"]
+    assert same(
+        cached_key(config, other, reader(calls, list(other))), key_query(FRAME, ["hour", "origin"])
+    ) and calls == ["read", "read"]
     assert len(list(config.key_cache_dir.iterdir())) == 2
     assert prune(config, [key]) == 1 and len(list(config.key_cache_dir.iterdir())) == 1
     cached_key(config, key, reader(calls, list(key)))
@@ -65,7 +67,10 @@ def test_a_damaged_folder_is_read_again(tmp_path: Path, damage: str) -> None:
         assert arrays is not None
         shard_arrays.write_arrays(folder, record, {**arrays, "codes": arrays["codes"] + 100})
     shard_arrays._mapped.clear()
-    assert same(cached_key(config, key, reader(calls, list(key))), key_query(FRAME, list(key))) and calls == ["read", "read"]
+    assert same(cached_key(config, key, reader(calls, list(key))), key_query(FRAME, list(key))) and calls == [
+        "read",
+        "read",
+    ]
 
 
 def test_an_unwritable_cache_still_answers(tmp_path: Path) -> None:

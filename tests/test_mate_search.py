@@ -48,7 +48,9 @@ def distinct_keys(query: pd.DataFrame, columns: list[str]) -> int:
     return len(query[columns].map(normalize_value).dropna().drop_duplicates())
 
 
-def check_all_methods(searcher, oracle, query, columns, k, exclude=(), initial_column=None, scr=True, initial_rule="pl_items"):
+def check_all_methods(
+    searcher, oracle, query, columns, k, exclude=(), initial_column=None, scr=True, initial_rule="pl_items"
+):
     """MATE (and SCR) equal the oracle; ``oracle`` is a DuckDBJoin or its precomputed answer."""
     if isinstance(oracle, DuckDBJoin):
         oracle = oracle.joinability(query, columns, exclude)
@@ -57,7 +59,9 @@ def check_all_methods(searcher, oracle, query, columns, k, exclude=(), initial_c
     keys = distinct_keys(query, columns)
     assert all(type(r["joinability"]) is int and r["share"] == r["joinability"] / keys for r in mate)
     if scr:
-        baseline, scr_stats = searcher.search_with_stats(query, columns, k, initial_column, exclude, False, initial_rule)
+        baseline, scr_stats = searcher.search_with_stats(
+            query, columns, k, initial_column, exclude, False, initial_rule
+        )
         assert_equals_oracle(baseline, oracle, k)
         assert [r["joinability"] for r in baseline] == [r["joinability"] for r in mate]
         assert scr_stats.pairs_passed >= stats.pairs_passed
@@ -105,7 +109,9 @@ def test_flights_initial_column_override(real_lake) -> None:
         check_all_methods(searcher, oracle, query, FLIGHT_KEY, 2, initial_column=initial)
 
 
-@pytest.mark.parametrize(("columns", "target"), [(["series", "episode"], "bakeoff/ratings"), (["series", "baker"], "bakeoff/bakers")])
+@pytest.mark.parametrize(
+    ("columns", "target"), [(["series", "episode"], "bakeoff/ratings"), (["series", "baker"], "bakeoff/bakers")]
+)
 @pytest.mark.parametrize("k", [1, 3, 10])
 def test_bakeoff(real_lake, columns, target, k) -> None:
     _, frames, searcher, oracle_db = real_lake
@@ -139,7 +145,9 @@ def test_bakeoff_baker_alone_is_ambiguous(real_lake) -> None:
     _, frames, searcher, _ = real_lake
     bakers = frames["bakeoff/bakers"]
     assert bakers["baker"].duplicated().any() and not bakers[["series", "baker"]].duplicated().any()
-    results = searcher.search(frames["bakeoff/challenges"], ["series", "baker"], k=10, exclude_datasets=["bakeoff/challenges"])
+    results = searcher.search(
+        frames["bakeoff/challenges"], ["series", "baker"], k=10, exclude_datasets=["bakeoff/challenges"]
+    )
     mapping = next(r for r in results if r["dataset_id"] == "bakeoff/bakers")["mapping"]
     assert mapping["series"] != mapping["baker"]
 
@@ -165,7 +173,9 @@ def test_planted_composite_keys(synthetic_lake) -> None:
     for key in truth.composite_keys:
         sizes.add(len(key["query_columns"]))
         query = frames[key["query_table"]]
-        results, _, oracle = check_all_methods(searcher, oracle_db, query, key["query_columns"], 5, exclude=[key["query_table"]])
+        results, _, oracle = check_all_methods(
+            searcher, oracle_db, query, key["query_columns"], 5, exclude=[key["query_table"]]
+        )
         target = oracle.set_index("dataset_id").loc[key["target_table"]]
         assert target["joinability"] == key["joinability"]
         columns = list(frames[key["target_table"]].columns)
@@ -204,7 +214,13 @@ def running_example() -> dict[str, pd.DataFrame]:
 def test_one_to_one_mapping_and_set_semantics() -> None:
     frames = running_example()
     searcher = load(build_in_memory(frames))
-    query = pd.DataFrame({"F.Name": ["Muhammad", "Ali", "Muhammad", "Muhammad"], "L.Name": ["Lee", "Muhammad", "Lee", "Ali"], "Country": ["US", "Germany", "US", "US"]})
+    query = pd.DataFrame(
+        {
+            "F.Name": ["Muhammad", "Ali", "Muhammad", "Muhammad"],
+            "L.Name": ["Lee", "Muhammad", "Lee", "Ali"],
+            "Country": ["US", "Germany", "US", "US"],
+        }
+    )
     results = searcher.search(query, ["F.Name", "L.Name", "Country"], k=5)
     by_id = {r["dataset_id"]: r for r in results}
     # Distinct key tuples: (muhammad, lee, us) twice in the query and twice in T1 counts once.
@@ -212,7 +228,11 @@ def test_one_to_one_mapping_and_set_semantics() -> None:
     assert by_id["T1"]["mapping"] == {"F.Name": 0, "L.Name": 1, "Country": 2}
     assert by_id["T2_swapped"]["joinability"] == 3
     assert by_id["T2_swapped"]["mapping"] == {"F.Name": 5, "L.Name": 4, "Country": 6}
-    assert sorted(by_id["T1"]["matched_sample"]) == [["ali", "muhammad", "germany"], ["muhammad", "ali", "us"], ["muhammad", "lee", "us"]]
+    assert sorted(by_id["T1"]["matched_sample"]) == [
+        ["ali", "muhammad", "germany"],
+        ["muhammad", "ali", "us"],
+        ["muhammad", "lee", "us"],
+    ]
 
 
 def test_equal_key_values_need_distinct_columns() -> None:
@@ -257,7 +277,9 @@ def pruning_lake(seed: int) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
     for t in range(50):
         aligned = query.sample(int(rng.integers(8, 14)), random_state=int(rng.integers(1 << 30)))
         n_noise = int(rng.choice([0, 0, 1, 30]))
-        noise = pd.DataFrame({"c": rng.choice(query["c"], n_noise), "y": rng.choice(others, n_noise), "m": rng.choice(others, n_noise)})
+        noise = pd.DataFrame(
+            {"c": rng.choice(query["c"], n_noise), "y": rng.choice(others, n_noise), "m": rng.choice(others, n_noise)}
+        )
         frame = pd.concat([aligned, noise]).assign(extra=rng.choice(others, len(aligned) + n_noise))
         frame = frame.rename(columns={"c": "city", "y": "year", "m": "month"})
         frames[f"t{t:02d}"] = frame[list(rng.permutation(frame.columns))].sample(frac=1, random_state=t)
@@ -326,7 +348,10 @@ def test_best_mapping_counts_distinct_tuples_per_mapping(wide, id_range, n_query
     rng = np.random.default_rng(wide)
     columns = rng.choice(id_range, wide, replace=False)
     rows = 100_000
-    supported = np.column_stack([columns[rng.integers(0, 3, rows)] for _ in range(3)] + [columns[rng.integers(0, wide, rows)], rng.integers(0, 40, rows)])
+    supported = np.column_stack(
+        [columns[rng.integers(0, 3, rows)] for _ in range(3)]
+        + [columns[rng.integers(0, wide, rows)], rng.integers(0, 40, rows)]
+    )
     score, mapping, matched = best_mapping(supported, n_query)
     distinct = pd.DataFrame(supported).drop_duplicates()
     counts = distinct.groupby([0, 1, 2, 3]).size()
@@ -444,7 +469,9 @@ def test_postings_layout_equals_lexsort(seed, column_ids) -> None:
     pl = np.lexsort((columns, rows, value_ids))
     cells = np.lexsort((columns, value_ids, rows))
     assert np.array_equal(layout["pl_row"], rows[pl]) and np.array_equal(layout["pl_column"], columns[pl])
-    assert np.array_equal(layout["cell_values"], value_ids[cells]) and np.array_equal(layout["cell_columns"], columns[cells])
+    assert np.array_equal(layout["cell_values"], value_ids[cells]) and np.array_equal(
+        layout["cell_columns"], columns[cells]
+    )
     assert np.array_equal(layout["pl_offsets"], np.r_[0, np.cumsum(np.bincount(value_ids, minlength=n_values))])
     assert np.array_equal(layout["row_offsets"], np.r_[0, np.cumsum(np.bincount(rows, minlength=n_rows))])
     assert all(layout[name].dtype == columns.dtype for name in ("pl_column", "cell_columns"))
@@ -457,13 +484,28 @@ def test_load_reads_chunked_tables_into_int32_arrays() -> None:
     whole = load(tables).index
     chunked = {name: pa.Table.from_batches(table.to_batches(max_chunksize=3)) for name, table in tables.items()}
     index = load(chunked).index
-    for name in ("column_ids", "pl_offsets", "pl_column", "pl_row", "superkeys", "dataset_rows", "row_offsets", "cell_values", "cell_columns"):
+    for name in (
+        "column_ids",
+        "pl_offsets",
+        "pl_column",
+        "pl_row",
+        "superkeys",
+        "dataset_rows",
+        "row_offsets",
+        "cell_values",
+        "cell_columns",
+    ):
         assert np.array_equal(getattr(index, name), getattr(whole, name)), name
     assert all(getattr(index, n).dtype == np.int32 for n in ("pl_column", "pl_row", "cell_values", "cell_columns"))
     # Spark-built indexes carry 64-bit hashed column ids: stored once, numbered in id order.
     hashed_ids = {int(c): (int(c) * 0x9E3779B97F4A7C15) % 2**63 for c in index.column_ids}
     column_ids = [hashed_ids[c] for c in tables["postings"]["column_id"].to_pylist()]
-    hashed = load({"postings": tables["postings"].set_column(2, "column_id", pa.array(column_ids, pa.int64())), "superkeys": tables["superkeys"]})
+    hashed = load(
+        {
+            "postings": tables["postings"].set_column(2, "column_id", pa.array(column_ids, pa.int64())),
+            "superkeys": tables["superkeys"],
+        }
+    )
     assert hashed.index.pl_column.dtype == np.int32 and hashed.index.column_ids.tolist() == sorted(hashed_ids.values())
     query = pd.DataFrame({"a": ["Muhammad", "Ali", "Ana"], "b": ["Lee", "Muhammad", "Lopez"]})
     expected = load(tables).search(query, ["a", "b"], k=5)
@@ -490,7 +532,9 @@ def as_parquet_codes(table: pa.Table, names: list[str]) -> pa.Table:
     for name in names:
         column = chunked[name]
         strings = pc.unique(pa.concat_arrays([pa.array(["never used"]), *column.chunks]))
-        codes = [pa.DictionaryArray.from_arrays(pc.index_in(chunk, value_set=strings), strings) for chunk in column.chunks]
+        codes = [
+            pa.DictionaryArray.from_arrays(pc.index_in(chunk, value_set=strings), strings) for chunk in column.chunks
+        ]
         chunked = chunked.set_column(chunked.schema.get_field_index(name), name, pa.chunked_array(codes))
     return chunked
 
@@ -500,7 +544,12 @@ def test_a_load_of_dictionary_codes_answers_as_the_plain_load(real_lake) -> None
     come dictionary-encoded (the join graph's filtered reads): same rows, same answers."""
     flights, frames, plain, _ = real_lake
     tables = build_from_cells(cells_from_frames(frames))
-    coded = load({"postings": as_parquet_codes(tables["postings"], ["dataset_id", "value"]), "superkeys": as_parquet_codes(tables["superkeys"], ["dataset_id"])})
+    coded = load(
+        {
+            "postings": as_parquet_codes(tables["postings"], ["dataset_id", "value"]),
+            "superkeys": as_parquet_codes(tables["superkeys"], ["dataset_id"]),
+        }
+    )
     assert pa.types.is_dictionary(as_parquet_codes(tables["postings"], ["value"]).schema.field("value").type)
     for name in ("dataset_ids", "column_ids", "pl_row", "superkeys", "dataset_rows", "row_offsets"):
         assert np.array_equal(getattr(coded.index, name), getattr(plain.index, name)), name
@@ -509,7 +558,9 @@ def test_a_load_of_dictionary_codes_answers_as_the_plain_load(real_lake) -> None
         query = flights.sample(80, random_state=seed)
         assert coded.search(query, FLIGHT_KEY, k=3) == plain.search(query, FLIGHT_KEY, k=3)
     for columns in (["series", "episode"], ["series", "baker"]):
-        assert coded.search(frames["bakeoff/challenges"], columns, k=4) == plain.search(frames["bakeoff/challenges"], columns, k=4)
+        assert coded.search(frames["bakeoff/challenges"], columns, k=4) == plain.search(
+            frames["bakeoff/challenges"], columns, k=4
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -539,7 +590,9 @@ def stable_cells(frames: dict[str, pd.DataFrame]) -> pa.Table:
     return pa.concat_tables(parts) if parts else cells_from_frames({})
 
 
-def random_queries(rng: np.random.Generator, frames: dict[str, pd.DataFrame], n: int) -> list[tuple[pd.DataFrame, list[str]]]:
+def random_queries(
+    rng: np.random.Generator, frames: dict[str, pd.DataFrame], n: int
+) -> list[tuple[pd.DataFrame, list[str]]]:
     queries = []
     for dataset_id in rng.choice(sorted(frames), n):
         frame = frames[dataset_id]
@@ -584,9 +637,13 @@ def test_incremental_batches_equal_full_build() -> None:
         postings = current["postings"].to_pandas()
         for dataset_id in changed:  # exactly the new cells of every changed table, nothing older
             got = postings[postings.dataset_id == dataset_id].sort_values(["column_id", "row_id"])
-            want = delta.filter(pc.equal(delta["dataset_id"], dataset_id)).to_pandas().sort_values(["column_id", "row_id"])
+            want = (
+                delta.filter(pc.equal(delta["dataset_id"], dataset_id)).to_pandas().sort_values(["column_id", "row_id"])
+            )
             assert got["value"].tolist() == want["value"].tolist()
-        assert mate_staleness(current["params"], current["widths"]) == float(choose_bits(np.quantile(row_widths(stable_cells(frames)), 0.9)) != current["params"]["bits"][0].as_py())
+        assert mate_staleness(current["params"], current["widths"]) == float(
+            choose_bits(np.quantile(row_widths(stable_cells(frames)), 0.9)) != current["params"]["bits"][0].as_py()
+        )
         queries = random_queries(rng, frames, 8)
         assert answers(load(current), queries) == answers(load(full), queries)
 

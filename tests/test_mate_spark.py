@@ -29,7 +29,9 @@ def lake(names: list[str], edits: dict[str, pd.DataFrame] | None = None) -> dict
 
 
 def to_spark(spark, cells: pa.Table):
-    return spark.createDataFrame(cells.to_pandas(), schema="dataset_id string, column_id long, row_id long, value string, raw string")
+    return spark.createDataFrame(
+        cells.to_pandas(), schema="dataset_id string, column_id long, row_id long, value string, raw string"
+    )
 
 
 def frames_of(spark, tables: dict[str, pa.Table]) -> dict:
@@ -49,7 +51,12 @@ def sorted_frame(frame: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 def assert_same_tables(spark_tables: dict[str, pa.Table], memory_tables: dict[str, pa.Table]) -> None:
     assert set(spark_tables) == set(memory_tables)
-    keys = {"postings": ["dataset_id", "column_id", "row_id"], "superkeys": ["dataset_id", "row_id"], "params": ["bits"], "widths": ["width"]}
+    keys = {
+        "postings": ["dataset_id", "column_id", "row_id"],
+        "superkeys": ["dataset_id", "row_id"],
+        "params": ["bits"],
+        "widths": ["width"],
+    }
     for name, key in keys.items():
         got = sorted_frame(spark_tables[name].to_pandas(), key)
         want = sorted_frame(memory_tables[name].to_pandas(), key)
@@ -82,8 +89,13 @@ def test_incremental_build_from_rewritten_shards_equals_full_build(spark) -> Non
     # The added dataset sorts last, so cells_from_frames keeps every other column id.
     added = {"zz/episodes": lake(["episodes"])["bakeoff/episodes"]}
     after = cells_from_frames(lake(["challenges", "bakers"], {"bakeoff/ratings": edited, **added}))
-    assert set(after.filter(pc.equal(after["dataset_id"], "bakeoff/bakers"))["column_id"].to_pylist()) == set(before.filter(pc.equal(before["dataset_id"], "bakeoff/bakers"))["column_id"].to_pylist())
-    for changed, cells in [({"bakeoff/ratings", "zz/episodes"}, after), ({"bakeoff/bakers"}, None)]:  # edit + add, remove
+    assert set(after.filter(pc.equal(after["dataset_id"], "bakeoff/bakers"))["column_id"].to_pylist()) == set(
+        before.filter(pc.equal(before["dataset_id"], "bakeoff/bakers"))["column_id"].to_pylist()
+    )
+    for changed, cells in [
+        ({"bakeoff/ratings", "zz/episodes"}, after),
+        ({"bakeoff/bakers"}, None),
+    ]:  # edit + add, remove
         if cells is None:
             cells = after.filter(pc.invert(pc.is_in(after["dataset_id"], pa.array(sorted(changed)))))
         rewritten = shards_of(changed, N_SHARDS)
@@ -107,7 +119,9 @@ def test_incremental_build_keeps_previous_rows_untouched(spark) -> None:
     marked.loc[marked.dataset_id == "bakeoff/bakers", "superkey"] = b"\xff" * 16
     previous["superkeys"] = pa.Table.from_pandas(marked, schema=previous["superkeys"].schema, preserve_index=False)
     delta = cells.filter(pc.equal(cells["dataset_id"], "odd/values"))
-    updated = build_tables(spark, to_spark(spark, delta), n_shards=1, previous=frames_of(spark, previous), changed={"odd/values"})
+    updated = build_tables(
+        spark, to_spark(spark, delta), n_shards=1, previous=frames_of(spark, previous), changed={"odd/values"}
+    )
     keys = updated["superkeys"].toPandas()
     assert (keys[keys.dataset_id == "bakeoff/bakers"]["superkey"].map(bytes) == b"\xff" * 16).all()
     assert updated["superkeys"].where("bits != 128").count() == 0
@@ -124,14 +138,27 @@ def test_full_build_from_the_cell_files_equals_in_memory(spark, tmp_path: Path, 
     from lakejoin.spark.mate import write_full_build
 
     cells = cells_from_frames(lake(["challenges", "bakers", "ratings", "episodes"]))
-    ratings_columns = sorted(set(cells.filter(pc.equal(cells["dataset_id"], "bakeoff/ratings"))["column_id"].to_pylist()))
+    ratings_columns = sorted(
+        set(cells.filter(pc.equal(cells["dataset_id"], "bakeoff/ratings"))["column_id"].to_pylist())
+    )
     other_family = ratings_columns[1]  # indexed by JOSIE only
     catalog = cells.group_by(["dataset_id", "column_id"]).aggregate([])
     indexed_by = [["josie"] if c == other_family else ["josie", "mate"] for c in catalog["column_id"].to_pylist()]
     catalog = catalog.append_column("indexed_by", pa.array(indexed_by, pa.list_(pa.string())))
-    no_value = pa.table({"dataset_id": ["bakeoff/bakers"], "column_id": catalog["column_id"][0:1], "row_id": [10_000], "value": pa.array([None], pa.string()), "raw": ["NA"]}, schema=CELLS_SCHEMA)
+    no_value = pa.table(
+        {
+            "dataset_id": ["bakeoff/bakers"],
+            "column_id": catalog["column_id"][0:1],
+            "row_id": [10_000],
+            "value": pa.array([None], pa.string()),
+            "raw": ["NA"],
+        },
+        schema=CELLS_SCHEMA,
+    )
     config = LakeConfig.from_args(str(tmp_path / "home"), quiet=True)
-    lake_delta.write_rows(config.table_path(CELLS), pa.concat_tables([cells, no_value]), CELLS_SCHEMA, partition_by=["dataset_id"])
+    lake_delta.write_rows(
+        config.table_path(CELLS), pa.concat_tables([cells, no_value]), CELLS_SCHEMA, partition_by=["dataset_id"]
+    )
     lake_delta.write_rows(config.table_path(COLUMNS), catalog, catalog.schema)
 
     versions = write_full_build(spark, config, N_SHARDS, bits)
@@ -141,4 +168,7 @@ def test_full_build_from_the_cell_files_equals_in_memory(spark, tmp_path: Path, 
     assert other_family not in set(written["postings"]["column_id"].to_pylist())
     shards = set(written["postings"]["shard"].to_pylist())
     assert len(shards) > 1
-    assert all(len(lake_delta.files_of(lake_delta.open_table(config.table_path("index/mate/postings")), {"shard": [s]})) == 1 for s in shards)
+    assert all(
+        len(lake_delta.files_of(lake_delta.open_table(config.table_path("index/mate/postings")), {"shard": [s]})) == 1
+        for s in shards
+    )

@@ -81,7 +81,9 @@ def planted_lake(seed: int = 7, dim: int = 24, n_columns: int = 60) -> tuple[dic
     for c in range(n_columns):
         size = int(rng.integers(10, 80))
         noise = rng.choice([0.003, 0.01, 0.02, 0.03])
-        columns[1000 + c] = unit(pool[rng.choice(len(pool), size, replace=False)] + rng.normal(scale=noise, size=(size, dim)))
+        columns[1000 + c] = unit(
+            pool[rng.choice(len(pool), size, replace=False)] + rng.normal(scale=noise, size=(size, dim))
+        )
     queries = []
     for _ in range(6):
         source = columns[1000 + int(rng.integers(n_columns))]
@@ -121,7 +123,9 @@ def same_answers(searcher, expected, query) -> None:
     """``searcher`` answers ``query`` as ``expected`` does: threshold and top-k, exact counts."""
     for tau, T in ((0.03, 0.3), (0.06, 0.5)):
         got, want = (s.search(query, tau, T, exact=True) for s in (searcher, expected))
-        assert [(r["column_id"], r["dataset_id"], r["matched"]) for r in got] == [(r["column_id"], r["dataset_id"], r["matched"]) for r in want]
+        assert [(r["column_id"], r["dataset_id"], r["matched"]) for r in got] == [
+            (r["column_id"], r["dataset_id"], r["matched"]) for r in want
+        ]
     got, want = (s.search(query, 0.05, mode="topk", k=5, exact=True) for s in (searcher, expected))
     assert [(r["column_id"], r["matched"]) for r in got] == [(r["column_id"], r["matched"]) for r in want]
 
@@ -201,7 +205,9 @@ def test_topk_waves_equal_oracle(planted, monkeypatch):
             assert [r["column_id"] for r in searcher.search(query, 0.06, mode="topk", k=k)] == oracle_topk(counts, k)
 
 
-@pytest.mark.parametrize("options", [{}, {"exact": True}, {"lower_bound": True}, {"mode": "topk", "k": 3}, {"use_lemmas": False}])
+@pytest.mark.parametrize(
+    "options", [{}, {"exact": True}, {"lower_bound": True}, {"mode": "topk", "k": 3}, {"use_lemmas": False}]
+)
 def test_parallel_verify_equals_single_thread(planted, monkeypatch, options):
     """Verify's column workers change nothing: results, record mappings and work counted."""
     from lakejoin.index.pexeso import verify
@@ -429,8 +435,16 @@ def test_shard_subset_answers_as_a_build_of_its_columns(planted, loaded):
     columns, queries, _ = planted
     owner = {c: planted_dataset(c) for c in columns}
     tables = build_in_memory(columns, dataset_ids=owner, n_shards=4, n_pivots=4, levels=4, n_partitions=2)
-    assert {name: tables[name].schema.names[0] == "shard" for name in tables} == {"params": False, "pivots": False, "mapped": True, "cells": True}
-    assert all(shard_of(d, 4) == s for d, s in zip(tables["mapped"]["dataset_id"].to_pylist(), tables["mapped"]["shard"].to_pylist()))
+    assert {name: tables[name].schema.names[0] == "shard" for name in tables} == {
+        "params": False,
+        "pivots": False,
+        "mapped": True,
+        "cells": True,
+    }
+    assert all(
+        shard_of(d, 4) == s
+        for d, s in zip(tables["mapped"]["dataset_id"].to_pylist(), tables["mapped"]["shard"].to_pylist())
+    )
     subset = {c: v for c, v in columns.items() if shard_of(owner[c], 4) in loaded}
     manifest = pa.table({"shard": pa.array(loaded, pa.int32())})  # the pipeline's manifest is ignored
     searcher = load({**in_shards(tables, loaded, GLOBAL_TABLES), "shards": manifest})

@@ -23,7 +23,11 @@ def dataset_of(column_id: int) -> str:
 
 
 def vector_rows(columns: dict[int, np.ndarray], datasets=dataset_of, tag: dict[int, int] | None = None) -> list[tuple]:
-    return [(datasets(c), c, i, value(c, i, tag), v.tolist()) for c, vectors in columns.items() for i, v in enumerate(vectors)]
+    return [
+        (datasets(c), c, i, value(c, i, tag), v.tolist())
+        for c, vectors in columns.items()
+        for i, v in enumerate(vectors)
+    ]
 
 
 def vectors_frame(spark, columns: dict[int, np.ndarray], datasets=dataset_of, tag: dict[int, int] | None = None):
@@ -34,7 +38,9 @@ def vectors_table(columns: dict[int, np.ndarray], datasets=dataset_of, tag: dict
     """``vectors_frame``'s rows as Arrow: what the in-process incremental build takes."""
     names = ["dataset_id", "column_id", "vector_id", "value", "vector"]
     types = [pa.string(), pa.int64(), pa.int64(), pa.string(), pa.list_(pa.float32())]
-    return pa.table({n: pa.array(list(v), t) for n, t, v in zip(names, types, zip(*vector_rows(columns, datasets, tag)))})
+    return pa.table(
+        {n: pa.array(list(v), t) for n, t, v in zip(names, types, zip(*vector_rows(columns, datasets, tag)))}
+    )
 
 
 def value(column: int, i: int, tag: dict[int, int] | None = None) -> str:
@@ -42,7 +48,9 @@ def value(column: int, i: int, tag: dict[int, int] | None = None) -> str:
     return f"v{column}-{i}" + (f"@{tag[column]}" if tag else "")
 
 
-def in_memory(columns: dict[int, np.ndarray], datasets=dataset_of, tag: dict[int, int] | None = None, **options) -> dict[str, pa.Table]:
+def in_memory(
+    columns: dict[int, np.ndarray], datasets=dataset_of, tag: dict[int, int] | None = None, **options
+) -> dict[str, pa.Table]:
     values = {c: [value(c, i, tag) for i in range(len(v))] for c, v in columns.items()}
     return build_in_memory(columns, values=values, dataset_ids={c: datasets(c) for c in columns}, **options)
 
@@ -111,7 +119,9 @@ def test_spark_incremental_update_equals_oracle(spark, lake):
     previous = frames(spark, in_shards(current, rewritten, GLOBAL_TABLES))
     update = build_tables(spark, vectors_frame(spark, changed), n_shards=n, previous=previous, changed=["d3", "d5"])
     tables = apply_update(current, arrow(update), rewritten, GLOBAL_TABLES, APPEND_TABLES)
-    assert rows(tables["pivots"], KEYS["pivots"]) == rows(current["pivots"], KEYS["pivots"])  # pivots are kept on update
+    assert rows(tables["pivots"], KEYS["pivots"]) == rows(
+        current["pivots"], KEYS["pivots"]
+    )  # pivots are kept on update
     current_columns = {c: v for c, v in columns.items() if c != dropped}
     assert tables["mapped"].num_rows == sum(len(v) for v in current_columns.values())
     params = tables["params"].to_pylist()
@@ -131,7 +141,9 @@ def random_batch(rng, data: dict[str, dict[int, np.ndarray]], pool: np.ndarray, 
     def new_column() -> tuple[int, np.ndarray]:
         next_id[0] += 1
         size = int(rng.integers(8, 40))
-        return next_id[0], unit(pool[rng.choice(len(pool), size, replace=False)] + rng.normal(scale=0.01, size=(size, pool.shape[1])))
+        return next_id[0], unit(
+            pool[rng.choice(len(pool), size, replace=False)] + rng.normal(scale=0.01, size=(size, pool.shape[1]))
+        )
 
     names = sorted(data)
     changed = set(rng.choice(names, 2, replace=False).tolist())
@@ -161,11 +173,15 @@ def test_spark_random_change_batches_equal_fresh_builds(spark):
         for _ in range(3):
             next_id[0] += 1
             size = int(rng.integers(8, 40))
-            data[f"d{d}"][next_id[0]] = unit(pool[rng.choice(len(pool), size, replace=False)] + rng.normal(scale=0.01, size=(size, dim)))
+            data[f"d{d}"][next_id[0]] = unit(
+                pool[rng.choice(len(pool), size, replace=False)] + rng.normal(scale=0.01, size=(size, dim))
+            )
     version = {c: 0 for columns in data.values() for c in columns}
 
     def flat() -> tuple[dict[int, np.ndarray], dict[int, str]]:
-        return {c: v for columns in data.values() for c, v in columns.items()}, {c: d for d, columns in data.items() for c in columns}
+        return {c: v for columns in data.values() for c, v in columns.items()}, {
+            c: d for d, columns in data.items() for c in columns
+        }
 
     columns, owner = flat()
     options = {"n_pivots": 3, "levels": 3, "n_partitions": 2}
@@ -180,28 +196,46 @@ def test_spark_random_change_batches_equal_fresh_builds(spark):
         new = {c: columns[c] for d in changed for c in data.get(d, {})}
         rewritten = shards_of(changed, n)
         previous = frames(spark, in_shards(current, rewritten, GLOBAL_TABLES))
-        update = arrow(build_tables(spark, vectors_frame(spark, new, owner.get, version), n_shards=n, previous=previous, changed=changed))
+        update = arrow(
+            build_tables(
+                spark, vectors_frame(spark, new, owner.get, version), n_shards=n, previous=previous, changed=changed
+            )
+        )
         assert set(update["mapped"]["shard"].to_pylist()) <= set(rewritten)
         # the same update built in this process (a small pipeline update) writes the same tables
-        local = update_tables(vectors_table(new, owner.get, version), n_shards=n, previous=in_shards(current, rewritten, GLOBAL_TABLES), changed=changed)
-        assert {name: rows(t, KEYS[name]) for name, t in local.items()} == {name: rows(t, KEYS[name]) for name, t in update.items()}
+        local = update_tables(
+            vectors_table(new, owner.get, version),
+            n_shards=n,
+            previous=in_shards(current, rewritten, GLOBAL_TABLES),
+            changed=changed,
+        )
+        assert {name: rows(t, KEYS[name]) for name, t in local.items()} == {
+            name: rows(t, KEYS[name]) for name, t in update.items()
+        }
         current = apply_update(current, update, rewritten, GLOBAL_TABLES, APPEND_TABLES)
         # exactly the current rows: no old version of a changed column survives anywhere
         expected = sorted((owner[c], c, i, value(c, i, version)) for c, v in columns.items() for i in range(len(v)))
         mapped = current["mapped"]
-        assert sorted(zip(*(mapped[k].to_pylist() for k in ("dataset_id", "column_id", "vector_id", "value")))) == expected
+        assert (
+            sorted(zip(*(mapped[k].to_pylist() for k in ("dataset_id", "column_id", "vector_id", "value")))) == expected
+        )
         assert any(version[c] != before.get(c) for c in columns)
         # staleness counts the current vectors mapped since the full build, not every insertion ever
         inserted_now = sum(len(v) for c, v in columns.items() if version[c] > 0)
         assert sum(current["params"]["inserted"].to_pylist()) == inserted_now == sum(mapped["inserted"].to_pylist())
         assert sum(current["params"]["n_vectors"].to_pylist()) == mapped.num_rows
         posted = pc.list_flatten(current["cells"]["vector_ids"])
-        assert len(posted) == mapped.num_rows and sorted(current["cells"]["column_id"].unique().to_pylist()) == sorted(columns)
+        assert len(posted) == mapped.num_rows and sorted(current["cells"]["column_id"].unique().to_pylist()) == sorted(
+            columns
+        )
         fresh = load(in_memory(columns, owner.get, version, n_shards=n, **options))
         searcher = load(current)
         for _q in range(4):
             source = columns[int(rng.choice(sorted(columns)))]
-            query = unit(np.concatenate([source[: int(rng.integers(3, len(source) + 1))], pool[rng.choice(len(pool), 5)]]) + rng.normal(scale=0.005, size=(1, dim)))
+            query = unit(
+                np.concatenate([source[: int(rng.integers(3, len(source) + 1))], pool[rng.choice(len(pool), 5)]])
+                + rng.normal(scale=0.005, size=(1, dim))
+            )
             same_answers(searcher, fresh, query)
 
 

@@ -24,7 +24,15 @@ pytestmark = [pytest.mark.pip_install, pytest.mark.spark, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[1]
 TABLES = 20
 # Variables a test session may have set that would make the new venv borrow this one's files.
-INHERITED = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_HOME", "LAKEJOIN_HOME")
+INHERITED = (
+    "VIRTUAL_ENV",
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYSPARK_PYTHON",
+    "PYSPARK_DRIVER_PYTHON",
+    "SPARK_HOME",
+    "LAKEJOIN_HOME",
+)
 
 
 def _project_copy(dest: Path) -> Path:
@@ -74,5 +82,11 @@ def test_pip_install_into_a_fresh_venv_runs_the_main_job_with_every_family(tmp_p
     for family, build in summary["index_builds"].items():
         assert build["build"] == "full" and build["shards_rewritten"], (family, build)
     # The run used the installed copy, not the checkout.
-    where = subprocess.run([str(venv_python), "-c", "import lakejoin; print(lakejoin.__file__)"], env=env, capture_output=True, text=True, check=True)
+    where = subprocess.run(
+        [str(venv_python), "-c", "import lakejoin; print(lakejoin.__file__)"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert str(venv) in where.stdout

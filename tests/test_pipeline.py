@@ -74,7 +74,11 @@ def test_edge_case_files_land_as_the_right_cells(lake):
 
     def values(title, column):
         dataset = datasets[title]["dataset_id"]
-        return sorted(c["raw"] or c["value"] for c in cells if c["dataset_id"] == dataset and columns[c["column_id"]]["name"] == column)
+        return sorted(
+            c["raw"] or c["value"]
+            for c in cells
+            if c["dataset_id"] == dataset and columns[c["column_id"]]["name"] == column
+        )
 
     assert values("latin1.csv", "town") == ["Málaga", "Zürich"]
     assert values("bom.csv", "code") == ["AT", "DE"]
@@ -100,11 +104,17 @@ def test_unchanged_rerun_changes_nothing_then_removal_and_change_are_exact(lake)
     assert before["planes.csv"]["status"] == "active" and after["planes.csv"]["status"] == "removed"
     assert after["bom.csv"]["version"] == 2 and before["bom.csv"]["version"] == 1
     unchanged = {t for t in before if t not in ("planes.csv", "bom.csv")}
-    assert all(before[t]["version"] == after[t]["version"] and before[t]["status"] == after[t]["status"] for t in unchanged)
+    assert all(
+        before[t]["version"] == after[t]["version"] and before[t]["status"] == after[t]["status"] for t in unchanged
+    )
     removed_id = after["planes.csv"]["dataset_id"]
     snapshot = snapshots.resolve(config, third["snapshot_id"])
     live = delta.read_arrow(config.table_path(CELLS), snapshot.version_of(CELLS)).column("dataset_id").to_pylist()
-    old = delta.read_arrow(config.table_path(CELLS), snapshots.resolve(config, second["snapshot_id"]).version_of(CELLS)).column("dataset_id").to_pylist()
+    old = (
+        delta.read_arrow(config.table_path(CELLS), snapshots.resolve(config, second["snapshot_id"]).version_of(CELLS))
+        .column("dataset_id")
+        .to_pylist()
+    )
     assert removed_id not in live and removed_id in old
 
 
@@ -127,7 +137,11 @@ def test_every_table_opens_with_deltalake_and_reads_with_duckdb(lake):
     snapshot = snapshots.resolve(config)
     for table, version in snapshot.table_versions.items():
         files = delta.open_table(config.table_path(table), version).file_uris()
-        rows = duckdb.sql(f"select count(*) from read_parquet({files}, union_by_name=true)").fetchall()[0][0] if files else 0
+        rows = (
+            duckdb.sql(f"select count(*) from read_parquet({files}, union_by_name=true)").fetchall()[0][0]
+            if files
+            else 0
+        )
         assert rows == delta.open_table(config.table_path(table), version).count()
         assert delta.history(config.table_path(table))
 
@@ -135,14 +149,34 @@ def test_every_table_opens_with_deltalake_and_reads_with_duckdb(lake):
 def test_cli_reads_snapshots_with_options_in_any_order(lake):
     config, *_ = lake
     cli = [sys.executable, "-m", "lakejoin.cli"]
-    a = subprocess.run([*cli, "datasets", "--home", str(config.home), "--json"], capture_output=True, text=True, check=True)
-    b = subprocess.run([*cli, "datasets", "--json", "--home", str(config.home), "--snapshot", "1"], capture_output=True, text=True, check=True)
+    a = subprocess.run(
+        [*cli, "datasets", "--home", str(config.home), "--json"], capture_output=True, text=True, check=True
+    )
+    b = subprocess.run(
+        [*cli, "datasets", "--json", "--home", str(config.home), "--snapshot", "1"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     latest, first = json.loads(a.stdout), json.loads(b.stdout)
     assert {"dataset_id", "status", "reason", "url", "title", "version", "content_sha256"} <= set(latest[0])
     assert len(first) < len(latest)  # snapshot 1 predates airlines_copy.csv
-    snaps = json.loads(subprocess.run([*cli, "snapshots", "--json", "--home", str(config.home)], capture_output=True, text=True, check=True).stdout)
+    snaps = json.loads(
+        subprocess.run(
+            [*cli, "snapshots", "--json", "--home", str(config.home)], capture_output=True, text=True, check=True
+        ).stdout
+    )
     assert [s["status"] for s in snaps] == ["published"] * len(snaps)
-    columns = json.loads(subprocess.run([*cli, "columns", "--home", str(config.home), "--json"], capture_output=True, text=True, check=True).stdout)
+    columns = json.loads(
+        subprocess.run(
+            [*cli, "columns", "--home", str(config.home), "--json"], capture_output=True, text=True, check=True
+        ).stdout
+    )
     assert {"dataset_id", "column", "column_id", "type", "indexed_by"} <= set(columns[0])
-    missing = subprocess.run([*cli, "datasets", "--home", str(config.home), "--snapshot", "999", "--json"], check=False, capture_output=True, text=True)
+    missing = subprocess.run(
+        [*cli, "datasets", "--home", str(config.home), "--snapshot", "999", "--json"],
+        check=False,
+        capture_output=True,
+        text=True,
+    )
     assert missing.returncode == 2 and "not published" in json.loads(missing.stdout)["error"]

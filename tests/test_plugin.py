@@ -146,7 +146,9 @@ def cli_flags(params: dict) -> list[str]:
 
 
 @pytest.mark.parametrize(("method", "title", "columns", "params"), CASES, ids=[c[0] for c in CASES])
-def test_rest_search_equals_the_cli(api_server: ApiServer, engine: QueryEngine, ids: dict, method: str, title: str, columns: list[str], params: dict) -> None:
+def test_rest_search_equals_the_cli(
+    api_server: ApiServer, engine: QueryEngine, ids: dict, method: str, title: str, columns: list[str], params: dict
+) -> None:
     if method in ("josie", "lshensemble", "mate", "pexeso") and method not in engine.snapshot().families():
         pytest.skip(f"{method} is not built in this lake")
     body = {"method": method, "dataset_id": ids[title], "columns": columns, "k": 5, "params": params}
@@ -154,7 +156,19 @@ def test_rest_search_equals_the_cli(api_server: ApiServer, engine: QueryEngine, 
     assert response.status_code == 200, response.text
     rest = response.json()
     column_flag = ["--column", columns[0]] if len(columns) == 1 else ["--columns", ",".join(columns)]
-    cli = run_cli("search", method, "--home", str(engine.config.home), "--dataset", ids[title], *column_flag, "-k", "5", *cli_flags(params), "--json")
+    cli = run_cli(
+        "search",
+        method,
+        "--home",
+        str(engine.config.home),
+        "--dataset",
+        ids[title],
+        *column_flag,
+        "-k",
+        "5",
+        *cli_flags(params),
+        "--json",
+    )
     assert without_timing(rest) == without_timing(cli)
     assert rest["results"], f"{method} found nothing for {title}.{columns}"
 
@@ -169,7 +183,10 @@ def test_multipart_upload_equals_the_dataset_search(api_server: ApiServer, engin
     )
     assert response.status_code == 200, response.text
     uploaded = response.json()
-    by_dataset = api_server.post("/lakejoin/api/search", json={"method": "mate", "dataset_id": ids["bakeoff_challenges.csv"], "columns": ["series", "episode"], "k": 5}).json()
+    by_dataset = api_server.post(
+        "/lakejoin/api/search",
+        json={"method": "mate", "dataset_id": ids["bakeoff_challenges.csv"], "columns": ["series", "episode"], "k": 5},
+    ).json()
     own = ids["bakeoff_challenges.csv"]
     assert uploaded["query"]["file"] == "my_challenges.csv"
     strip = lambda rs: [{k: v for k, v in r.items() if k != "rank"} for r in rs if r["dataset_id"] != own]  # noqa: E731
@@ -177,7 +194,12 @@ def test_multipart_upload_equals_the_dataset_search(api_server: ApiServer, engin
 
 
 def test_join_downloads_and_previews(api_server: ApiServer, ids: dict) -> None:
-    body = {"method": "mate", "dataset_id": ids["bakeoff_challenges.csv"], "columns": ["series", "episode"], "policy": "first"}
+    body = {
+        "method": "mate",
+        "dataset_id": ids["bakeoff_challenges.csv"],
+        "columns": ["series", "episode"],
+        "policy": "first",
+    }
     preview = api_server.post("/lakejoin/api/join", json={**body, "format": "json", "preview_rows": 3})
     assert preview.status_code == 200, preview.text
     assert len(preview.json()["preview"]) == 3 and preview.json()["rows"] == 1136
@@ -199,24 +221,34 @@ def test_catalog_routes(api_server: ApiServer, engine: QueryEngine) -> None:
     assert snapshots[-1]["snapshot_id"] == datasets["snapshot_id"] and snapshots[-1]["status"] == "published"
 
 
-@pytest.mark.parametrize("path", ["/lakejoin/api/datasets", "/lakejoin/api/snapshots", "/lakejoin/search", "/lakejoin/static/search.js"])
+@pytest.mark.parametrize(
+    "path", ["/lakejoin/api/datasets", "/lakejoin/api/snapshots", "/lakejoin/search", "/lakejoin/static/search.js"]
+)
 def test_requests_without_a_valid_token_get_401(api_server: ApiServer, path: str) -> None:
     assert requests.get(f"{api_server.url}{path}", timeout=30).status_code == 401
     forged = {"Authorization": "Bearer " + api_server.token[:-4] + "AAAA"}
     assert requests.get(f"{api_server.url}{path}", headers=forged, timeout=30).status_code == 401
     assert requests.get(f"{api_server.url}{path}", headers=api_server.headers(), timeout=30).status_code == 200
-    search = requests.post(f"{api_server.url}/lakejoin/api/search", json={"method": "josie", "columns": ["x"]}, timeout=30)
+    search = requests.post(
+        f"{api_server.url}/lakejoin/api/search", json={"method": "josie", "columns": ["x"]}, timeout=30
+    )
     assert search.status_code == 401
 
 
 def test_the_ui_cookie_authenticates_too(api_server: ApiServer) -> None:
-    response = requests.get(f"{api_server.url}/lakejoin/api/snapshots", cookies={"_token": api_server.token}, timeout=30)
+    response = requests.get(
+        f"{api_server.url}/lakejoin/api/snapshots", cookies={"_token": api_server.token}, timeout=30
+    )
     assert response.status_code == 200
 
 
 def test_bounds_answer_4xx(api_server: ApiServer, ids: dict) -> None:
     oversized = b"name\n" + b"x" * (MAX_UPLOAD_BYTES + 1)
-    too_big = api_server.post("/lakejoin/api/search", files={"file": ("big.csv", oversized, "text/csv")}, data={"method": "josie", "columns": "name"})
+    too_big = api_server.post(
+        "/lakejoin/api/search",
+        files={"file": ("big.csv", oversized, "text/csv")},
+        data={"method": "josie", "columns": "name"},
+    )
     assert too_big.status_code == 413 and "limit" in too_big.json()["detail"]
     base = {"method": "josie", "dataset_id": ids["bakeoff_challenges.csv"], "columns": ["baker"]}
     assert api_server.post("/lakejoin/api/search", json={**base, "k": 1000}).status_code == 422
@@ -227,7 +259,9 @@ def test_bounds_answer_4xx(api_server: ApiServer, ids: dict) -> None:
     assert unknown_column.status_code == 400 and "nope" in unknown_column.json()["detail"]
     missing = api_server.post("/lakejoin/api/search", json={**base, "dataset_id": "no-such"})
     assert missing.status_code == 404
-    not_json = api_server.post("/lakejoin/api/search", data="method=josie", headers={**api_server.headers(), "Content-Type": "text/plain"})
+    not_json = api_server.post(
+        "/lakejoin/api/search", data="method=josie", headers={**api_server.headers(), "Content-Type": "text/plain"}
+    )
     assert not_json.status_code == 415
 
 

@@ -27,7 +27,14 @@ def test_the_search_dag_searches_and_joins(env: dict, query_lake: LakeConfig, tm
     engine = QueryEngine(query_lake)
     challenges = next(d for d, row in engine.snapshot().datasets.items() if row["title"] == "bakeoff_challenges.csv")
     out = tmp_path / "joined.csv"
-    conf = {"method": "auto", "dataset_id": challenges, "columns": ["series", "episode"], "k": 3, "policy": "aggregate", "output_path": str(out)}
+    conf = {
+        "method": "auto",
+        "dataset_id": challenges,
+        "columns": ["series", "episode"],
+        "k": 3,
+        "policy": "aggregate",
+        "output_path": str(out),
+    }
     run = run_dag_test(env, "lakejoin_search.py", "lakejoin_search", conf)
     assert run["state"] == "success", run
     assert set(run["tasks"].values()) == {"success"}
@@ -42,6 +49,11 @@ def test_the_search_dag_can_stop_after_the_search(env: dict, query_lake: LakeCon
     engine = QueryEngine(query_lake)
     weather = next(d for d, row in engine.snapshot().datasets.items() if row["title"] == "weather.csv")
     pq.write_table(engine.snapshot().staged_table(weather).select(["origin"]), source)
-    run = run_dag_test(env, "lakejoin_search.py", "lakejoin_search", {"method": "josie", "table_path": str(source), "columns": ["origin"], "join": False})
+    run = run_dag_test(
+        env,
+        "lakejoin_search.py",
+        "lakejoin_search",
+        {"method": "josie", "table_path": str(source), "columns": ["origin"], "join": False},
+    )
     assert run["state"] == "success", run
     assert run["tasks"]["search"] == "success" and run["tasks"]["join"] == "skipped"

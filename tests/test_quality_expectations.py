@@ -33,9 +33,17 @@ def _ge_pandas(suite, table: pa.Table) -> dict:
     """GE's own validation of ``table`` with its pandas engine (the reference)."""
     context = drift._ge_context()
     name = f"reference_{id(suite)}"
-    batch = context.data_sources.add_or_update_pandas(name).add_dataframe_asset(name).add_batch_definition_whole_dataframe("whole")
+    batch = (
+        context.data_sources.add_or_update_pandas(name)
+        .add_dataframe_asset(name)
+        .add_batch_definition_whole_dataframe("whole")
+    )
     frame = table.to_pandas().astype(object).where(lambda f: f.notna(), None)
-    return batch.get_batch(batch_parameters={"dataframe": frame}).validate(suite, result_format=expectations.RESULT_FORMAT).to_json_dict()
+    return (
+        batch.get_batch(batch_parameters={"dataframe": frame})
+        .validate(suite, result_format=expectations.RESULT_FORMAT)
+        .to_json_dict()
+    )
 
 
 def _by_expectation(validation: dict) -> dict[str, dict]:
@@ -43,7 +51,10 @@ def _by_expectation(validation: dict) -> dict[str, dict]:
     adds the batch id to the kwargs)."""
 
     def key(config: dict) -> str:
-        return json.dumps([config["type"], {k: v for k, v in config["kwargs"].items() if k != "batch_id"}, config["meta"]], sort_keys=True)
+        return json.dumps(
+            [config["type"], {k: v for k, v in config["kwargs"].items() if k != "batch_id"}, config["meta"]],
+            sort_keys=True,
+        )
 
     return {key(r["expectation_config"]): r for r in validation["results"]}
 
@@ -80,7 +91,9 @@ def _changed_version(table: pa.Table, rng: random.Random) -> pa.Table:
         frame = frame.drop(columns=[rng.choice(list(frame.columns))])
     if rng.random() < 0.3:
         frame["added_later"] = "x"
-    return pa.Table.from_pandas(frame.astype(object), preserve_index=False).cast(pa.schema([(n, pa.string()) for n in frame.columns]))
+    return pa.Table.from_pandas(frame.astype(object), preserve_index=False).cast(
+        pa.schema([(n, pa.string()) for n in frame.columns])
+    )
 
 
 def test_drift_suites_validate_as_ge_pandas_engine_does(real_tables):
@@ -107,7 +120,9 @@ def test_gate_suites_validate_as_ge_pandas_engine_does(real_tables):
 
     for table in [*real_tables[:15], *odd]:
         for malformed in (0, max(1, table.num_rows // 10)):
-            for name, suite_expectations in gate._suites.__wrapped__(limits).items():  # fresh objects: a suite takes ownership
+            for name, suite_expectations in gate._suites.__wrapped__(
+                limits
+            ).items():  # fresh objects: a suite takes ownership
                 checked = table if name == "table" else gate.structure_table(table, malformed)
                 suite = gx.ExpectationSuite(name=f"gate_{name}", expectations=suite_expectations)
                 ours = expectations.validate(suite.expectations, checked, suite.name).to_json_dict()
@@ -135,14 +150,18 @@ def test_an_unsupported_metric_is_refused_loudly():
     import great_expectations as gx
 
     with pytest.raises(NotImplementedError, match=r"column_values\.json_parseable"):
-        expectations.validate([gx.expectations.ExpectColumnValuesToBeJsonParseable(column="a")], pa.table({"a": ["{}"]}), "s")
+        expectations.validate(
+            [gx.expectations.ExpectColumnValuesToBeJsonParseable(column="a")], pa.table({"a": ["{}"]}), "s"
+        )
 
 
 def test_results_load_back_as_ge_objects(real_tables):
     from great_expectations.core.expectation_validation_result import expectationSuiteValidationResultSchema
 
     suite = drift.build_suite("t", drift.profile_table(real_tables[1]))
-    stored = expectations.validate(suite.expectations, drift.normalized_table(real_tables[1]), suite.name).to_json_dict()
+    stored = expectations.validate(
+        suite.expectations, drift.normalized_table(real_tables[1]), suite.name
+    ).to_json_dict()
     loaded = expectationSuiteValidationResultSchema.load(stored)
     assert loaded.success and len(loaded.results) == len(suite.expectations)
 
@@ -156,8 +175,12 @@ def test_a_check_that_cannot_run_rejects_the_file_not_the_run(tmp_path):
 
     source = tmp_path / "t.csv"
     source.write_text("a,b\n1,x\n2,y\n")
-    suite = gx.ExpectationSuite(name="old", expectations=[gx.expectations.ExpectColumnValuesToBeJsonParseable(column="a")])
-    task = ParseTask("d", str(source), "csv", "sha", str(tmp_path / "staged.parquet"), 1 << 20, 2, drift.suite_json(suite))
+    suite = gx.ExpectationSuite(
+        name="old", expectations=[gx.expectations.ExpectColumnValuesToBeJsonParseable(column="a")]
+    )
+    task = ParseTask(
+        "d", str(source), "csv", "sha", str(tmp_path / "staged.parquet"), 1 << 20, 2, drift.suite_json(suite)
+    )
     outcome = stage_file(task)
     assert not outcome.ok and "NotImplementedError" in outcome.reason and "json_parseable" in outcome.reason
     assert stage_file(ParseTask("d", str(source), "csv", "sha", str(tmp_path / "staged.parquet"), 1 << 20, 1, None)).ok

@@ -26,7 +26,13 @@ from lakejoin.normalize import normalize_set, normalize_value
 from lakejoin.query import QueryEngine, read_table_file
 from lakejoin.query import engine as engine_module
 from lakejoin.query.join import KeyPair, join, provenance_of, write_table
-from lakejoin.query.memory import LOAD_BYTES_PER_ROW, MEMORY_LIMIT_VARIABLE, IndexTooLarge, estimated_load_bytes, parse_size
+from lakejoin.query.memory import (
+    LOAD_BYTES_PER_ROW,
+    MEMORY_LIMIT_VARIABLE,
+    IndexTooLarge,
+    estimated_load_bytes,
+    parse_size,
+)
 from lakejoin.query.sharded import ShardedFamily
 from lakejoin.testing.oracles import containment_search, overlap_topk
 
@@ -56,10 +62,19 @@ def lake(engine: QueryEngine) -> dict:
 
 
 def family_sets(lake: dict, family: str, exclude_dataset: str) -> dict[int, set[str]]:
-    return {cid: lake["values"][cid] for cid, c in lake["columns"].items() if family in (c["indexed_by"] or []) and c["dataset_id"] != exclude_dataset and lake["values"][cid]}
+    return {
+        cid: lake["values"][cid]
+        for cid, c in lake["columns"].items()
+        if family in (c["indexed_by"] or []) and c["dataset_id"] != exclude_dataset and lake["values"][cid]
+    }
 
 
-QUERIES = [("weather.csv", "origin"), ("bakeoff_challenges.csv", "baker"), ("planes.csv", "manufacturer"), ("airports.csv", "tzone")]
+QUERIES = [
+    ("weather.csv", "origin"),
+    ("bakeoff_challenges.csv", "baker"),
+    ("planes.csv", "manufacturer"),
+    ("airports.csv", "tzone"),
+]
 
 
 @pytest.mark.parametrize(("title", "column"), QUERIES)
@@ -82,7 +97,9 @@ def test_josie_equals_the_overlap_oracle(engine: QueryEngine, lake: dict, title:
 @pytest.mark.parametrize(("title", "column"), QUERIES[1:])
 def test_verified_lshensemble_results_are_exact(engine: QueryEngine, lake: dict, title: str, column: str) -> None:
     dataset_id = lake["ids"][title]
-    response = engine.search("lshensemble", [column], dataset_id=dataset_id, k=10, params={"threshold": 0.3, "verify": True})
+    response = engine.search(
+        "lshensemble", [column], dataset_id=dataset_id, k=10, params={"threshold": 0.3, "verify": True}
+    )
     query = normalize_set(engine.snapshot().staged_table(dataset_id).column(column).to_pylist())
     truth = containment_search(query, family_sets(lake, "lshensemble", dataset_id), 0.3)
     for result in response["results"]:  # precision 1.0 once verified, exact containment reported
@@ -94,13 +111,18 @@ def test_mate_joinability_equals_the_brute_force_join(engine: QueryEngine, lake:
     dataset_id = lake["ids"]["bakeoff_challenges.csv"]
     response = engine.search("mate", ["series", "episode"], dataset_id=dataset_id, k=3)
     query = engine.snapshot().staged_table(dataset_id).to_pandas()
-    key = lambda frame, a, b: {(normalize_value(x), normalize_value(y)) for x, y in zip(frame[a], frame[b])} - {(None, None)}  # noqa: E731
+
+    def key(frame, a, b):
+        return {(normalize_value(x), normalize_value(y)) for x, y in zip(frame[a], frame[b])} - {(None, None)}
+
     tuples = key(query, "series", "episode")
     assert response["results"], "the bakeoff tables share (series, episode)"
     for result in response["results"]:
         found = engine.snapshot().staged_table(result["dataset_id"]).to_pandas()
         mapped = result["mapping"]
-        assert result["joinability"] == len(tuples & key(found, mapped["series"]["column"], mapped["episode"]["column"]))
+        assert result["joinability"] == len(
+            tuples & key(found, mapped["series"]["column"], mapped["episode"]["column"])
+        )
     titles = {r["table"] for r in response["results"] if r["joinability"] == len(tuples)}
     assert {"bakeoff_ratings.csv", "bakeoff_episodes.csv"} & titles
 
@@ -111,7 +133,9 @@ def test_pexeso_threshold_mode_ranks_by_exact_joinability(engine: QueryEngine, l
     assert results and all(r["joinability"] >= 0.6 and r["joinability_exact"] for r in results)
     assert [r["joinability"] for r in results] == sorted((r["joinability"] for r in results), reverse=True)
     assert ("bakeoff_bakers.csv", "baker") in {(r["table"], r["column"]) for r in results}
-    bounds = engine.search("pexeso", ["baker"], dataset_id=dataset_id, k=3, params={"T": 0.6, "lower_bound": True})["results"]
+    bounds = engine.search("pexeso", ["baker"], dataset_id=dataset_id, k=3, params={"T": 0.6, "lower_bound": True})[
+        "results"
+    ]
     assert {r["column_id"] for r in bounds} == {r["column_id"] for r in results}
     exact = {r["column_id"]: r["joinability"] for r in results}
     assert all(0.6 <= r["joinability"] <= exact[r["column_id"]] for r in bounds)
@@ -146,7 +170,10 @@ def test_a_file_query_equals_the_dataset_query(engine: QueryEngine, lake: dict, 
     pq.write_table(engine.snapshot().staged_table(dataset_id), path)
     from_file = engine.search("josie", ["baker"], table=read_table_file(path), k=6)
     from_lake = engine.search("josie", ["baker"], dataset_id=dataset_id, k=5)
-    strip = lambda results: [{k: v for k, v in r.items() if k != "rank"} for r in results if r["dataset_id"] != dataset_id]  # noqa: E731
+
+    def strip(results):
+        return [{k: v for k, v in r.items() if k != "rank"} for r in results if r["dataset_id"] != dataset_id]
+
     assert strip(from_file["results"])[:5] == strip(from_lake["results"])
     assert from_file["query"]["file"] == "challenges.parquet"
 
@@ -216,19 +243,34 @@ def test_a_publish_swaps_the_snapshot_and_queries_stay_consistent(query_lake: La
     assert set(seen) <= {first.snapshot_id, republished.snapshot_id}
     after = engine.search("josie", ["baker"], dataset_id=dataset_id, k=3)
     assert after["snapshot_id"] == republished.snapshot_id and after["results"] == before["results"]
-    assert engine.search("josie", ["baker"], dataset_id=dataset_id, k=3, snapshot_id=first.snapshot_id)["snapshot_id"] == first.snapshot_id
+    assert (
+        engine.search("josie", ["baker"], dataset_id=dataset_id, k=3, snapshot_id=first.snapshot_id)["snapshot_id"]
+        == first.snapshot_id
+    )
 
 
 def merge_oracle(query: pd.DataFrame, found: pd.DataFrame, pairs: list[tuple[str, str]]) -> pd.DataFrame:
     """pandas inner merge on normalized keys: the rows ``explode`` must produce."""
-    left = query.assign(**{f"_k{i}": query[q].map(normalize_value) for i, (q, _) in enumerate(pairs)}).reset_index(names="_row")
-    right = found.assign(**{f"_k{i}": found[f].map(normalize_value) for i, (_, f) in enumerate(pairs)}).reset_index(names="_found")
+    left = query.assign(**{f"_k{i}": query[q].map(normalize_value) for i, (q, _) in enumerate(pairs)}).reset_index(
+        names="_row"
+    )
+    right = found.assign(**{f"_k{i}": found[f].map(normalize_value) for i, (_, f) in enumerate(pairs)}).reset_index(
+        names="_found"
+    )
     keys = [f"_k{i}" for i in range(len(pairs))]
     return left.dropna(subset=keys).merge(right.dropna(subset=keys), on=keys)
 
 
-@pytest.mark.parametrize(("title", "pairs"), [("bakeoff_bakers.csv", [("baker", "baker")]), ("bakeoff_ratings.csv", [("series", "series"), ("episode", "episode")])])
-def test_join_policies_against_a_pandas_merge(engine: QueryEngine, lake: dict, title: str, pairs: list[tuple[str, str]]) -> None:
+@pytest.mark.parametrize(
+    ("title", "pairs"),
+    [
+        ("bakeoff_bakers.csv", [("baker", "baker")]),
+        ("bakeoff_ratings.csv", [("series", "series"), ("episode", "episode")]),
+    ],
+)
+def test_join_policies_against_a_pandas_merge(
+    engine: QueryEngine, lake: dict, title: str, pairs: list[tuple[str, str]]
+) -> None:
     loaded = engine.snapshot()
     query = loaded.staged_table(lake["ids"]["bakeoff_challenges.csv"])
     found = loaded.staged_table(lake["ids"][title])
@@ -236,7 +278,9 @@ def test_join_policies_against_a_pandas_merge(engine: QueryEngine, lake: dict, t
     merged = merge_oracle(query.to_pandas(), found.to_pandas(), pairs)
     exploded = join(query, found, keys, policy="explode", how="inner", prefix="f")
     assert exploded.num_rows == len(merged)
-    assert sorted(zip(exploded["rownames"].to_pylist(), exploded["f__rownames"].to_pylist())) == sorted(zip(merged["rownames_x"], merged["rownames_y"]))
+    assert sorted(zip(exploded["rownames"].to_pylist(), exploded["f__rownames"].to_pylist())) == sorted(
+        zip(merged["rownames_x"], merged["rownames_y"])
+    )
     first = join(query, found, keys, policy="first", prefix="f")
     assert first.num_rows == query.num_rows
     firsts = merged.sort_values("_found").groupby("_row")["_found"].first()
@@ -253,7 +297,12 @@ def test_join_learns_a_transformation(engine: QueryEngine, lake: dict) -> None:
     """Planted: the query holds the bakers as "Last, First"; the lake has "First Last"."""
     bakers = engine.snapshot().staged_table(lake["ids"]["bakeoff_bakers.csv"])
     full = [f for f in dict.fromkeys(bakers["baker_full"].to_pylist()) if f and " " in f][:60]
-    query = pa.table({"name": [f.split(" ", 1)[1] + ", " + f.split(" ", 1)[0] for f in full], "n": [str(i) for i in range(len(full))]})
+    query = pa.table(
+        {
+            "name": [f.split(" ", 1)[1] + ", " + f.split(" ", 1)[0] for f in full],
+            "n": [str(i) for i in range(len(full))],
+        }
+    )
     joined = join(query, bakers, [KeyPair("name", "baker_full")], transform="learn", prefix="b")  # the default method
     assert joined["b__baker_full"].to_pylist() == full
     assert provenance_of(joined)["transform"]["method"] == "cst++"
@@ -261,7 +310,9 @@ def test_join_learns_a_transformation(engine: QueryEngine, lake: dict) -> None:
     assert programs
     by_program = join(query, bakers, [KeyPair("name", "baker_full")], transform=programs[0], prefix="b")
     assert by_program["b__baker_full"].to_pylist() == full
-    assert join(query, bakers, [KeyPair("name", "baker_full")], prefix="b")["b__match_count"].to_pylist() == [0] * len(full)
+    assert join(query, bakers, [KeyPair("name", "baker_full")], prefix="b")["b__match_count"].to_pylist() == [0] * len(
+        full
+    )
 
 
 def test_engine_join_writes_provenance(engine: QueryEngine, lake: dict, tmp_path: Path) -> None:
@@ -334,7 +385,12 @@ def test_the_cli_shows_a_column_searched_against_itself_at_1(engine: QueryEngine
 def test_the_cli_text_is_an_aligned_table_with_integer_counts(engine: QueryEngine, lake: dict) -> None:
     """Every method's rows line up under the header; counts print as integers, never 2e+04."""
     home, dataset_id = str(engine.config.home), lake["ids"]["bakeoff_challenges.csv"]
-    searches = [("josie", "--column", "baker"), ("lshensemble", "--column", "baker", "--threshold", "0.3"), ("mate", "--columns", "series,episode"), ("pexeso", "--column", "baker")]
+    searches = [
+        ("josie", "--column", "baker"),
+        ("lshensemble", "--column", "baker", "--threshold", "0.3"),
+        ("mate", "--columns", "series,episode"),
+        ("pexeso", "--column", "baker"),
+    ]
     for method, *flags in searches:
         argv = ("search", method, "--home", home, "--dataset", dataset_id, *flags, "-k", "4")
         text, results = cli_text(*argv), run_cli(*argv, "--json")["results"]
@@ -349,10 +405,41 @@ def test_the_cli_text_is_an_aligned_table_with_integer_counts(engine: QueryEngin
 def test_the_cli_goes_through_the_engine(engine: QueryEngine, lake: dict, tmp_path: Path) -> None:
     home = str(engine.config.home)
     dataset_id = lake["ids"]["bakeoff_challenges.csv"]
-    searched = run_cli("search", "lshensemble", "--home", home, "--dataset", dataset_id, "--column", "baker", "-k", "4", "--threshold", "0.4", "--verify", "--json")
-    assert without_timing(searched) == without_timing(engine.search("lshensemble", ["baker"], dataset_id=dataset_id, k=4, params={"threshold": 0.4, "verify": True}))
+    searched = run_cli(
+        "search",
+        "lshensemble",
+        "--home",
+        home,
+        "--dataset",
+        dataset_id,
+        "--column",
+        "baker",
+        "-k",
+        "4",
+        "--threshold",
+        "0.4",
+        "--verify",
+        "--json",
+    )
+    assert without_timing(searched) == without_timing(
+        engine.search("lshensemble", ["baker"], dataset_id=dataset_id, k=4, params={"threshold": 0.4, "verify": True})
+    )
     out = tmp_path / "joined.csv"
-    joined = run_cli("join", "auto", "--home", home, "--dataset", dataset_id, "--columns", "series,episode", "--policy", "aggregate", "--out", str(out), "--json")
+    joined = run_cli(
+        "join",
+        "auto",
+        "--home",
+        home,
+        "--dataset",
+        dataset_id,
+        "--columns",
+        "series,episode",
+        "--policy",
+        "aggregate",
+        "--out",
+        str(out),
+        "--json",
+    )
     assert joined["files"] == [str(out), str(out) + ".provenance.json"] and joined["method"] == "mate"
     bad = io.StringIO()
     with redirect_stdout(bad):
@@ -360,7 +447,11 @@ def test_the_cli_goes_through_the_engine(engine: QueryEngine, lake: dict, tmp_pa
     assert "unknown column" in json.loads(bad.getvalue())["error"]
 
 
-def test_an_index_too_large_for_memory_is_refused_and_nothing_else_breaks(query_lake: LakeConfig, lake: dict, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
+def test_an_index_too_large_for_memory_is_refused_and_nothing_else_breaks(
+    query_lake: LakeConfig,  # noqa: F811
+    lake: dict,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The load estimate comes from the Delta log's row counts; past the memory budget the index
     is served shard by shard (tests/test_discover.py), and when even one shard is over it the load
     is refused with a clear error (not an OOM kill), and the same engine serves once memory allows."""
@@ -371,18 +462,37 @@ def test_an_index_too_large_for_memory_is_refused_and_nothing_else_breaks(query_
     needed = estimated_load_bytes("josie", rows)
     assert rows["postings"] > 0 and needed >= rows["postings"] * LOAD_BYTES_PER_ROW["josie"]["postings"]
     monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(min(ShardedFamily(loaded, "josie").load_bytes.values()) - 1))
-    with pytest.raises(IndexTooLarge, match=r"josie index of snapshot \d+ needs about [\d.]+ MiB to load \([\d,]+ rows in index/josie/"):
+    with pytest.raises(
+        IndexTooLarge, match=r"josie index of snapshot \d+ needs about [\d.]+ MiB to load \([\d,]+ rows in index/josie/"
+    ):
         fresh.search("josie", ["origin"], dataset_id=dataset_id)
     monkeypatch.setattr(engine_module, "_engines", {})  # the CLI's in-process engine loads afresh too
     bad = io.StringIO()
     with redirect_stdout(bad):
-        assert cli.main(["search", "josie", "--home", str(query_lake.home), "--dataset", dataset_id, "--column", "origin", "--json"]) == 2
+        assert (
+            cli.main(
+                [
+                    "search",
+                    "josie",
+                    "--home",
+                    str(query_lake.home),
+                    "--dataset",
+                    dataset_id,
+                    "--column",
+                    "origin",
+                    "--json",
+                ]
+            )
+            == 2
+        )
     assert "needs about" in json.loads(bad.getvalue())["error"]
     monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(needed))
     assert fresh.search("josie", ["origin"], dataset_id=dataset_id)["results"]
 
 
-@pytest.mark.parametrize(("text", "size"), [("512", 512), ("2K", 2048), ("1.5G", 3 * 2**29), ("8GiB", 8 * 2**30), ("3 mb", 3 * 2**20)])
+@pytest.mark.parametrize(
+    ("text", "size"), [("512", 512), ("2K", 2048), ("1.5G", 3 * 2**29), ("8GiB", 8 * 2**30), ("3 mb", 3 * 2**20)]
+)
 def test_memory_sizes_parse(text: str, size: int) -> None:
     assert parse_size(text) == size
 

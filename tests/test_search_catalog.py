@@ -33,12 +33,34 @@ def loaded(tmp_path_factory: pytest.TempPathFactory) -> LoadedSnapshot:
     datasets, columns = {}, {}
     for dataset_id, (title, publisher, source, names) in TABLES.items():
         status = "removed" if dataset_id == "gone" else "active"
-        datasets[dataset_id] = {"dataset_id": dataset_id, "title": title, "publisher": publisher, "source": source, "url": None, "rows": 10, "columns": len(names), "status": status}
+        datasets[dataset_id] = {
+            "dataset_id": dataset_id,
+            "title": title,
+            "publisher": publisher,
+            "source": source,
+            "url": None,
+            "rows": 10,
+            "columns": len(names),
+            "status": status,
+        }
         for ordinal, name in enumerate(names):
             column_id = len(columns) + 1
-            columns[column_id] = ColumnInfo(column_id, dataset_id, ordinal, name, "string", 10, ["josie"], nulls=0, null_fraction=0.0, key_candidate=ordinal == 0)
+            columns[column_id] = ColumnInfo(
+                column_id,
+                dataset_id,
+                ordinal,
+                name,
+                "string",
+                10,
+                ["josie"],
+                nulls=0,
+                null_fraction=0.0,
+                key_candidate=ordinal == 0,
+            )
     snapshot = Snapshot(7, datetime.now(UTC), "published", {}, {})
-    return LoadedSnapshot(LakeConfig(home=tmp_path_factory.mktemp("catalog")), snapshot, datasets, ColumnCatalog.of(columns.values()))
+    return LoadedSnapshot(
+        LakeConfig(home=tmp_path_factory.mktemp("catalog")), snapshot, datasets, ColumnCatalog.of(columns.values())
+    )
 
 
 def titles(answer: dict) -> list[str]:
@@ -69,7 +91,10 @@ def test_publisher_source_and_paging(loaded: LoadedSnapshot) -> None:
 def test_a_tables_profile(loaded: LoadedSnapshot) -> None:
     profile = table_profile(loaded, "d2")
     assert profile["title"] == "airlines" and profile["snapshot_id"] == 7
-    assert [(c["name"], c["key_candidate"], c["nulls"]) for c in profile["columns"]] == [("carrier", True, 0), ("name", False, 0)]
+    assert [(c["name"], c["key_candidate"], c["nulls"]) for c in profile["columns"]] == [
+        ("carrier", True, 0),
+        ("name", False, 0),
+    ]
     with pytest.raises(LookupError, match="removed"):
         table_profile(loaded, "gone")
 
@@ -99,7 +124,10 @@ def test_forms_put_auto_first_and_carry_the_transform_default() -> None:
     pexeso = next(m for m in forms["methods"] if m["name"] == "pexeso")
     assert next(p for p in pexeso["params"] if p["name"] == "model")["default"] == "some-model"
     transform = next(p for p in forms["join"] if p["name"] == "transform")
-    assert method_params.transform_default() in transform["choices"] and method_params.transform_default() in transform["help"]
+    assert (
+        method_params.transform_default() in transform["choices"]
+        and method_params.transform_default() in transform["help"]
+    )
 
 
 def test_warmup_reports_a_lake_it_cannot_load(tmp_path: Path) -> None:

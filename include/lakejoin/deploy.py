@@ -17,7 +17,9 @@ import yaml
 
 def airflow_cli(*args: str, env: dict[str, str] | None = None) -> str:
     executable = Path(sys.executable).with_name("airflow")
-    completed = subprocess.run([str(executable), *args], env=env or os.environ.copy(), capture_output=True, text=True, check=False)
+    completed = subprocess.run(
+        [str(executable), *args], env=env or os.environ.copy(), capture_output=True, text=True, check=False
+    )
     if completed.returncode != 0:
         raise RuntimeError(f"airflow {' '.join(args)} failed: {completed.stderr[-2000:]}")
     return completed.stdout
@@ -27,7 +29,9 @@ def apply_settings(settings_file: Path, env: dict[str, str] | None = None) -> di
     """Create or update every connection, pool and variable the file lists."""
     settings = yaml.safe_load(settings_file.read_text())["airflow"]
     for pool in settings.get("pools", []):
-        airflow_cli("pools", "set", pool["pool_name"], str(pool["pool_slot"]), pool.get("pool_description", ""), env=env)
+        airflow_cli(
+            "pools", "set", pool["pool_name"], str(pool["pool_slot"]), pool.get("pool_description", ""), env=env
+        )
     for variable in settings.get("variables", []):
         airflow_cli("variables", "set", variable["variable_name"], str(variable["variable_value"]), env=env)
     for connection in settings.get("connections", []):

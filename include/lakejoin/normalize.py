@@ -86,7 +86,10 @@ def _as_text(column: pa.Array | pa.ChunkedArray) -> pa.Array:
 def already_normalized(texts: pa.Array) -> np.ndarray:
     """Which texts are sure to satisfy ``normalize_value(text) == text`` (a sufficient test,
     vectorized: the rest go through ``normalize_value``)."""
-    plain = pc.and_(pc.match_substring_regex(texts, _PLAIN), pc.less_equal(pc.count_substring_regex(texts, "[0-9]"), _MAX_EXACT_DIGITS))
+    plain = pc.and_(
+        pc.match_substring_regex(texts, _PLAIN),
+        pc.less_equal(pc.count_substring_regex(texts, "[0-9]"), _MAX_EXACT_DIGITS),
+    )
     null_like = pc.is_in(texts, pa.array(sorted(NULL_LIKE), pa.string()))
     return pc.fill_null(pc.and_not(plain, null_like), False).to_numpy(zero_copy_only=False)
 

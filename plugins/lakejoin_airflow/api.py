@@ -84,7 +84,9 @@ def max_upload_bytes() -> int:
 # --- authentication ------------------------------------------------------------------------
 
 
-async def authenticated_user(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme)) -> Any:
+async def authenticated_user(
+    request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(bearer_scheme)
+) -> Any:
     """The Airflow user of the request, or 401 (no/invalid/expired token) / 403 (not permitted)."""
     from airflow.api_fastapi.app import get_auth_manager
     from airflow.api_fastapi.core_api.security import get_user
@@ -130,11 +132,22 @@ def _request_body_doc(model: type[BaseModel]) -> dict[str, Any]:
     form["properties"] = {
         **{k: v for k, v in form["properties"].items() if k != "dataset_id"},
         "file": {"type": "string", "format": "binary", "description": "query table (CSV, TSV, JSON lines, Parquet)"},
-        "columns": {"type": "string", "description": 'JSON list or comma-separated, e.g. ["series","episode"] or series,episode'},
+        "columns": {
+            "type": "string",
+            "description": 'JSON list or comma-separated, e.g. ["series","episode"] or series,episode',
+        },
         "params": {"type": "string", "description": "JSON object of method parameters. " + method_params.params_doc()},
     }
     form.pop("additionalProperties", None)
-    return {"requestBody": {"required": True, "content": {"application/json": {"schema": model.model_json_schema()}, "multipart/form-data": {"schema": form}}}}
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {
+                "application/json": {"schema": model.model_json_schema()},
+                "multipart/form-data": {"schema": form},
+            },
+        }
+    }
 
 
 # --- app -----------------------------------------------------------------------------------
@@ -166,7 +179,9 @@ def engine() -> QueryEngine:
 
         from lakejoin_airflow.hooks import HOME_VARIABLE, resolve_home
 
-        _engine = engine_for(LakeConfig.from_args(resolve_home(None, Variable.get(HOME_VARIABLE, default_var="")), quiet=True))
+        _engine = engine_for(
+            LakeConfig.from_args(resolve_home(None, Variable.get(HOME_VARIABLE, default_var="")), quiet=True)
+        )
     return _engine
 
 
@@ -203,7 +218,15 @@ async def search(request: Request) -> dict[str, Any]:
 @app.post("/api/join", summary="Join a search result onto the query table", openapi_extra=_request_body_doc(JoinBody))
 async def join(request: Request) -> Response:
     body, table = await _read_request(request, JoinBody)
-    joined, summary = await run_in_threadpool(engine().join, **_search_arguments(body, table), rank=body.rank, how=body.how, policy=body.policy, transform=body.transform, prefix=body.prefix)
+    joined, summary = await run_in_threadpool(
+        engine().join,
+        **_search_arguments(body, table),
+        rank=body.rank,
+        how=body.how,
+        policy=body.policy,
+        transform=body.transform,
+        prefix=body.prefix,
+    )
     if body.format == "json":
         return JSONResponse({**summary, "preview": joined.slice(0, body.preview_rows).to_pylist()})
     buffer = io.BytesIO()
@@ -216,7 +239,10 @@ async def join(request: Request) -> Response:
         pacsv.write_csv(joined.replace_schema_metadata(None), buffer)
         media = "text/csv"
     name = f"{summary['result']['dataset_id']}-joined.{body.format}"
-    headers = {"Content-Disposition": f'attachment; filename="{name}"', "X-Lakejoin-Provenance": json.dumps(provenance_of(joined), default=str)}
+    headers = {
+        "Content-Disposition": f'attachment; filename="{name}"',
+        "X-Lakejoin-Provenance": json.dumps(provenance_of(joined), default=str),
+    }
     return Response(buffer.getvalue(), media_type=media, headers=headers)
 
 
@@ -267,13 +293,18 @@ async def snapshots() -> list[dict[str, Any]]:
     return await run_in_threadpool(engine().snapshots)
 
 
-@app.get("/api/datasets/{dataset_id:path}/columns", summary="A table's catalog entry and its columns with their profile")
+@app.get(
+    "/api/datasets/{dataset_id:path}/columns", summary="A table's catalog entry and its columns with their profile"
+)
 async def dataset_columns(dataset_id: str, snapshot_id: int | None = None) -> dict[str, Any]:
     loaded = await run_in_threadpool(engine().snapshot, snapshot_id)
     return lake_catalog.table_profile(loaded, dataset_id)
 
 
-@app.get("/api/datasets/{dataset_id:path}/quality", summary="A dataset's latest Great Expectations validation and its Data Docs pages")
+@app.get(
+    "/api/datasets/{dataset_id:path}/quality",
+    summary="A dataset's latest Great Expectations validation and its Data Docs pages",
+)
 async def dataset_quality(request: Request, dataset_id: str, snapshot_id: int | None = None) -> dict[str, Any]:
     """Ids may hold slashes: the path converter takes everything up to ``/quality``."""
     answer = await run_in_threadpool(quality_docs.dataset_quality, engine().config, dataset_id, snapshot_id)
@@ -281,7 +312,10 @@ async def dataset_quality(request: Request, dataset_id: str, snapshot_id: int | 
     return {**answer, "docs": {"index": _docs_url(request, "index.html"), "pages": pages}}
 
 
-@app.get("/api/datasets/{dataset_id:path}/related", summary="The tables that join with a dataset, from the snapshot's join graph")
+@app.get(
+    "/api/datasets/{dataset_id:path}/related",
+    summary="The tables that join with a dataset, from the snapshot's join graph",
+)
 async def dataset_related(dataset_id: str, snapshot_id: int | None = None) -> dict[str, Any]:
     """``lakejoin related --dataset ID --json``; ``graph.current`` false: the graph is an earlier snapshot's."""
     loaded = await run_in_threadpool(engine().snapshot, snapshot_id)
@@ -294,7 +328,9 @@ async def quality_page(request: Request, dataset_id: str) -> RedirectResponse:
     answer = await run_in_threadpool(quality_docs.dataset_quality, engine().config, dataset_id)
     pages = answer["pages"]
     root = request.scope.get("root_path", "")
-    return RedirectResponse(_docs_url(request, pages[0]) if pages else f"{root}/api/datasets/{quote(dataset_id)}/quality", status_code=307)
+    return RedirectResponse(
+        _docs_url(request, pages[0]) if pages else f"{root}/api/datasets/{quote(dataset_id)}/quality", status_code=307
+    )
 
 
 @app.get("/quality-docs/{path:path}", include_in_schema=False)
@@ -316,7 +352,12 @@ async def search_page() -> FileResponse:
     return FileResponse(STATIC / "search.html", media_type="text/html")
 
 
-@app.get("/dataset", response_class=HTMLResponse, summary="A dataset's page: profile, related tables, neighbourhood", include_in_schema=False)
+@app.get(
+    "/dataset",
+    response_class=HTMLResponse,
+    summary="A dataset's page: profile, related tables, neighbourhood",
+    include_in_schema=False,
+)
 async def dataset_page() -> FileResponse:
     return FileResponse(STATIC / "dataset.html", media_type="text/html")
 

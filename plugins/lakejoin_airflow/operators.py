@@ -66,7 +66,9 @@ class LakeSearchOperator(BaseOperator):
 
     def execute(self, context: Any) -> dict[str, Any]:
         response = LakeHook(self.home).get_engine().search(**self.query_arguments())
-        self.log.info("snapshot %s, %s: %d result(s)", response["snapshot_id"], response["method"], len(response["results"]))
+        self.log.info(
+            "snapshot %s, %s: %d result(s)", response["snapshot_id"], response["method"], len(response["results"])
+        )
         return response
 
 
@@ -79,7 +81,13 @@ class LakeJoinOperator(LakeSearchOperator):
     ``lakejoin-joins`` with the file and its provenance as the event's extra. Returns the join
     summary (to XCom)."""
 
-    template_fields: tuple[str, ...] = LakeSearchOperator.template_fields + ("output_path", "rank", "how", "policy", "transform")
+    template_fields: tuple[str, ...] = LakeSearchOperator.template_fields + (
+        "output_path",
+        "rank",
+        "how",
+        "policy",
+        "transform",
+    )
 
     def __init__(
         self,
@@ -100,10 +108,19 @@ class LakeJoinOperator(LakeSearchOperator):
         path = Path(self.output_path)
         if not path.is_absolute():
             path = hook.get_config().home / "joins" / path
-        table, summary = hook.get_engine().join(**self.query_arguments(), rank=int(self.rank), how=self.how, policy=self.policy, transform=self.transform or None)
+        table, summary = hook.get_engine().join(
+            **self.query_arguments(),
+            rank=int(self.rank),
+            how=self.how,
+            policy=self.policy,
+            transform=self.transform or None,
+        )
         files = [str(f) for f in write_table(table, path)]
         provenance = summary["provenance"]
-        extra = {"files": files, **{k: provenance[k] for k in ("dataset_id", "table", "snapshot_id", "method", "rows_out")}}
+        extra = {
+            "files": files,
+            **{k: provenance[k] for k in ("dataset_id", "table", "snapshot_id", "method", "rows_out")},
+        }
         for outlet in self.outlets:
             if isinstance(outlet, Asset):
                 context["outlet_events"][outlet].extra = extra
@@ -123,7 +140,17 @@ class LakeDiscoverOperator(SparkSubmitOperator):
     ``lakejoin-discoveries`` with the table's path, version and rows as the event's extra, and
     returns them (to XCom). The lake home must be a path the cluster's executors see."""
 
-    template_fields: Sequence[str] = (*SparkSubmitOperator.template_fields, "method", "queries", "out", "k", "method_params", "columns", "snapshot_id", "home")
+    template_fields: Sequence[str] = (
+        *SparkSubmitOperator.template_fields,
+        "method",
+        "queries",
+        "out",
+        "k",
+        "method_params",
+        "columns",
+        "snapshot_id",
+        "home",
+    )
 
     def __init__(
         self,
@@ -148,10 +175,26 @@ class LakeDiscoverOperator(SparkSubmitOperator):
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]
         home = LakeHook(self.home).get_config().home
         out = Path(self.out) if Path(self.out).is_absolute() else home / "discoveries" / self.out
-        self.application_args = ["--home", str(home), self.method, "--queries", str(self.queries), "--out", str(out), "-k", str(int(self.k)), *self._optional_arguments()]
+        self.application_args = [
+            "--home",
+            str(home),
+            self.method,
+            "--queries",
+            str(self.queries),
+            "--out",
+            str(out),
+            "-k",
+            str(int(self.k)),
+            *self._optional_arguments(),
+        ]
         super().execute(context)
         table = delta.open_table(out)
-        extra = {"out": str(out), "version": table.version(), "rows": delta.row_count(out, opened=table), "method": self.method}
+        extra = {
+            "out": str(out),
+            "version": table.version(),
+            "rows": delta.row_count(out, opened=table),
+            "method": self.method,
+        }
         for outlet in self.outlets:
             if isinstance(outlet, Asset):
                 context["outlet_events"][outlet].extra = extra
@@ -178,7 +221,9 @@ class LakeRelatedOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("dataset_id", "snapshot_id", "home")
 
-    def __init__(self, *, dataset_id: str, snapshot_id: int | None = None, home: str | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, dataset_id: str, snapshot_id: int | None = None, home: str | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.dataset_id, self.snapshot_id, self.home = dataset_id, snapshot_id, home
 
@@ -187,5 +232,11 @@ class LakeRelatedOperator(BaseOperator):
 
         snapshot_id = int(self.snapshot_id) if self.snapshot_id not in (None, "") else None
         answer = related(LakeHook(self.home).get_engine().snapshot(snapshot_id), self.dataset_id)
-        self.log.info("snapshot %s, %s: %d related (graph current: %s)", answer["snapshot_id"], self.dataset_id, len(answer["related"]), answer["graph"]["current"])
+        self.log.info(
+            "snapshot %s, %s: %d related (graph current: %s)",
+            answer["snapshot_id"],
+            self.dataset_id,
+            len(answer["related"]),
+            answer["graph"]["current"],
+        )
         return answer

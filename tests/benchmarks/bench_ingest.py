@@ -45,11 +45,15 @@ def main() -> None:
     started = time.perf_counter()
     second = run(config, options, Progress(quiet=True))
     second_seconds = time.perf_counter() - started
-    print(f"bench_ingest — {date.today()} — {platform.machine()}, {os.cpu_count()} cores — bundled lake, {tables or 'all'} tables, families {','.join(families) or 'none'}")
+    print(
+        f"bench_ingest — {date.today()} — {platform.machine()}, {os.cpu_count()} cores — bundled lake, {tables or 'all'} tables, families {','.join(families) or 'none'}"
+    )
     print(f"{'run':<16}{'datasets':>10}{'rewritten':>11}{'cells':>12}{'seconds':>10}{'cells/s':>12}")
     for label, summary, seconds in (("first", first, first_seconds), ("unchanged", second, second_seconds)):
         written = summary["cells"] if summary["datasets"]["rewritten"] else 0
-        print(f"{label:<16}{summary['datasets']['listed']:>10}{summary['datasets']['rewritten']:>11}{written:>12}{seconds:>10.1f}{written / seconds:>12.0f}")
+        print(
+            f"{label:<16}{summary['datasets']['listed']:>10}{summary['datasets']['rewritten']:>11}{written:>12}{seconds:>10.1f}{written / seconds:>12.0f}"
+        )
     print(f"re-run cost ratio (unchanged / first): {second_seconds / first_seconds:.3f}")
     cells = first["cells"]
     print(f"\nfirst run per stage ({cells:,} cells):")

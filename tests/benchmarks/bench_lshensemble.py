@@ -109,7 +109,9 @@ def _permutations(num_perm: int) -> np.ndarray:
     return datasketch.MinHash(num_perm, seed=1).permutations
 
 
-def interleaved(methods: dict[str, Callable], queries: list[list[str]], keys_of: dict[str, Callable] | None = None) -> dict[str, dict]:
+def interleaved(
+    methods: dict[str, Callable], queries: list[list[str]], keys_of: dict[str, Callable] | None = None
+) -> dict[str, dict]:
     """Answers (the returned keys), wall and thread-CPU seconds of every method on every query,
     round-robin.
 
@@ -138,7 +140,9 @@ def main() -> None:
     parser.add_argument("--sets", type=int, default=None)
     parser.add_argument("--queries", type=int, default=None)
     parser.add_argument("--thresholds", default="0.5,0.8")
-    parser.add_argument("--num-perm", type=int, default=None, help="default: 256 with --quick, else 64 (memory, see above)")
+    parser.add_argument(
+        "--num-perm", type=int, default=None, help="default: 256 with --quick, else 64 (memory, see above)"
+    )
     parser.add_argument("--num-part", type=int, default=32)
     parser.add_argument("--shape", default="opendata", choices=["opendata", "webtable"])
     args = parser.parse_args()
@@ -168,7 +172,10 @@ def main() -> None:
     signatures = signature_matrix(tables["signatures"]["minhash"])
     row_of = {cid: i for i, cid in enumerate(tables["signatures"]["column_id"].to_pylist())}
     ds_minhashes, ds_hash_s = timed(lambda: [datasketch_minhash(s, num_perm) for s in lake])
-    same = all(np.array_equal(ds_minhashes[i].hashvalues, signatures[row_of[i]]) for i in range(0, n_sets, max(1, n_sets // 500)))
+    same = all(
+        np.array_equal(ds_minhashes[i].hashvalues, signatures[row_of[i]])
+        for i in range(0, n_sets, max(1, n_sets // 500))
+    )
     print(f"datasketch signatures equal ours on sampled sets: {same}")
     del signatures
 
@@ -184,7 +191,9 @@ def main() -> None:
         for weights, ours in searchers.items():
             gc.collect()
             before = rss_gib()
-            ensemble = datasketch.MinHashLSHEnsemble(threshold=threshold, num_perm=num_perm, num_part=len(bounds), m=MAX_DEPTH, weights=weights)
+            ensemble = datasketch.MinHashLSHEnsemble(
+                threshold=threshold, num_perm=num_perm, num_part=len(bounds), m=MAX_DEPTH, weights=weights
+            )
             _, ds_index_s = timed(lambda: ensemble.index([(i, ds_minhashes[i], int(sizes[i])) for i in range(n_sets)]))  # noqa: B023, F821 (called at once, in this iteration, before the `del`)
             ds_index[threshold, weights] = (ds_index_s, rss_gib() - before)
             methods = {
@@ -214,8 +223,14 @@ def main() -> None:
 
 
 def print_table(rows: list[dict], ours_build_s: float, ours_load_s: float, ds_hash_s: float, ds_index: dict) -> None:
-    labels = {"ds": "datasketch query -> list", "ours_keys": "lakejoin candidates -> list", "ours_search": "lakejoin search (estimates)"}
-    index_notes = ", ".join(f"t*={t} w={w[0]}/{w[1]}: {s:.1f} s, +{g:.2f} GiB RSS" for (t, w), (s, g) in ds_index.items())
+    labels = {
+        "ds": "datasketch query -> list",
+        "ours_keys": "lakejoin candidates -> list",
+        "ours_search": "lakejoin search (estimates)",
+    }
+    index_notes = ", ".join(
+        f"t*={t} w={w[0]}/{w[1]}: {s:.1f} s, +{g:.2f} GiB RSS" for (t, w), (s, g) in ds_index.items()
+    )
     print(
         f"\nbuild: lakejoin signatures+partitions+sets {ours_build_s:.1f} s + load (forest) {ours_load_s:.1f} s; "
         f"datasketch MinHash {ds_hash_s:.1f} s + index per threshold and weights ({index_notes}); "
@@ -234,7 +249,9 @@ def print_table(rows: list[dict], ours_build_s: float, ours_load_s: float, ds_ha
         ds, w = row["ds"], f"{row['weights'][0]}/{row['weights'][1]}"
         for name, label in labels.items():
             r = row[name]
-            print(f"{row['threshold']:>4} | {w:>7} | {label:<28} | {r[0]:6.3f} | {r[1]:6.3f} | {r[2]:8.2f} | {r[3]:8.2f} | {r[4]:8.2f} | {r[5]:8.2f} | {r[6]:7.1f}")
+            print(
+                f"{row['threshold']:>4} | {w:>7} | {label:<28} | {r[0]:6.3f} | {r[1]:6.3f} | {r[2]:8.2f} | {r[3]:8.2f} | {r[4]:8.2f} | {r[5]:8.2f} | {r[6]:7.1f}"
+            )
         for name in ("ours_keys", "ours_search"):
             r = row[name]
             print(
@@ -242,8 +259,13 @@ def print_table(rows: list[dict], ours_build_s: float, ours_load_s: float, ds_ha
                 f"{r[2] / ds[2]:8.2f} | {r[3] / ds[3]:8.2f} | {r[4] / ds[4]:8.2f} | {r[5] / ds[5]:8.2f} | {r[6] / ds[6]:7.2f}"
             )
             met = r[0] >= ds[0] and r[4] * GOAL_SPEEDUP <= ds[4]
-            verdicts.append(f"t*={row['threshold']} w={w} {name}: recall {r[0]:.4f} vs {ds[0]:.4f}, p50 cpu {r[4] / ds[4]:.2f}x, p50 wall {r[2] / ds[2]:.2f}x -> {'met' if met else 'NOT met'}")
-    print("\ngoal (recall >= datasketch's and p50 CPU time <= 1/3 of datasketch's), same weights:\n  " + "\n  ".join(verdicts))
+            verdicts.append(
+                f"t*={row['threshold']} w={w} {name}: recall {r[0]:.4f} vs {ds[0]:.4f}, p50 cpu {r[4] / ds[4]:.2f}x, p50 wall {r[2] / ds[2]:.2f}x -> {'met' if met else 'NOT met'}"
+            )
+    print(
+        "\ngoal (recall >= datasketch's and p50 CPU time <= 1/3 of datasketch's), same weights:\n  "
+        + "\n  ".join(verdicts)
+    )
     defaults = []
     for threshold in dict.fromkeys(row["threshold"] for row in rows):
         by_weights = {row["weights"]: row for row in rows if row["threshold"] == threshold}
@@ -252,7 +274,9 @@ def print_table(rows: list[dict], ours_build_s: float, ours_load_s: float, ds_ha
             for name in ("ours_keys", "ours_search"):
                 r = ours[name]
                 met = r[0] >= ds[0] and r[4] * GOAL_SPEEDUP <= ds[4]
-                defaults.append(f"t*={threshold} {name}: recall {r[0]:.4f} vs {ds[0]:.4f}, precision {r[1]:.4f} vs {ds[1]:.4f}, p50 cpu {r[4] / ds[4]:.2f}x -> {'met' if met else 'NOT met'}")
+                defaults.append(
+                    f"t*={threshold} {name}: recall {r[0]:.4f} vs {ds[0]:.4f}, precision {r[1]:.4f} vs {ds[1]:.4f}, p50 cpu {r[4] / ds[4]:.2f}x -> {'met' if met else 'NOT met'}"
+                )
     if defaults:
         print("each with its default weights (lakejoin 0.1/0.9, datasketch 0.5/0.5):\n  " + "\n  ".join(defaults))
 
@@ -263,11 +287,15 @@ def incremental_insert(sets: dict[int, list[str]], num_perm: int, num_part: int)
     old = {c: v for c, v in sets.items() if c not in new_ids}
     previous = build_in_memory(old, num_perm, num_part)
     full, full_s = timed(lambda: build_in_memory(sets, num_perm, num_part))
-    incremental, inc_s = timed(lambda: build_in_memory({c: sets[c] for c in new_ids}, num_perm, num_part, previous=previous))
+    incremental, inc_s = timed(
+        lambda: build_in_memory({c: sets[c] for c in new_ids}, num_perm, num_part, previous=previous)
+    )
     assert incremental["signatures"].sort_by("column_id").equals(full["signatures"])
     assert incremental["partitions"].equals(full["partitions"])
     _, load_s = timed(lambda: load(incremental))
-    print(f"\nincremental insert of {len(new_ids):,} columns (1%): {inc_s:.2f} s vs full build {full_s:.2f} s = {inc_s / full_s:.1%} (either snapshot then loads in {load_s:.1f} s)")
+    print(
+        f"\nincremental insert of {len(new_ids):,} columns (1%): {inc_s:.2f} s vs full build {full_s:.2f} s = {inc_s / full_s:.1%} (either snapshot then loads in {load_s:.1f} s)"
+    )
 
 
 if __name__ == "__main__":

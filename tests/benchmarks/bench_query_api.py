@@ -57,16 +57,24 @@ def latency(server, engine: QueryEngine, ids: dict[str, str], repeats: int) -> l
         if method != "auto" and method not in engine.snapshot().families():
             continue
         request = body(ids, method)
-        requests.post(f"{server.url}/lakejoin/api/search", json=request, headers=server.headers(), timeout=600).raise_for_status()  # warm
+        requests.post(
+            f"{server.url}/lakejoin/api/search", json=request, headers=server.headers(), timeout=600
+        ).raise_for_status()  # warm
         rest, local = [], []
         for _ in range(repeats):
             started = time.perf_counter()
-            requests.post(f"{server.url}/lakejoin/api/search", json=request, headers=server.headers(), timeout=600).raise_for_status()
+            requests.post(
+                f"{server.url}/lakejoin/api/search", json=request, headers=server.headers(), timeout=600
+            ).raise_for_status()
             rest.append(time.perf_counter() - started)
             started = time.perf_counter()
-            engine.search(request["method"], request["columns"], dataset_id=request["dataset_id"], k=10, params=request["params"])
+            engine.search(
+                request["method"], request["columns"], dataset_id=request["dataset_id"], k=10, params=request["params"]
+            )
             local.append(time.perf_counter() - started)
-        rows.append((method, percentile(rest, 0.5), percentile(rest, 0.95), percentile(local, 0.5), percentile(local, 0.95)))
+        rows.append(
+            (method, percentile(rest, 0.5), percentile(rest, 0.95), percentile(local, 0.5), percentile(local, 0.95))
+        )
     return rows
 
 
@@ -84,7 +92,9 @@ def concurrent(server, home: Path, ids: dict[str, str], clients: int, per_client
         for i in range(per_client):
             method = methods[(number + i) % len(methods)]
             try:
-                response = session.post(f"{server.url}/lakejoin/api/search", json=body(ids, method), headers=server.headers(), timeout=600)
+                response = session.post(
+                    f"{server.url}/lakejoin/api/search", json=body(ids, method), headers=server.headers(), timeout=600
+                )
                 with lock:
                     if response.status_code != 200:
                         errors.append(f"{method}: {response.status_code} {response.text[:200]}")
@@ -117,7 +127,9 @@ def concurrent(server, home: Path, ids: dict[str, str], clients: int, per_client
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10 repeats per method, 4 clients x 10 queries")
-    parser.add_argument("--root", default="/tmp/lakejoin-bench-query", help="lake and Airflow home (the lake is reused when present)")
+    parser.add_argument(
+        "--root", default="/tmp/lakejoin-bench-query", help="lake and Airflow home (the lake is reused when present)"
+    )
     args = parser.parse_args(argv)
     repeats, clients, per_client = (10, 4, 10) if args.quick else (50, 8, 50)
     root = Path(args.root)
@@ -131,14 +143,22 @@ def main(argv: list[str] | None = None) -> int:
         engine = QueryEngine(lake)
         ids = {row["title"]: dataset_id for dataset_id, row in engine.snapshot().datasets.items()}
         print(f"\nwarm search latency, {repeats} queries per method (ms)")
-        print(f"{'method':<12} {'REST p50':>9} {'REST p95':>9} {'engine p50':>11} {'engine p95':>11} {'REST/engine p50':>16}")
+        print(
+            f"{'method':<12} {'REST p50':>9} {'REST p95':>9} {'engine p50':>11} {'engine p95':>11} {'REST/engine p50':>16}"
+        )
         for method, rest50, rest95, local50, local95 in latency(server, engine, ids, repeats):
-            print(f"{method:<12} {rest50 * 1e3:9.1f} {rest95 * 1e3:9.1f} {local50 * 1e3:11.1f} {local95 * 1e3:11.1f} {rest50 / local50:15.2f}x")
+            print(
+                f"{method:<12} {rest50 * 1e3:9.1f} {rest95 * 1e3:9.1f} {local50 * 1e3:11.1f} {local95 * 1e3:11.1f} {rest50 / local50:15.2f}x"
+            )
         result = concurrent(server, lake.home, ids, clients, per_client, publishes=2)
         print(f"\n{clients} clients x {per_client} queries while 2 snapshots were published:")
-        print(f"  {result['queries']} queries in {result['seconds']:.1f} s ({result['queries'] / result['seconds']:.1f} queries/s)")
+        print(
+            f"  {result['queries']} queries in {result['seconds']:.1f} s ({result['queries'] / result['seconds']:.1f} queries/s)"
+        )
         print(f"  errors: {len(result['errors'])}  {result['errors'][:3]}")
-        print(f"  responses per snapshot: {result['by_snapshot']}; naming an unpublished snapshot: {result['unpublished'] or 'none'}")
+        print(
+            f"  responses per snapshot: {result['by_snapshot']}; naming an unpublished snapshot: {result['unpublished'] or 'none'}"
+        )
         return 1 if result["errors"] or result["unpublished"] else 0
     finally:
         server.stop()

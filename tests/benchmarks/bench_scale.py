@@ -128,7 +128,12 @@ def table_frame(sets: pa.ListArray, t: int) -> pa.Table:
     the longest."""
     columns = sets.slice(t * COLUMNS_PER_TABLE, COLUMNS_PER_TABLE)
     rows = pc.max(columns.value_lengths()).as_py()
-    return pa.table({f"c{c}": pa.concat_arrays([values.values, pa.nulls(rows - len(values), pa.string())]) for c, values in enumerate(columns)})
+    return pa.table(
+        {
+            f"c{c}": pa.concat_arrays([values.values, pa.nulls(rows - len(values), pa.string())])
+            for c, values in enumerate(columns)
+        }
+    )
 
 
 def tables_in(sets: pa.ListArray) -> int:
@@ -152,9 +157,20 @@ def write_lake_tables(config: LakeConfig, chunks: Iterator[tuple[int, pa.ListArr
     (config.home / "raw").mkdir(parents=True, exist_ok=True)
     for first, sets in chunks:
         cells, datasets, columns = lake_rows(first, sets, staged)
-        delta.write_rows(config.table_path(CELLS), cells, CELLS_SCHEMA, partition_by=["dataset_id"], replace="all" if first == 0 else "none", operation="cells")
-        delta.write_arrow(config.table_path(DATASETS), datasets, mode="overwrite" if first == 0 else "append", operation="ingest")
-        delta.write_arrow(config.table_path(COLUMNS), columns, mode="overwrite" if first == 0 else "append", operation="columns")
+        delta.write_rows(
+            config.table_path(CELLS),
+            cells,
+            CELLS_SCHEMA,
+            partition_by=["dataset_id"],
+            replace="all" if first == 0 else "none",
+            operation="cells",
+        )
+        delta.write_arrow(
+            config.table_path(DATASETS), datasets, mode="overwrite" if first == 0 else "append", operation="ingest"
+        )
+        delta.write_arrow(
+            config.table_path(COLUMNS), columns, mode="overwrite" if first == 0 else "append", operation="columns"
+        )
         for t in sorted(staged & set(range(first, first + tables_in(sets)))):
             pq.write_table(table_frame(sets, t - first), config.home / staged_path(t))
 
@@ -241,7 +257,11 @@ def build(home: Path, n_sets: int, n_queries: int, shards: int | None, csv: bool
         started = time.perf_counter()
         write_csv_lake(home.parent / "sources", chunks)
         seconds["write CSV"] = time.perf_counter() - started
-        summary = run(config, RunOptions(sources=[f"folder:{home.parent / 'sources'}"], families=FAMILIES, shards=shards), progress)
+        summary = run(
+            config,
+            RunOptions(sources=[f"folder:{home.parent / 'sources'}"], families=FAMILIES, shards=shards),
+            progress,
+        )
         seconds.update(summary["stage_seconds"])
     else:
         with snapshots.writing(config, "bench_scale"):
@@ -293,12 +313,27 @@ def batch(home: Path, master: str, spec: str, out: Path, marker: str) -> dict:
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
     loads = [load_average()]
     with PeakMemory(marker) as memory:
-        completed = subprocess.run([sys.executable, "-c", _JOB, str(home), master, spec, str(out)], check=False, capture_output=True, text=True, env=env, timeout=3600)
+        completed = subprocess.run(
+            [sys.executable, "-c", _JOB, str(home), master, spec, str(out)],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=3600,
+        )
     loads.append(load_average())
     if completed.returncode != 0:
         raise RuntimeError(completed.stderr[-3000:])
-    result = json.loads(next(line for line in completed.stdout.splitlines() if line.startswith("RESULT ")).removeprefix("RESULT "))
-    return {**result, "qps": result["queries"] / result["wall"], "peak": memory.peak, "load": max(loads), "cpus": sorted(memory.cpus)}
+    result = json.loads(
+        next(line for line in completed.stdout.splitlines() if line.startswith("RESULT ")).removeprefix("RESULT ")
+    )
+    return {
+        **result,
+        "qps": result["queries"] / result["wall"],
+        "peak": memory.peak,
+        "load": max(loads),
+        "cpus": sorted(memory.cpus),
+    }
 
 
 def interactive(config: LakeConfig, queries: list[tuple[str, str]], budget: int | None) -> dict:
@@ -321,7 +356,14 @@ def interactive(config: LakeConfig, queries: list[tuple[str, str]], budget: int 
     os.environ.pop(MEMORY_LIMIT_VARIABLE, None)
     cuts = statistics.quantiles(seconds, n=20)
     per_query = {name: statistics.mean(r.get(name, 0) for r in reads) for name in ("searched", "read", "skipped")}
-    return {"p50": statistics.median(seconds) * 1000, "p95": cuts[18] * 1000, "first": first, **per_query, "memory": process_memory(), "load": load_average()}
+    return {
+        "p50": statistics.median(seconds) * 1000,
+        "p95": cuts[18] * 1000,
+        "first": first,
+        **per_query,
+        "memory": process_memory(),
+        "load": load_average(),
+    }
 
 
 def process_memory() -> dict[str, int]:
@@ -354,7 +396,10 @@ def shard_costs(config: LakeConfig, queries: list[tuple[str, str]]) -> dict:
         for query in asked:
             ask(searcher, query)
         searches.append((time.perf_counter() - started) / len(asked))
-    ms = {name: statistics.mean(values) * 1000 for name, values in (("built_ms", built), ("mapped_ms", mapped), ("search_ms", searches))}
+    ms = {
+        name: statistics.mean(values) * 1000
+        for name, values in (("built_ms", built), ("mapped_ms", mapped), ("search_ms", searches))
+    }
     return {**ms, "load": load_average()}
 
 
@@ -364,10 +409,21 @@ def main() -> None:
     parser.add_argument("--sets", type=int, help="sets in the lake (default 1,000,000; --quick 20,000)")
     parser.add_argument("--queries", type=int, help="query tables for the batch (default 200; --quick 40)")
     parser.add_argument("--shards", type=int, help="shard count (default: the pipeline's rule)")
-    parser.add_argument("--csv", action="store_true", help="write one CSV per table and run the whole main job (crawl, parse, quality, profiles) instead of writing the lake tables")
-    parser.add_argument("--home", type=Path, help="keep the lake here (built if it has no snapshot yet; default: a temporary folder)")
+    parser.add_argument(
+        "--csv",
+        action="store_true",
+        help="write one CSV per table and run the whole main job (crawl, parse, quality, profiles) instead of writing the lake tables",
+    )
+    parser.add_argument(
+        "--home", type=Path, help="keep the lake here (built if it has no snapshot yet; default: a temporary folder)"
+    )
     parser.add_argument("--steps", default="build,batch,interactive", help="comma-separated: build, batch, interactive")
-    parser.add_argument("--budget", type=parse_size, default=FULL_BUDGET, help="interactive shard-by-shard budget for an index larger than it, e.g. 3G (default 2G)")
+    parser.add_argument(
+        "--budget",
+        type=parse_size,
+        default=FULL_BUDGET,
+        help="interactive shard-by-shard budget for an index larger than it, e.g. 3G (default 2G)",
+    )
     args = parser.parse_args()
     n_sets = args.sets or (20_000 if args.quick else 1_000_000)
     n_queries = args.queries or (40 if args.quick else 200)
@@ -382,7 +438,11 @@ def main() -> None:
         header(n_sets, built, built_families(config))
         loaded = QueryEngine(config).snapshot()
         n_tables = len(loaded.datasets)
-        sample = [table_id(t) for t in query_tables(n_tables, n_queries)] if not args.csv else sorted(loaded.datasets)[:: max(1, n_tables // n_queries)][:n_queries]
+        sample = (
+            [table_id(t) for t in query_tables(n_tables, n_queries)]
+            if not args.csv
+            else sorted(loaded.datasets)[:: max(1, n_tables // n_queries)][:n_queries]
+        )
         if "batch" in steps:
             batch_step(config, ",".join(sample), Path(folder), built_families(config)["josie"]["shards"], n_sets)
         if "interactive" in steps:
@@ -392,38 +452,56 @@ def main() -> None:
 
 def header(n_sets: int, built: dict | None, families: dict) -> None:
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    print(f"bench_scale — {now} — {platform.machine()}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB (shared with other sessions)")
+    print(
+        f"bench_scale — {now} — {platform.machine()}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB (shared with other sessions)"
+    )
     print(f"lake: {n_sets:,} sets in {-(-n_sets // COLUMNS_PER_TABLE):,} tables")
     if built is not None:
         steps = ", ".join(f"{name} {s:.0f} s" for name, s in built["seconds"].items())
-        print(f"build (load {built['load']:.1f} at its end): {built['minutes']:.1f} min wall; seconds per stage (the families' builds may overlap): {steps}")
+        print(
+            f"build (load {built['load']:.1f} at its end): {built['minutes']:.1f} min wall; seconds per stage (the families' builds may overlap): {steps}"
+        )
     for family, info in families.items():
-        print(f"  {family:12s} {info['shards']:>4} shards, {info['bytes'] / 2**20:8.1f} MiB on disk ({info['bytes'] / max(info['shards'], 1) / 2**20:.2f} MiB/shard)")
+        print(
+            f"  {family:12s} {info['shards']:>4} shards, {info['bytes'] / 2**20:8.1f} MiB on disk ({info['bytes'] / max(info['shards'], 1) / 2**20:.2f} MiB/shard)"
+        )
 
 
 def batch_step(config: LakeConfig, spec: str, folder: Path, shards: int, n_sets: int) -> None:
     from test_spark_cluster import standalone_cluster
 
-    runs = {"local[2]": batch(config.home, "local[2]", spec, folder / "out-local", "org.apache.spark.deploy.SparkSubmit")}
+    runs = {
+        "local[2]": batch(config.home, "local[2]", spec, folder / "out-local", "org.apache.spark.deploy.SparkSubmit")
+    }
     for workers in (1, 2):
         logs = folder / f"cluster-{workers}"
         logs.mkdir()
         with standalone_cluster(logs, workers=workers, cores=1, memory="3g", pinned=True) as url:
-            runs[f"standalone, {workers} pinned worker(s) x 1 core"] = batch(config.home, url, spec, folder / f"out-{workers}", "CoarseGrainedExecutorBackend")
+            runs[f"standalone, {workers} pinned worker(s) x 1 core"] = batch(
+                config.home, url, spec, folder / f"out-{workers}", "CoarseGrainedExecutorBackend"
+            )
     print("\nbatch discovery, JOSIE k=10 (every column of each query table)")
-    print(f"{'where':45s} {'queries':>8} {'seconds':>8} {'queries/s':>10} {'peak MiB/executor':>18} {'load':>5}  executors' CPUs")
+    print(
+        f"{'where':45s} {'queries':>8} {'seconds':>8} {'queries/s':>10} {'peak MiB/executor':>18} {'load':>5}  executors' CPUs"
+    )
     for where, r in runs.items():
         cpus = " ".join("{" + ",".join(map(str, c)) + "}" for c in r["cpus"])
-        print(f"{where:45s} {r['queries']:>8} {r['wall']:>8.1f} {r['qps']:>10.2f} {r['peak'] / 2**20:>18.0f} {r['load']:>5.1f}  {cpus}")
+        print(
+            f"{where:45s} {r['queries']:>8} {r['wall']:>8.1f} {r['qps']:>10.2f} {r['peak'] / 2**20:>18.0f} {r['load']:>5.1f}  {cpus}"
+        )
     one, two = (runs[k]["qps"] for k in list(runs)[1:])
     print(f"two workers / one worker: {two / one:.2f}x (goal >= 1.7x)")
     two_run = runs[list(runs)[-1]]
     per_query_shard = two_run["wall"] * 2 / (two_run["queries"] * shards)  # core-seconds per (query, shard)
     sets_per_shard = n_sets / shards
-    print(f"\nprojection to {NODES} nodes x {CORES_PER_NODE} cores, shards of {sets_per_shard:,.0f} sets, {per_query_shard * 1000:.1f} core-ms per (query, shard) as measured on two workers:")
+    print(
+        f"\nprojection to {NODES} nodes x {CORES_PER_NODE} cores, shards of {sets_per_shard:,.0f} sets, {per_query_shard * 1000:.1f} core-ms per (query, shard) as measured on two workers:"
+    )
     for lake, size in SEEDS.items():
         n = size / sets_per_shard
-        print(f"  {lake:28s} {size:>12,} -> {n:>9,.0f} shards: {NODES * CORES_PER_NODE / (n * per_query_shard):10.3f} queries/s")
+        print(
+            f"  {lake:28s} {size:>12,} -> {n:>9,.0f} shards: {NODES * CORES_PER_NODE / (n * per_query_shard):10.3f} queries/s"
+        )
 
 
 def interactive_step(config: LakeConfig, queries: list[tuple[str, str]], full_budget: int) -> None:
@@ -433,8 +511,12 @@ def interactive_step(config: LakeConfig, queries: list[tuple[str, str]], full_bu
     # 2 GiB at full size; a small lake fits that, so then the largest shard (fewer than all fit)
     budget = full_budget if whole_bytes > full_budget else max(ShardedFamily(loaded, "josie").load_bytes.values()) + 1
     in_memory = interactive(config, queries, None)
-    print(f"\ninteractive JOSIE, {MEMORY_LIMIT_VARIABLE}: whole index estimated {whole_bytes / 2**20:.0f} MiB, shard-by-shard budget {budget / 2**20:.0f} MiB")
-    print(f"  in memory      p50 {in_memory['p50']:8.1f} ms  p95 {in_memory['p95']:8.1f} ms  (load {in_memory['load']:.1f})")
+    print(
+        f"\ninteractive JOSIE, {MEMORY_LIMIT_VARIABLE}: whole index estimated {whole_bytes / 2**20:.0f} MiB, shard-by-shard budget {budget / 2**20:.0f} MiB"
+    )
+    print(
+        f"  in memory      p50 {in_memory['p50']:8.1f} ms  p95 {in_memory['p95']:8.1f} ms  (load {in_memory['load']:.1f})"
+    )
     try:
         sharded = interactive(config, queries, budget)
     except IndexTooLarge as refused:  # the index's global part alone is over the budget

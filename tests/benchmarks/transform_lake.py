@@ -120,11 +120,18 @@ def _frames(max_rows: int) -> list[tuple[str, pd.DataFrame]]:
         except Exception:  # noqa: BLE001 - a pickle this pandas cannot read is left out
             continue
         if 0 < len(frame) <= max_rows and len(frame.columns) >= 2:
-            frames.append((f"{path.parent.name}_{path.name.removesuffix('.pkl.compress')}", frame.drop(columns=["rownames"], errors="ignore")))
+            frames.append(
+                (
+                    f"{path.parent.name}_{path.name.removesuffix('.pkl.compress')}",
+                    frame.drop(columns=["rownames"], errors="ignore"),
+                )
+            )
     return frames
 
 
-def planted_lake(folder: Path, *, plants: int, distractors: int, seed: int = 0, kinds: tuple[str, ...] = tuple(KINDS)) -> list[Plant]:
+def planted_lake(
+    folder: Path, *, plants: int, distractors: int, seed: int = 0, kinds: tuple[str, ...] = tuple(KINDS)
+) -> list[Plant]:
     """Write the originals, their planted copies and the distractors into ``folder`` (CSV);
     return the plants, kinds taken in turn."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -155,7 +162,9 @@ def planted_lake(folder: Path, *, plants: int, distractors: int, seed: int = 0, 
     return planted
 
 
-def _plant(folder: Path, name: str, frame: pd.DataFrame, column: str, kind: str, number: int, rng: random.Random) -> Plant | None:
+def _plant(
+    folder: Path, name: str, frame: pd.DataFrame, column: str, kind: str, number: int, rng: random.Random
+) -> Plant | None:
     original = f"{name}.csv"
     frame.to_csv(folder / original, index=False)
     written = pd.read_csv(folder / original, dtype=str, keep_default_na=False)[column]  # the text the lake ingests

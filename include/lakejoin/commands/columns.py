@@ -22,4 +22,9 @@ def run(args: argparse.Namespace) -> list[dict]:
 
 
 def summarize(result: list[dict]) -> str:
-    return "\n".join(f"{r['dataset_id']:<50} {r['column']:<24} {r['type']:<10} {','.join(r['indexed_by'] or [])}" for r in result) or "no columns"
+    return (
+        "\n".join(
+            f"{r['dataset_id']:<50} {r['column']:<24} {r['type']:<10} {','.join(r['indexed_by'] or [])}" for r in result
+        )
+        or "no columns"
+    )

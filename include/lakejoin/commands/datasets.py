@@ -22,4 +22,7 @@ def run(args: argparse.Namespace) -> list[dict]:
 
 
 def summarize(result: list[dict]) -> str:
-    return "\n".join(f"{r['status']:<11} v{r['version']:<3} {r['dataset_id']:<50} {r['reason'] or ''}" for r in result) or "no datasets"
+    return (
+        "\n".join(f"{r['status']:<11} v{r['version']:<3} {r['dataset_id']:<50} {r['reason'] or ''}" for r in result)
+        or "no datasets"
+    )

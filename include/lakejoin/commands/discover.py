@@ -24,8 +24,18 @@ NAME = "discover"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("method", help=f"one of {', '.join(SEARCH_FAMILIES)}")
-    parser.add_argument("--queries", required=True, metavar="SPEC", help="a table file, a folder of tables, dataset ids (comma-separated) or 'all'")
-    parser.add_argument("--out", required=True, metavar="TABLE", help="where to write the answers (a Delta table; replaced if it exists)")
+    parser.add_argument(
+        "--queries",
+        required=True,
+        metavar="SPEC",
+        help="a table file, a folder of tables, dataset ids (comma-separated) or 'all'",
+    )
+    parser.add_argument(
+        "--out",
+        required=True,
+        metavar="TABLE",
+        help="where to write the answers (a Delta table; replaced if it exists)",
+    )
     columns = parser.add_mutually_exclusive_group()
     columns.add_argument("--column", help="search only this column of each query table")
     columns.add_argument("--columns", help="these columns (MATE: the composite key, required), comma-separated")
@@ -53,8 +63,24 @@ def run_discover(args: argparse.Namespace, config: LakeConfig, spark: Any) -> di
     """The job behind ``lakejoin discover`` and ``spark_jobs/discover.py``."""
     from lakejoin.spark.discover import discover
 
-    columns = [args.column] if args.column else [c.strip() for c in args.columns.split(",") if c.strip()] if args.columns else None
-    return discover(spark, config, args.method, args.queries, Path(args.out), k=args.k, params=family_params(args), columns=columns, snapshot_id=args.snapshot)
+    columns = (
+        [args.column]
+        if args.column
+        else [c.strip() for c in args.columns.split(",") if c.strip()]
+        if args.columns
+        else None
+    )
+    return discover(
+        spark,
+        config,
+        args.method,
+        args.queries,
+        Path(args.out),
+        k=args.k,
+        params=family_params(args),
+        columns=columns,
+        snapshot_id=args.snapshot,
+    )
 
 
 def summarize(result: dict[str, Any]) -> str:

@@ -17,7 +17,9 @@ NAME = "graph"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-k", type=int, default=DEFAULT_K, help=f"neighbours per column or key (default {DEFAULT_K})")
     parser.add_argument("--full", action="store_true", help="recompute every list instead of updating the last graph")
-    parser.add_argument("--no-publish", dest="publish", action="store_false", help="write graph/ but publish no snapshot")
+    parser.add_argument(
+        "--no-publish", dest="publish", action="store_false", help="write graph/ but publish no snapshot"
+    )
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:

@@ -25,7 +25,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_query_arguments(parser)
     parser.add_argument("--rank", type=int, default=1, help="join the result at this rank (default 1)")
     parser.add_argument("--how", choices=HOWS, default="left")
-    parser.add_argument("--policy", choices=POLICIES, default="first", help="one-to-many matches: first row, aggregate values, or one row per match")
+    parser.add_argument(
+        "--policy",
+        choices=POLICIES,
+        default="first",
+        help="one-to-many matches: first row, aggregate values, or one row per match",
+    )
     parser.add_argument(
         "--transform",
         nargs="?",
@@ -39,7 +44,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     engine = engine_for(LakeConfig.from_args(args.home), LOCAL_LIMITS)
-    table, summary = engine.join(**query_arguments(args), rank=args.rank, how=args.how, policy=args.policy, transform=args.transform, prefix=args.prefix)
+    table, summary = engine.join(
+        **query_arguments(args),
+        rank=args.rank,
+        how=args.how,
+        policy=args.policy,
+        transform=args.transform,
+        prefix=args.prefix,
+    )
     files = write_table(table, args.out, args.format)
     return {**summary, "files": [str(f) for f in files]}
 

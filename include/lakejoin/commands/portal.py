@@ -20,21 +20,38 @@ NAME = "portal"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     # one flat parser (not nested sub-commands) so the common --json/--quiet work after the action
-    parser.add_argument("action", choices=("serve", "fill"), help="serve: serve --root until interrupted; fill: write real tables into --root")
+    parser.add_argument(
+        "action",
+        choices=("serve", "fill"),
+        help="serve: serve --root until interrupted; fill: write real tables into --root",
+    )
     parser.add_argument("--root", required=True, help="folder of tables (<organization>/<name>.csv|.parquet|...)")
     parser.add_argument("--host", default="127.0.0.1", help="serve: address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="serve: port (default: any free port)")
-    parser.add_argument("--duration", type=float, default=None, help="serve: stop after this many seconds (default: until Ctrl-C)")
+    parser.add_argument(
+        "--duration", type=float, default=None, help="serve: stop after this many seconds (default: until Ctrl-C)"
+    )
     parser.add_argument("--count", type=int, default=50, help="fill: number of tables (default 50)")
-    parser.add_argument("--parquet-every", type=int, default=0, help="fill: write every N-th table as Parquet (default: all CSV)")
+    parser.add_argument(
+        "--parquet-every", type=int, default=0, help="fill: write every N-th table as Parquet (default: all CSV)"
+    )
     faults = parser.add_argument_group("fault injection (serve)")
     faults.add_argument("--fault-rate", type=float, default=0.0, help="share of requests answered 500")
-    faults.add_argument("--rate-limit-rate", type=float, default=0.0, help="share of requests answered 429 with Retry-After")
+    faults.add_argument(
+        "--rate-limit-rate", type=float, default=0.0, help="share of requests answered 429 with Retry-After"
+    )
     faults.add_argument("--retry-after", type=int, default=1, help="Retry-After seconds sent with 429s")
     faults.add_argument("--latency", type=float, default=0.0, help="seconds added to every request")
     faults.add_argument("--seed", type=int, default=0, help="seed of the fault draws")
-    for name, text in (("truncate", "truncated body"), ("html", "HTML page"), ("wrong-type", "text/html content type"), ("oversize", "endless body")):
-        faults.add_argument(f"--{name}", action="append", default=[], metavar="RELPATH", help=f"table served with a {text} (repeatable)")
+    for name, text in (
+        ("truncate", "truncated body"),
+        ("html", "HTML page"),
+        ("wrong-type", "text/html content type"),
+        ("oversize", "endless body"),
+    ):
+        faults.add_argument(
+            f"--{name}", action="append", default=[], metavar="RELPATH", help=f"table served with a {text} (repeatable)"
+        )
 
 
 def run(args: argparse.Namespace) -> dict:
@@ -53,7 +70,11 @@ def run(args: argparse.Namespace) -> dict:
         seed=args.seed,
     )
     portal = serve(args.root, port=args.port, host=args.host, faults=faults)
-    print(f"serving {args.root} at {portal.url} (CKAN: {portal.url}/api/3/action/, Socrata: {portal.url}/api/catalog/v1)", file=sys.stderr, flush=True)
+    print(
+        f"serving {args.root} at {portal.url} (CKAN: {portal.url}/api/3/action/, Socrata: {portal.url}/api/catalog/v1)",
+        file=sys.stderr,
+        flush=True,
+    )
     try:
         time.sleep(args.duration) if args.duration is not None else _wait_forever()
     except KeyboardInterrupt:

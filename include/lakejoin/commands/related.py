@@ -47,13 +47,21 @@ def dataset_of_file(loaded: LoadedSnapshot, path: Path) -> str:
     for dataset_id, row in sorted(loaded.datasets.items()):
         if row["status"] == "active" and row.get("content_sha256") == digest:
             return dataset_id
-    raise LookupError(f"{path.name} is not a table of snapshot {loaded.snapshot_id} (no dataset has its content); search it with `lakejoin search`")
+    raise LookupError(
+        f"{path.name} is not a table of snapshot {loaded.snapshot_id} (no dataset has its content); search it with `lakejoin search`"
+    )
 
 
 def summarize(result: dict[str, Any]) -> str:
     graph = result["graph"]
-    lines = [f"snapshot {result['snapshot_id']}, dataset {result['dataset_id']}: {len(result['related'])} related" + ("" if graph["current"] else f" ({graph['note']})")]
-    rows = [[r["method"], r["table"] or r["dataset_id"], ", ".join(f"{a} = {b}" for a, b in r["columns"]), _score(r)] for r in result["related"]]
+    lines = [
+        f"snapshot {result['snapshot_id']}, dataset {result['dataset_id']}: {len(result['related'])} related"
+        + ("" if graph["current"] else f" ({graph['note']})")
+    ]
+    rows = [
+        [r["method"], r["table"] or r["dataset_id"], ", ".join(f"{a} = {b}" for a, b in r["columns"]), _score(r)]
+        for r in result["related"]
+    ]
     if rows:
         lines.append(tabulate(rows, headers=["method", "table", "columns", "evidence"], tablefmt="plain"))
     return "\n".join(lines)

@@ -12,14 +12,32 @@ NAME = "run"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", action="append", default=[], metavar="SPEC", help="folder:PATH, ckan:URL or socrata:URL (repeatable); none = the bundled real-data lake")
-    parser.add_argument("--tables", default=str(DEFAULT_TABLES), help=f"bundled lake size: a number or 'all' (default {DEFAULT_TABLES})")
+    parser.add_argument(
+        "--source",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="folder:PATH, ckan:URL or socrata:URL (repeatable); none = the bundled real-data lake",
+    )
+    parser.add_argument(
+        "--tables", default=str(DEFAULT_TABLES), help=f"bundled lake size: a number or 'all' (default {DEFAULT_TABLES})"
+    )
     parser.add_argument("--spark-master", help="Spark master URL (default local[*] or $LAKEJOIN_SPARK_MASTER)")
-    parser.add_argument("--allow-private-hosts", action="store_true", help="let portal sources reach private/loopback addresses")
+    parser.add_argument(
+        "--allow-private-hosts", action="store_true", help="let portal sources reach private/loopback addresses"
+    )
     parser.add_argument("--max-bytes", type=int, help="largest file accepted (bytes)")
-    parser.add_argument("--families", default=",".join(FAMILIES), help=f"index families to build (default {','.join(FAMILIES)}; empty = none)")
+    parser.add_argument(
+        "--families",
+        default=",".join(FAMILIES),
+        help=f"index families to build (default {','.join(FAMILIES)}; empty = none)",
+    )
     parser.add_argument("--no-publish", action="store_true", help="build everything but do not publish a snapshot")
-    parser.add_argument("--shards", type=int, help="shard count of a family's first build (default: from the lake's size; later builds keep theirs)")
+    parser.add_argument(
+        "--shards",
+        type=int,
+        help="shard count of a family's first build (default: from the lake's size; later builds keep theirs)",
+    )
     add_wait_argument(parser)
 
 
@@ -47,7 +65,14 @@ def run(args: argparse.Namespace) -> dict:
         raise ValueError(f"unknown index families {unknown}: choose from {', '.join(FAMILIES)}")
     if args.wait < 0:
         raise ValueError("--wait must be 0 or more seconds")
-    options = RunOptions(sources=args.source, tables=tables, allow_private_hosts=args.allow_private_hosts, publish=not args.no_publish, families=families, wait=args.wait)
+    options = RunOptions(
+        sources=args.source,
+        tables=tables,
+        allow_private_hosts=args.allow_private_hosts,
+        publish=not args.no_publish,
+        families=families,
+        wait=args.wait,
+    )
     if args.max_bytes:
         options.max_bytes = args.max_bytes
     if args.shards is not None:
@@ -78,11 +103,23 @@ def summarize(result: dict) -> str:
 def _docs_line(docs: dict) -> str:
     if "error" in docs:
         return f"Data Docs not built: {docs['error']}"
-    return f"Data Docs at {docs['index']} ({docs['rendered']} validation page(s) rendered)" if docs["index"] else "no validations yet"
+    return (
+        f"Data Docs at {docs['index']} ({docs['rendered']} validation page(s) rendered)"
+        if docs["index"]
+        else "no validations yet"
+    )
 
 
 def _build_line(build: dict) -> str:
     shards = build["shards_rewritten"]
-    which = "every shard" if len(shards) == build["n_shards"] else f"shard(s) {', '.join(map(str, shards[:8]))}{' ...' if len(shards) > 8 else ''}"
-    kind = f"full build ({build['reason']})" if build["build"] == "full" else f"incremental, {build['changed_datasets']} changed dataset(s)"
+    which = (
+        "every shard"
+        if len(shards) == build["n_shards"]
+        else f"shard(s) {', '.join(map(str, shards[:8]))}{' ...' if len(shards) > 8 else ''}"
+    )
+    kind = (
+        f"full build ({build['reason']})"
+        if build["build"] == "full"
+        else f"incremental, {build['changed_datasets']} changed dataset(s)"
+    )
     return f"{kind}: {len(shards)} of {build['n_shards']} shards rewritten ({which}) in {build['seconds']} s"

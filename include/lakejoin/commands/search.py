@@ -62,8 +62,14 @@ def add_query_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_query_arguments(parser)
-    parser.add_argument("--spark", action="store_true", help="answer through batch discovery on Spark (one task per shard; a family method only)")
-    parser.add_argument("--spark-master", help="with --spark: Spark master URL (default local[*] or $LAKEJOIN_SPARK_MASTER)")
+    parser.add_argument(
+        "--spark",
+        action="store_true",
+        help="answer through batch discovery on Spark (one task per shard; a family method only)",
+    )
+    parser.add_argument(
+        "--spark-master", help="with --spark: Spark master URL (default local[*] or $LAKEJOIN_SPARK_MASTER)"
+    )
 
 
 def query_arguments(args: argparse.Namespace) -> dict[str, Any]:

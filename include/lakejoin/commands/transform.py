@@ -55,6 +55,9 @@ def summarize(result: dict) -> str:
     head = f"{result['method']} ({result['direction']}), {len(result['pairs'])} joined pairs, {result['seconds']:.2f} s"
     if not any(t["used"] for t in result["transformations"]):
         return head + "\nno transformation found"
-    rows = [["*" if t["used"] else "", f"{t['coverage']:.3f} ({t['covered_pairs']:,})", f"{t['joined']:,}", t["program"]] for t in result["transformations"]]
+    rows = [
+        ["*" if t["used"] else "", f"{t['coverage']:.3f} ({t['covered_pairs']:,})", f"{t['joined']:,}", t["program"]]
+        for t in result["transformations"]
+    ]
     headers = ["used", "covers (example pairs)", "joined", "program"]
     return head + "\n" + tabulate(rows, headers, disable_numparse=True, colalign=("center", "right", "right", "left"))

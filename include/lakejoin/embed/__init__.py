@@ -79,7 +79,9 @@ def _normalized(values: Sequence[str]) -> list[str]:
     for position, raw in enumerate(values):
         value = normalize_value(raw)
         if value is None:
-            raise ValueError(f"value {position} ({raw!r}) is null-like after normalization; drop nulls before embedding")
+            raise ValueError(
+                f"value {position} ({raw!r}) is null-like after normalization; drop nulls before embedding"
+            )
         normalized.append(value)
     return normalized
 

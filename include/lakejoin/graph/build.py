@@ -123,7 +123,11 @@ class _Queries:
 
 def active_columns(loaded: LoadedSnapshot) -> dict[str, frozenset[int]]:
     """Each active dataset's column ids."""
-    return {d: frozenset(loaded.columns.ids_of(d).tolist()) for d, row in loaded.datasets.items() if row["status"] == "active"}
+    return {
+        d: frozenset(loaded.columns.ids_of(d).tolist())
+        for d, row in loaded.datasets.items()
+        if row["status"] == "active"
+    }
 
 
 def compute(loaded: LoadedSnapshot, previous: Graph | None = None, k: int = DEFAULT_K) -> Graph:
@@ -142,7 +146,9 @@ def compute(loaded: LoadedSnapshot, previous: Graph | None = None, k: int = DEFA
         before = previous if previous is not None and kind in previous.kinds else None
         force = _skipped(kind, before.stats.get(kind, {})) if before else {}
         skipped: dict[Query, str | None] = {}
-        computed, searched = _KIND_RUNNERS[kind](loaded, columns, changed if before else set(columns), before.lists if before else {}, k, force, skipped)
+        computed, searched = _KIND_RUNNERS[kind](
+            loaded, columns, changed if before else set(columns), before.lists if before else {}, k, force, skipped
+        )
         lists.update(computed)
         stats[kind] = {
             "queries": len(computed),
@@ -226,7 +232,9 @@ def shard_groups(loaded: LoadedSnapshot, family: str, shards: Iterable[int] | No
     return found
 
 
-def answers(loaded: LoadedSnapshot, family: str, ask: Callable[[Any], T], shards: Iterable[int] | None = None, rows: Rows = None) -> Iterator[T]:
+def answers(
+    loaded: LoadedSnapshot, family: str, ask: Callable[[Any], T], shards: Iterable[int] | None = None, rows: Rows = None
+) -> Iterator[T]:
     """``ask`` of a searcher of each of ``shard_groups``, loaded when it is reached (only the
     ``rows`` of its sharded tables, ``LoadedSnapshot.load_shards``'s ``filters``) and released before the next
     one is loaded; an index whose shards form one group is asked through the snapshot's cached
@@ -242,7 +250,15 @@ def answers(loaded: LoadedSnapshot, family: str, ask: Callable[[Any], T], shards
         yield answer
 
 
-def search_by_groups(loaded: LoadedSnapshot, family: str, wanted: list[Query], search: Search, k: int, shards: Iterable[int] | None = None, rows: Rows = None) -> Lists:
+def search_by_groups(
+    loaded: LoadedSnapshot,
+    family: str,
+    wanted: list[Query],
+    search: Search,
+    k: int,
+    shards: Iterable[int] | None = None,
+    rows: Rows = None,
+) -> Lists:
     """Each of ``wanted``'s best ``k`` over the family's index (only ``shards`` when given), one
     group of shards loaded at a time (see the module docstring), with only ``rows`` of its sharded
     tables when given (rows no query of ``wanted`` reads). ``search`` gets the lists of the groups
@@ -251,14 +267,26 @@ def search_by_groups(loaded: LoadedSnapshot, family: str, wanted: list[Query], s
     lists: Lists = {q: [] for q in wanted}
     if not wanted:
         return lists
-    for found in answers(loaded, family, lambda searcher: search(searcher, [q for q in wanted if lists[q] is not None], lists), shards, rows):
+    for found in answers(
+        loaded,
+        family,
+        lambda searcher: search(searcher, [q for q in wanted if lists[q] is not None], lists),
+        shards,
+        rows,
+    ):
         for q in found:
             edges, kept = found.get(q, []), lists[q]
             lists[q] = None if edges is None or kept is None else best([*kept, *edges], k)
     return lists
 
 
-def search_by_shards(searchers: Mapping[int, Any], wanted: list[Query], search: Search, bound: Callable[[Any, Query], tuple[int, int] | None], k: int) -> Lists:
+def search_by_shards(
+    searchers: Mapping[int, Any],
+    wanted: list[Query],
+    search: Search,
+    bound: Callable[[Any, Query], tuple[int, int] | None],
+    k: int,
+) -> Lists:
     """Each of ``wanted``'s best ``k`` over ``searchers`` (shard -> a searcher kept open: arrays
     memory-mapped from the shard cache), one query at a time. ``bound``: the best score any
     neighbour in a shard can have, and a priority among shards of one bound (None: unknown,
@@ -269,7 +297,10 @@ def search_by_shards(searchers: Mapping[int, Any], wanted: list[Query], search: 
     shards' content, so a query gets the same list in a full and in an incremental graph."""
     lists: Lists = {}
     for q in wanted:
-        ranked = sorted(((bound(searcher, q), shard) for shard, searcher in searchers.items()), key=lambda b: (b[0] is not None, *(-x for x in b[0] or (0, 0)), b[1]))
+        ranked = sorted(
+            ((bound(searcher, q), shard) for shard, searcher in searchers.items()),
+            key=lambda b: (b[0] is not None, *(-x for x in b[0] or (0, 0)), b[1]),
+        )
         found: list[Edge] | None = []
         for most, shard in ranked:
             if found is None or (most is not None and most[0] < max(1, found[k - 1].overlap if len(found) >= k else 0)):
@@ -320,17 +351,29 @@ def _searches(
         return search_by_groups(loaded, family, wanted, search, k, rows=rows(wanted, None) if wanted else None)
 
     def reverse(wanted: list[Query], start: Lists) -> Lists:
-        found = search_by_groups(loaded, family, wanted, search, k, changed_shards, rows(wanted, present)) if changed_shards and wanted else {}
+        found = (
+            search_by_groups(loaded, family, wanted, search, k, changed_shards, rows(wanted, present))
+            if changed_shards and wanted
+            else {}
+        )
         return {q: None if edges is None else best([*start[q], *edges], k) for q, edges in found.items()}
 
     return forward, reverse
 
 
 def _josie(
-    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: Mapping[Query, str | None], skipped: dict[Query, str | None]
+    loaded: LoadedSnapshot,
+    columns: Mapping[str, frozenset[int]],
+    changed: set[str],
+    previous: Lists,
+    k: int,
+    force: Mapping[Query, str | None],
+    skipped: dict[Query, str | None],
 ) -> tuple[Lists, int]:
     index = OverlapIndex.of_sets(loaded.read("index/josie/sets"))
-    queries = _Queries(JOSIE, {(JOSIE, (int(c),)): d for c, d in zip(index.column_ids.tolist(), index.dataset_ids.tolist())})
+    queries = _Queries(
+        JOSIE, {(JOSIE, (int(c),)): d for c, d in zip(index.column_ids.tolist(), index.dataset_ids.tolist())}
+    )
     changed_rows = index.rows_of(c for d in changed for c in columns.get(d, ()))
 
     def forward(wanted: list[Query]) -> Lists:
@@ -344,7 +387,13 @@ def _josie(
 
 
 def _mate(
-    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: Mapping[Query, str | None], skipped: dict[Query, str | None]
+    loaded: LoadedSnapshot,
+    columns: Mapping[str, frozenset[int]],
+    changed: set[str],
+    previous: Lists,
+    k: int,
+    force: Mapping[Query, str | None],
+    skipped: dict[Query, str | None],
 ) -> tuple[Lists, int]:
     """MATE refuses a key whose values match too many (mapping, row) pairs in one table
     (``lakejoin.index.mate.kernels.SUPPORTED_LIMIT``): such a key has no edges and is recorded as
@@ -357,7 +406,9 @@ def _mate(
     lists of a query's values and compares a candidate row's cells with those values only (rows
     and their super keys are loaded whole), so it answers those keys as the whole index does."""
     keys = _mate_keys(loaded, columns)
-    still = {q: by for q, by in force.items() if by is not None and q in keys and {keys[q][0], by} <= set(columns) - changed}
+    still = {
+        q: by for q, by in force.items() if by is not None and q in keys and {keys[q][0], by} <= set(columns) - changed
+    }
     queries = _Queries(MATE, {q: d for q, (d, _) in keys.items() if q not in still})
     prepared: dict[Query, KeyQuery | None] = {}
     refused_by: dict[Query, str | None] = {}
@@ -365,7 +416,9 @@ def _mate(
     def key_of(q: Query) -> KeyQuery | None:
         if q not in prepared:
             try:
-                prepared[q] = cached_key(loaded.config, keys[q][1], lambda: mate_key(_key_table(loaded, *keys[q]), keys[q][1]))
+                prepared[q] = cached_key(
+                    loaded.config, keys[q][1], lambda: mate_key(_key_table(loaded, *keys[q]), keys[q][1])
+                )
             except ValueError:  # no tuple without a null value
                 prepared[q] = None
         return prepared[q]
@@ -377,21 +430,34 @@ def _mate(
             query, before = key_of(q), so_far.get(q) or []
             refused_by[q] = None
             try:
-                floor = before[k - 1].overlap if len(before) >= k else 0  # a neighbour in this group must reach the k-th so far
+                floor = (
+                    before[k - 1].overlap if len(before) >= k else 0
+                )  # a neighbour in this group must reach the k-th so far
                 lists[q] = mate_edges(searcher, query, dataset_id, key, k, floor, among) if query is not None else None  # type: ignore[assignment]
             except MateRefused as refused:
                 lists[q] = None  # type: ignore[assignment]
-                refused_by[q] = refused.dataset_id if query is not None and refused.joining_rows > len(query.codes) else None
+                refused_by[q] = (
+                    refused.dataset_id if query is not None and refused.joining_rows > len(query.codes) else None
+                )
             except ValueError:
                 lists[q] = None  # type: ignore[assignment]
         return lists
 
     def their_values(wanted: list[Query], datasets: list[str] | None) -> Rows:
-        values = pa.array(sorted(set().union(*(query.distinct.tolist() for q in wanted if (query := key_of(q)) is not None))), pa.string())
+        values = pa.array(
+            sorted(set().union(*(query.distinct.tolist() for q in wanted if (query := key_of(q)) is not None))),
+            pa.string(),
+        )
         if datasets is None:  # and every row's super key (read through its dictionaries too)
-            return {"postings": delta.ValuesIn({"value": values}, keep_codes=True), "superkeys": delta.ValuesIn({}, keep_codes=True)}
+            return {
+                "postings": delta.ValuesIn({"value": values}, keep_codes=True),
+                "superkeys": delta.ValuesIn({}, keep_codes=True),
+            }
         of_datasets = pa.array(datasets, pa.string())
-        return {"postings": delta.ValuesIn({"value": values, "dataset_id": of_datasets}, keep_codes=True), "superkeys": delta.ValuesIn({"dataset_id": of_datasets}, keep_codes=True)}
+        return {
+            "postings": delta.ValuesIn({"value": values, "dataset_id": of_datasets}, keep_codes=True),
+            "superkeys": delta.ValuesIn({"dataset_id": of_datasets}, keep_codes=True),
+        }
 
     by_groups = _searches(loaded, MATE, changed, columns, search, k, their_values)
     present = {d for d in changed if d in columns}
@@ -411,7 +477,9 @@ def _mate(
             return by_groups[1](wanted, start)
         changed_shards = set(shards_of(sorted(present), loaded.shard_count(MATE) or 1))
         of_changed = {shard: searcher for shard, searcher in shards.items() if shard in changed_shards}
-        found = search_by_shards(of_changed, wanted, lambda searcher, asked, so_far: search(searcher, asked, so_far, present), held, k)
+        found = search_by_shards(
+            of_changed, wanted, lambda searcher, asked, so_far: search(searcher, asked, so_far, present), held, k
+        )
         return {q: None if edges is None else best([*start[q], *edges], k) for q, edges in found.items()}
 
     def forward_recorded(wanted: list[Query]) -> Lists:
@@ -425,11 +493,15 @@ def _mate(
     most = max(rows, default=0) if None not in rows else None
 
     def reverse_reachable(start: Lists) -> Lists:
-        return reverse([q for q, edges in start.items() if most is None or len(edges) < k or edges[k - 1].overlap <= most], start)
+        return reverse(
+            [q for q, edges in start.items() if most is None or len(edges) < k or edges[k - 1].overlap <= most], start
+        )
 
     skipped.update(still)
     prune(loaded.config, [key for _, key in keys.values()])
-    lists, searched = _merge(queries, changed, previous, k, forward_recorded, reverse_reachable, set(force) - set(still))
+    lists, searched = _merge(
+        queries, changed, previous, k, forward_recorded, reverse_reachable, set(force) - set(still)
+    )
     return {**lists, **{q: [] for q in still}}, searched
 
 
@@ -439,7 +511,9 @@ def _key_table(loaded: LoadedSnapshot, dataset_id: str, key: Mapping[str, int]) 
     return pq.read_table(path if path.is_absolute() else loaded.config.home / path, columns=list(key))
 
 
-def _mate_keys(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]) -> dict[Query, tuple[str, dict[str, int]]]:
+def _mate_keys(
+    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]
+) -> dict[Query, tuple[str, dict[str, int]]]:
     """Each active table's tightest composite keys (tables up to ``MATE_MAX_QUERY_ROWS`` rows):
     query -> (dataset, {column name: column id})."""
     if loaded.snapshot.version_of(KEYS) is None:
@@ -447,25 +521,40 @@ def _mate_keys(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]) ->
     rows = loaded.read(KEYS).sort_by([("dataset_id", "ascending"), ("key_index", "ascending")]).to_pylist()
     keys = {}
     for row in rows:
-        if row["dataset_id"] in columns and row["key_index"] < MATE_KEYS_PER_TABLE and row["rows"] <= MATE_MAX_QUERY_ROWS:
+        if (
+            row["dataset_id"] in columns
+            and row["key_index"] < MATE_KEYS_PER_TABLE
+            and row["rows"] <= MATE_MAX_QUERY_ROWS
+        ):
             keys[(MATE, tuple(row["column_ids"]))] = (row["dataset_id"], dict(zip(row["columns"], row["column_ids"])))
     return keys
 
 
 def _pexeso(
-    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]], changed: set[str], previous: Lists, k: int, force: Mapping[Query, str | None], skipped: dict[Query, str | None]
+    loaded: LoadedSnapshot,
+    columns: Mapping[str, frozenset[int]],
+    changed: set[str],
+    previous: Lists,
+    k: int,
+    force: Mapping[Query, str | None],
+    skipped: dict[Query, str | None],
 ) -> tuple[Lists, int]:
     vectors, dataset_of = column_vectors(loaded)
     queries = _Queries(PEXESO, {(PEXESO, (c,)): dataset_of[c] for c in vectors})
 
     def search(searcher: Any, wanted: list[Query], so_far: Lists) -> Lists:
-        return {q: pexeso_edges(searcher, vectors[q[1][0]], dataset_of[q[1][0]], q[1][0], dataset_of, k) for q in wanted}
+        return {
+            q: pexeso_edges(searcher, vectors[q[1][0]], dataset_of[q[1][0]], q[1][0], dataset_of, k) for q in wanted
+        }
 
     def of_datasets(wanted: list[Query], datasets: list[str] | None) -> Rows:
         if datasets is None:
             return None
         changed_columns = pa.array(sorted(c for d in datasets for c in columns[d]), pa.int64())
-        return {"mapped": delta.ValuesIn({"dataset_id": pa.array(datasets, pa.string())}), "cells": pc.field("column_id").isin(changed_columns)}
+        return {
+            "mapped": delta.ValuesIn({"dataset_id": pa.array(datasets, pa.string())}),
+            "cells": pc.field("column_id").isin(changed_columns),
+        }
 
     forward, reverse = _searches(loaded, PEXESO, changed, columns, search, k, of_datasets)
 
@@ -479,11 +568,15 @@ def _pexeso(
         queries = [vectors[c] for c in vectors if dataset_of[c] in changed]
 
         def matched(searcher: Any) -> set[int]:
-            return {r["column_id"] for v in queries for r in searcher.search(v, PEXESO_TAU, 1 / len(v), mode="threshold")}
+            return {
+                r["column_id"] for v in queries for r in searcher.search(v, PEXESO_TAU, 1 / len(v), mode="threshold")
+            }
 
         touched = set().union(*answers(loaded, PEXESO, matched)) if queries else set()
         wanted = [q for q in start if q[1][0] in touched]
-        if len(shard_groups(loaded, PEXESO)) == 1:  # the whole index is the snapshot's cached searcher: a search there is the new list
+        if (
+            len(shard_groups(loaded, PEXESO)) == 1
+        ):  # the whole index is the snapshot's cached searcher: a search there is the new list
             return forward(wanted)
         return reverse(wanted, start)
 
@@ -495,7 +588,9 @@ def column_vectors(loaded: LoadedSnapshot) -> tuple[dict[int, np.ndarray], dict[
     three columns are read, and the vectors are gathered once in column order (no sorted copy of
     the table): the lake's vectors are the largest thing the graph holds."""
     table = "index/pexeso/mapped"
-    mapped = delta.read_arrow(loaded.config.table_path(table), columns=["column_id", "dataset_id", "vector"], opened=loaded.open(table))
+    mapped = delta.read_arrow(
+        loaded.config.table_path(table), columns=["column_id", "dataset_id", "vector"], opened=loaded.open(table)
+    )
     if not mapped.num_rows:
         return {}, {}
     order = np.argsort(mapped["column_id"].to_numpy(), kind="stable")
@@ -506,7 +601,9 @@ def column_vectors(loaded: LoadedSnapshot) -> tuple[dict[int, np.ndarray], dict[
     bounds = np.flatnonzero(np.diff(ids)) + 1
     starts, ends = np.r_[0, bounds], np.r_[bounds, len(ids)]
     datasets = mapped["dataset_id"].take(order[starts]).to_pylist()
-    return {int(ids[s]): vectors[s:e] for s, e in zip(starts.tolist(), ends.tolist())}, {int(ids[s]): d for s, d in zip(starts.tolist(), datasets)}
+    return {int(ids[s]): vectors[s:e] for s, e in zip(starts.tolist(), ends.tolist())}, {
+        int(ids[s]): d for s, d in zip(starts.tolist(), datasets)
+    }
 
 
 _KIND_RUNNERS: dict[str, Callable[..., tuple[Lists, int]]] = {JOSIE: _josie, MATE: _mate, PEXESO: _pexeso}

@@ -140,7 +140,9 @@ class OverlapIndex:
     matrix: sparse.csr_matrix
     _row_of: dict[int, int] = field(default_factory=dict)
     _dataset_codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # each set's dataset as an int
-    _tie_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # each set's place by (dataset id, column id)
+    _tie_rank: np.ndarray = field(
+        default_factory=lambda: np.zeros(0, np.int64)
+    )  # each set's place by (dataset id, column id)
 
     @classmethod
     def of_sets(cls, sets: pa.Table) -> OverlapIndex:
@@ -153,7 +155,11 @@ class OverlapIndex:
         matrix = sparse.csr_matrix((np.ones(len(tokens), np.int32), tokens, indptr), shape=(sets.num_rows, n_tokens))
         index = cls(sets["set_id"].to_numpy(), np.array(sets["dataset_id"].to_pylist(), dtype=object), lengths, matrix)
         index._row_of = {int(c): i for i, c in enumerate(index.column_ids)}
-        index._dataset_codes = np.unique(index.dataset_ids, return_inverse=True)[1].astype(np.int64).ravel() if len(index.dataset_ids) else np.zeros(0, np.int64)
+        index._dataset_codes = (
+            np.unique(index.dataset_ids, return_inverse=True)[1].astype(np.int64).ravel()
+            if len(index.dataset_ids)
+            else np.zeros(0, np.int64)
+        )
         index._tie_rank = np.empty(len(index.column_ids), np.int64)
         index._tie_rank[np.lexsort((index.column_ids, index._dataset_codes))] = np.arange(len(index.column_ids))
         return index
@@ -165,11 +171,15 @@ class OverlapIndex:
         """For each query row, its best ``k`` candidate sets of other datasets (``candidates``:
         rows to consider, default all) by overlap."""
         candidates = np.arange(len(self.column_ids)) if candidates is None else candidates
-        target = self.matrix[candidates].T.tocsr() if len(candidates) else None  # CSR: the product does not convert it again per block
+        target = (
+            self.matrix[candidates].T.tocsr() if len(candidates) else None
+        )  # CSR: the product does not convert it again per block
         lists: dict[Query, list[Edge]] = {}
         for start in range(0, len(query_rows), QUERY_BLOCK):
             block = query_rows[start : start + QUERY_BLOCK]
-            products = (self.matrix[block] @ target).tocsr() if target is not None else sparse.csr_matrix((len(block), 0))
+            products = (
+                (self.matrix[block] @ target).tocsr() if target is not None else sparse.csr_matrix((len(block), 0))
+            )
             for i, row in enumerate(block.tolist()):
                 lists[(JOSIE, (int(self.column_ids[row]),))] = self._ranked(row, candidates, products, i, k)
         return lists
@@ -210,23 +220,55 @@ def mate_key(query: pa.Table, key: Mapping[str, int]) -> KeyQuery:
     return key_query(query.select(names), names)
 
 
-def mate_edges(searcher: Any, query: KeyQuery, dataset_id: str, key: Mapping[str, int], k: int, min_overlap: int = 0, among: AbstractSet[str] | None = None) -> list[Edge]:
+def mate_edges(
+    searcher: Any,
+    query: KeyQuery,
+    dataset_id: str,
+    key: Mapping[str, int],
+    k: int,
+    min_overlap: int = 0,
+    among: AbstractSet[str] | None = None,
+) -> list[Edge]:
     """The best ``k`` tables joinable with ``dataset_id`` on its composite ``key`` (column name
     -> column id; ``query`` its tuples, ``mate_key``) by MATE, among those joining at least
     ``min_overlap`` tuples (and of the datasets ``among`` only, when given)."""
     names = list(key)
     others = [] if among is None else [d for d in searcher.index.dataset_ids.tolist() if d not in among]
-    found = searcher.search(query, names, k=MATE_SEARCH_K, exclude_datasets=[dataset_id, *others], min_score=min_overlap)
-    edges = [Edge(MATE, dataset_id, tuple(key.values()), r["dataset_id"], tuple(int(r["mapping"][n]) for n in names), int(r["joinability"]), float(r["share"])) for r in found if r["joinability"] > 0]
+    found = searcher.search(
+        query, names, k=MATE_SEARCH_K, exclude_datasets=[dataset_id, *others], min_score=min_overlap
+    )
+    edges = [
+        Edge(
+            MATE,
+            dataset_id,
+            tuple(key.values()),
+            r["dataset_id"],
+            tuple(int(r["mapping"][n]) for n in names),
+            int(r["joinability"]),
+            float(r["share"]),
+        )
+        for r in found
+        if r["joinability"] > 0
+    ]
     return best(edges, k)
 
 
-def pexeso_edges(searcher: Any, vectors: np.ndarray, dataset_id: str, column_id: int, datasets: Mapping[int, str], k: int) -> list[Edge]:
+def pexeso_edges(
+    searcher: Any, vectors: np.ndarray, dataset_id: str, column_id: int, datasets: Mapping[int, str], k: int
+) -> list[Edge]:
     """The best ``k`` columns of other datasets whose vectors match at least ``PEXESO_T`` of the
     column's distinct values (``vectors``, one each) within ``PEXESO_TAU``."""
     found = searcher.search(vectors, PEXESO_TAU, PEXESO_T, mode="threshold")
     edges = [
-        Edge(PEXESO, dataset_id, (column_id,), datasets.get(r["column_id"]) or r["dataset_id"], (int(r["column_id"]),), int(r["matched"]), float(r["joinability"]))
+        Edge(
+            PEXESO,
+            dataset_id,
+            (column_id,),
+            datasets.get(r["column_id"]) or r["dataset_id"],
+            (int(r["column_id"]),),
+            int(r["matched"]),
+            float(r["joinability"]),
+        )
         for r in found
         if (datasets.get(r["column_id"]) or r["dataset_id"]) != dataset_id
     ]

@@ -69,6 +69,10 @@ def _folder(config: LakeConfig, key: Mapping[str, int]) -> Path:
 def _restored(columns: list[str], arrays: Mapping[str, np.ndarray]) -> KeyQuery:
     codes = arrays["codes"].copy()
     distinct = strings_of_buffers(arrays["data"].copy(), arrays["offsets"].copy())
-    if codes.ndim != 2 or codes.shape[1] != len(columns) or (codes.size and (codes.min() < 0 or codes.max() >= len(distinct))):
+    if (
+        codes.ndim != 2
+        or codes.shape[1] != len(columns)
+        or (codes.size and (codes.min() < 0 or codes.max() >= len(distinct)))
+    ):
         raise ValueError("the cached codes do not fit the key")
     return KeyQuery(columns, np.array(distinct.to_pylist(), dtype=object), codes)

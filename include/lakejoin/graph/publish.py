@@ -26,7 +26,15 @@ from lakejoin.lake import snapshots
 from lakejoin.query.snapshot import load_snapshot
 
 
-def refresh(config: LakeConfig, *, k: int = DEFAULT_K, full: bool = False, publish: bool = True, build_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
+def refresh(
+    config: LakeConfig,
+    *,
+    k: int = DEFAULT_K,
+    full: bool = False,
+    publish: bool = True,
+    build_id: str | None = None,
+    wait: float = 0.0,
+) -> dict[str, Any]:
     """Compute, write and publish the latest snapshot's graph; a no-op when it has its graph.
     ``build_id`` and ``wait`` are the write lease's (``snapshots.writing``)."""
     started = time.perf_counter()

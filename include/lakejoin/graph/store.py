@@ -80,7 +80,9 @@ def write_graph(config: LakeConfig, loaded: LoadedSnapshot, graph: Graph) -> dic
     return {
         EDGES: delta.write_arrow(config.table_path(EDGES), edges, operation="graph"),
         TABLES: delta.write_arrow(config.table_path(TABLES), summary, operation="graph"),
-        META: delta.write_arrow(config.table_path(META), pa.Table.from_pylist([meta], schema=META_SCHEMA), operation="graph"),
+        META: delta.write_arrow(
+            config.table_path(META), pa.Table.from_pylist([meta], schema=META_SCHEMA), operation="graph"
+        ),
     }
 
 
@@ -94,7 +96,16 @@ def _summary(graph: Graph) -> pa.Table:
             into[e.dataset_id] += 1
             related[e.query_dataset_id].add(e.dataset_id)
             related[e.dataset_id].add(e.query_dataset_id)
-    rows = [{"dataset_id": d, "column_ids": sorted(c), "edges_out": out[d], "edges_in": into[d], "related_datasets": len(related[d])} for d, c in sorted(graph.columns.items())]
+    rows = [
+        {
+            "dataset_id": d,
+            "column_ids": sorted(c),
+            "edges_out": out[d],
+            "edges_in": into[d],
+            "related_datasets": len(related[d]),
+        }
+        for d, c in sorted(graph.columns.items())
+    ]
     return pa.Table.from_pylist(rows, schema=TABLES_SCHEMA)
 
 
@@ -102,7 +113,11 @@ def latest_graph(config: LakeConfig) -> Graph | None:
     """The graph last written (whatever snapshot it was computed from), or None."""
     if not all(delta.exists(config.table_path(t)) for t in GRAPH_TABLES):
         return None
-    return _graph(delta.read_arrow(config.table_path(EDGES)), delta.read_arrow(config.table_path(TABLES)), delta.read_arrow(config.table_path(META)))
+    return _graph(
+        delta.read_arrow(config.table_path(EDGES)),
+        delta.read_arrow(config.table_path(TABLES)),
+        delta.read_arrow(config.table_path(META)),
+    )
 
 
 def pinned_graph(loaded: LoadedSnapshot) -> Graph | None:
@@ -115,18 +130,28 @@ def pinned_graph(loaded: LoadedSnapshot) -> Graph | None:
 def _graph(edges: pa.Table, tables: pa.Table, meta: pa.Table) -> Graph:
     row = meta.to_pylist()[0]
     columns = {r["dataset_id"]: frozenset(r["column_ids"]) for r in tables.to_pylist()}
-    stats = {**json.loads(row["stats"]), "snapshot_id": row["snapshot_id"], "source_versions": json.loads(row["source_versions"])}
+    stats = {
+        **json.loads(row["stats"]),
+        "snapshot_id": row["snapshot_id"],
+        "source_versions": json.loads(row["source_versions"]),
+    }
     return Graph(edge_lists(edges.cast(EDGES_SCHEMA)), columns, tuple(row["kinds"]), row["k"], stats)
 
 
 def graph_status(loaded: LoadedSnapshot, graph: Graph | None) -> dict[str, Any]:
     """Whether ``graph`` was computed from ``loaded``'s own tables (``current``), and from which snapshot."""
     if graph is None:
-        return {"current": False, "snapshot_id": None, "note": f"snapshot {loaded.snapshot_id} has no join graph yet (run `lakejoin graph`)"}
+        return {
+            "current": False,
+            "snapshot_id": None,
+            "note": f"snapshot {loaded.snapshot_id} has no join graph yet (run `lakejoin graph`)",
+        }
     current = graph.stats["source_versions"] == source_versions(loaded)
     status = {"current": current, "snapshot_id": graph.stats["snapshot_id"] if not current else loaded.snapshot_id}
     if not current:
-        status["note"] = f"the join graph is from snapshot {graph.stats['snapshot_id']}, an earlier state of the lake; the graph of snapshot {loaded.snapshot_id} is not computed yet"
+        status["note"] = (
+            f"the join graph is from snapshot {graph.stats['snapshot_id']}, an earlier state of the lake; the graph of snapshot {loaded.snapshot_id} is not computed yet"
+        )
     return status
 
 
@@ -141,16 +166,37 @@ def related(loaded: LoadedSnapshot, dataset_id: str) -> dict[str, Any]:
         for e in edges:
             if e.query_dataset_id == dataset_id:
                 key = (e.kind, e.dataset_id, e.query_column_ids, e.column_ids)
-                entries[key] = _entry(loaded, e.kind, e.dataset_id, e.query_column_ids, e.column_ids, _evidence(e, outgoing=True))
+                entries[key] = _entry(
+                    loaded, e.kind, e.dataset_id, e.query_column_ids, e.column_ids, _evidence(e, outgoing=True)
+                )
     for edges in graph.lists.values() if graph else ():
         for e in edges:
             if e.dataset_id == dataset_id:
                 key = (e.kind, e.query_dataset_id, e.column_ids, e.query_column_ids)
-                entries.setdefault(key, _entry(loaded, e.kind, e.query_dataset_id, e.column_ids, e.query_column_ids, _evidence(e, outgoing=False)))
-    ranked = sorted(entries.values(), key=lambda r: (KINDS.index(r["method"]), -r["evidence"]["strength"], r["dataset_id"], r["columns"]))
+                entries.setdefault(
+                    key,
+                    _entry(
+                        loaded,
+                        e.kind,
+                        e.query_dataset_id,
+                        e.column_ids,
+                        e.query_column_ids,
+                        _evidence(e, outgoing=False),
+                    ),
+                )
+    ranked = sorted(
+        entries.values(),
+        key=lambda r: (KINDS.index(r["method"]), -r["evidence"]["strength"], r["dataset_id"], r["columns"]),
+    )
     for r in ranked:
         del r["evidence"]["strength"]
-    return {"snapshot_id": loaded.snapshot_id, "dataset_id": dataset_id, "graph": graph_status(loaded, graph), "composite_keys": composite_keys(loaded, dataset_id), "related": ranked}
+    return {
+        "snapshot_id": loaded.snapshot_id,
+        "dataset_id": dataset_id,
+        "graph": graph_status(loaded, graph),
+        "composite_keys": composite_keys(loaded, dataset_id),
+        "related": ranked,
+    }
 
 
 def composite_keys(loaded: LoadedSnapshot, dataset_id: str) -> list[list[str]]:
@@ -162,7 +208,14 @@ def composite_keys(loaded: LoadedSnapshot, dataset_id: str) -> list[list[str]]:
     return [list(columns) for columns in keys["columns"].to_pylist()]
 
 
-def _entry(loaded: LoadedSnapshot, method: str, other: str, own_ids: tuple[int, ...], other_ids: tuple[int, ...], evidence: dict[str, Any]) -> dict[str, Any]:
+def _entry(
+    loaded: LoadedSnapshot,
+    method: str,
+    other: str,
+    own_ids: tuple[int, ...],
+    other_ids: tuple[int, ...],
+    evidence: dict[str, Any],
+) -> dict[str, Any]:
     return {
         "dataset_id": other,
         "table": (loaded.datasets.get(other) or {}).get("title"),
@@ -183,7 +236,26 @@ def _evidence(e: Any, outgoing: bool) -> dict[str, Any]:
     direction = "from_this" if outgoing else "to_this"
     if e.kind == JOSIE:
         mine, theirs = (e.containment, e.containment_reverse) if outgoing else (e.containment_reverse, e.containment)
-        return {"overlap": e.overlap, "containment": mine, "containment_reverse": theirs, "jaccard": e.jaccard, "found": direction, "strength": e.overlap}
+        return {
+            "overlap": e.overlap,
+            "containment": mine,
+            "containment_reverse": theirs,
+            "jaccard": e.jaccard,
+            "found": direction,
+            "strength": e.overlap,
+        }
     if e.kind == MATE:
-        return {"joinability": e.overlap, "share": e.containment, "key_of": "this" if outgoing else "other", "found": direction, "strength": e.overlap}
-    return {"matched": e.overlap, "joinability": e.containment, "semantic": True, "found": direction, "strength": e.overlap}
+        return {
+            "joinability": e.overlap,
+            "share": e.containment,
+            "key_of": "this" if outgoing else "other",
+            "found": direction,
+            "strength": e.overlap,
+        }
+    return {
+        "matched": e.overlap,
+        "joinability": e.containment,
+        "semantic": True,
+        "found": direction,
+        "strength": e.overlap,
+    }

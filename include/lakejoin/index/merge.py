@@ -56,7 +56,9 @@ def merge_threshold_steps(parts: Iterable[Sequence[dict[str, Any]]], k: int | No
     last = max(len(p) for p in stepped) - 1
     step = next((i for i in range(last) if k is None or _reached(stepped, i, k) >= k), last)
     if any(len(p) <= step for p in stepped):
-        raise ValueError(f"LSH Ensemble parts disagree on their steps: one stopped before step {step} without reaching k={k}")
+        raise ValueError(
+            f"LSH Ensemble parts disagree on their steps: one stopped before step {step} without reaching k={k}"
+        )
     return sorted(chain.from_iterable(p[step]["results"] for p in stepped), key=RANK_KEYS["lshensemble"])[:k]
 
 

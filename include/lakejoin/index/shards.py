@@ -84,7 +84,9 @@ def column_sets(cells: pa.Table) -> tuple[dict[int, list[str]], dict[int, str]]:
     return sets, dict(zip(column_ids, grouped["dataset_id"].to_pylist()))
 
 
-def histogram_update(values: np.ndarray, counts: np.ndarray | None = None, what: str = "histogram") -> tuple[np.ndarray, np.ndarray]:
+def histogram_update(
+    values: np.ndarray, counts: np.ndarray | None = None, what: str = "histogram"
+) -> tuple[np.ndarray, np.ndarray]:
     """A global histogram kept across incremental builds: each distinct value ascending with its
     summed count (one each when ``counts`` is None; negative counts retract what a rewritten shard
     held before), values left with no count dropped. LSH Ensemble's set sizes and MATE's row
@@ -100,7 +102,9 @@ def histogram_update(values: np.ndarray, counts: np.ndarray | None = None, what:
     return distinct[keep], totals[keep]
 
 
-def in_shards(tables: Mapping[str, pa.Table], shards: Iterable[int], global_tables: Iterable[str]) -> dict[str, pa.Table]:
+def in_shards(
+    tables: Mapping[str, pa.Table], shards: Iterable[int], global_tables: Iterable[str]
+) -> dict[str, pa.Table]:
     """``tables`` with every sharded table cut to ``shards`` (global tables whole): what an
     incremental build gets as ``previous``, and what a searcher over those shards loads."""
     keep = pa.array(sorted(set(shards)), pa.int32())

@@ -68,7 +68,9 @@ class ValueDictionary:
 
     def __init__(self, strings: pa.Array | pa.ChunkedArray):
         if isinstance(strings, pa.ChunkedArray):  # one buffer; large offsets past 2 GiB of text
-            strings = (strings.cast(pa.large_string()) if sum(c.nbytes for c in strings.chunks) >= 2**31 - 1 else strings).combine_chunks()
+            strings = (
+                strings.cast(pa.large_string()) if sum(c.nbytes for c in strings.chunks) >= 2**31 - 1 else strings
+            ).combine_chunks()
         self.data, self.offsets = string_buffers(strings)
         self.id_bits = max(1, (len(strings) - 1).bit_length())  # the low bits of a key hold the id
         self.keys = np.sort(_keys(self.data, self.offsets, np.uint64(self.id_bits)))
@@ -76,7 +78,12 @@ class ValueDictionary:
     @classmethod
     def from_arrays(cls, data: np.ndarray, offsets: np.ndarray, keys: np.ndarray) -> ValueDictionary:
         """The dictionary :meth:`arrays` gave (a shard's cached arrays): nothing hashed or sorted."""
-        if offsets.ndim != 1 or len(offsets) != len(keys) + 1 or keys.dtype != np.uint64 or (len(offsets) and int(offsets[-1]) > len(data)):
+        if (
+            offsets.ndim != 1
+            or len(offsets) != len(keys) + 1
+            or keys.dtype != np.uint64
+            or (len(offsets) and int(offsets[-1]) > len(data))
+        ):
             raise ValueError("these arrays are not one value dictionary's")
         dictionary = cls.__new__(cls)
         dictionary.data, dictionary.offsets, dictionary.keys = data, offsets, keys

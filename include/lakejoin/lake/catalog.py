@@ -47,7 +47,9 @@ class Plan:
     errors: dict[str, str] = field(default_factory=dict)
 
 
-def plan_run(previous: dict[str, dict[str, Any]], listed: Iterable[Resource], hashes: dict[str, str], failed_sources: set[str]) -> Plan:
+def plan_run(
+    previous: dict[str, dict[str, Any]], listed: Iterable[Resource], hashes: dict[str, str], failed_sources: set[str]
+) -> Plan:
     """Compare what the sources listed with the stored catalog."""
     rows = {k: dict(v) for k, v in previous.items()}
     plan = Plan(rows)
@@ -76,7 +78,9 @@ def plan_run(previous: dict[str, dict[str, Any]], listed: Iterable[Resource], ha
     return plan
 
 
-def apply_parse_outcome(plan: Plan, dataset_id: str, ok: bool, reason: str | None, rows: int, columns: int, staged_path: str) -> bool:
+def apply_parse_outcome(
+    plan: Plan, dataset_id: str, ok: bool, reason: str | None, rows: int, columns: int, staged_path: str
+) -> bool:
     """Record one parse result; returns True when the dataset's cells must be (re)written."""
     resource = plan.to_parse[dataset_id]
     stored = plan.rows.get(dataset_id)
@@ -100,7 +104,9 @@ def apply_parse_outcome(plan: Plan, dataset_id: str, ok: bool, reason: str | Non
 
 def to_arrow(rows: dict[str, dict[str, Any]]) -> pa.Table:
     ordered = [rows[k] for k in sorted(rows)]
-    return pa.Table.from_pylist([{f.name: r.get(f.name) for f in DATASETS_SCHEMA} for r in ordered], schema=DATASETS_SCHEMA)
+    return pa.Table.from_pylist(
+        [{f.name: r.get(f.name) for f in DATASETS_SCHEMA} for r in ordered], schema=DATASETS_SCHEMA
+    )
 
 
 def _metadata_row(resource: Resource, stored: dict[str, Any] | None) -> dict[str, Any]:
@@ -125,5 +131,13 @@ def _with_error(stored: dict[str, Any] | None, resource: Resource) -> dict[str, 
     if stored is not None:
         return {**stored, "reason": f"fetch failed, stored version kept: {resource.error}"}
     row = _metadata_row(resource, None)
-    row.update(content_sha256=None, version=0, status=QUARANTINED, reason=f"fetch failed: {resource.error}", rows=0, columns=0, staged_path=None)
+    row.update(
+        content_sha256=None,
+        version=0,
+        status=QUARANTINED,
+        reason=f"fetch failed: {resource.error}",
+        rows=0,
+        columns=0,
+        staged_path=None,
+    )
     return row

@@ -30,7 +30,9 @@ TARGET_FILE_BYTES = 128 * 1024 * 1024
 ROW_GROUP_ROWS = {EMBEDDINGS: EMBEDDINGS_LAYOUT.row_group_rows}  # tables not written in Parquet's default groups
 
 
-def compact(config: LakeConfig, tables: list[str] | None = None, min_files: int = MIN_FILES) -> dict[str, dict[str, Any]]:
+def compact(
+    config: LakeConfig, tables: list[str] | None = None, min_files: int = MIN_FILES
+) -> dict[str, dict[str, Any]]:
     """Compact the lake's tables (or ``tables``); returns, per compacted table, the files removed
     and added and the partitions touched."""
     done: dict[str, dict[str, Any]] = {}
@@ -45,8 +47,17 @@ def compact(config: LakeConfig, tables: list[str] | None = None, min_files: int 
         column, values = crowded
         filters = [(column, "in", values)] if column else None
         with delta.committing(path, "compact") as properties:
-            metrics = table.optimize.compact(partition_filters=filters, target_size=TARGET_FILE_BYTES, writer_properties=_writer_properties(name), commit_properties=properties)
-        done[name] = {"files_removed": metrics["numFilesRemoved"], "files_added": metrics["numFilesAdded"], "partitions": len(values) if column else 1}
+            metrics = table.optimize.compact(
+                partition_filters=filters,
+                target_size=TARGET_FILE_BYTES,
+                writer_properties=_writer_properties(name),
+                commit_properties=properties,
+            )
+        done[name] = {
+            "files_removed": metrics["numFilesRemoved"],
+            "files_added": metrics["numFilesAdded"],
+            "partitions": len(values) if column else 1,
+        }
     return done
 
 

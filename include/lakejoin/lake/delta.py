@@ -110,7 +110,11 @@ def read_matching(path: Path, column: str, keys: Iterable[str], columns: Sequenc
     for uri in files_of(table) if wanted else []:
         parquet = pq.ParquetFile(uri)
         leaf = _leaf_index(parquet.metadata, column)
-        groups = [g for g in range(parquet.metadata.num_row_groups) if _may_hold(parquet.metadata.row_group(g).column(leaf).statistics, wanted)]
+        groups = [
+            g
+            for g in range(parquet.metadata.num_row_groups)
+            if _may_hold(parquet.metadata.row_group(g).column(leaf).statistics, wanted)
+        ]
         if groups:
             parts.append(parquet.read_row_groups(groups, columns=list(columns)))
     if not parts:
@@ -166,21 +170,40 @@ def read_files(
     if not files:
         empty = schema.empty_table()
         return empty.select(selected) if selected else empty
-    partitioning = pads.partitioning(pa.schema([schema.field(c) for c in partition_columns]), flavor="hive") if partition_columns else None
+    partitioning = (
+        pads.partitioning(pa.schema([schema.field(c) for c in partition_columns]), flavor="hive")
+        if partition_columns
+        else None
+    )
     if isinstance(filter, ValuesIn):
         return _read_values_in(path, files, schema, partitioning, selected or schema.names, filter)
-    dataset = pads.dataset(list(files), schema=schema, format="parquet", partitioning=partitioning, partition_base_dir=str(path))
+    dataset = pads.dataset(
+        list(files), schema=schema, format="parquet", partitioning=partitioning, partition_base_dir=str(path)
+    )
     return dataset.to_table(columns=selected, filter=filter)
 
 
-def _read_values_in(path: Path | str, files: Sequence[str], schema: pa.Schema, partitioning: pads.Partitioning | None, columns: list[str], filter: ValuesIn) -> pa.Table:
+def _read_values_in(
+    path: Path | str,
+    files: Sequence[str],
+    schema: pa.Schema,
+    partitioning: pads.Partitioning | None,
+    columns: list[str],
+    filter: ValuesIn,
+) -> pa.Table:
     """:func:`read_files` with a :class:`ValuesIn` filter: each batch keeps the rows whose codes
     point at wanted strings, and its string columns are decoded for those rows only."""
     partitions = set(partitioning.schema.names) if partitioning is not None else set()
-    strings = [f.name for f in schema if f.name not in partitions and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))]
+    strings = [
+        f.name
+        for f in schema
+        if f.name not in partitions and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type))
+    ]
     encoded = pa.schema([f.with_type(pa.dictionary(pa.int32(), f.type)) if f.name in strings else f for f in schema])
     format = pads.ParquetFileFormat(read_options=pads.ParquetReadOptions(dictionary_columns=strings))
-    dataset = pads.dataset(list(files), schema=encoded, format=format, partitioning=partitioning, partition_base_dir=str(path))
+    dataset = pads.dataset(
+        list(files), schema=encoded, format=format, partitioning=partitioning, partition_base_dir=str(path)
+    )
     wanted = {name: values.cast(schema.field(name).type) for name, values in filter.wanted.items()}
     kept = []
     for batch in dataset.to_batches(columns=sorted({*columns, *wanted})):
@@ -188,10 +211,21 @@ def _read_values_in(path: Path | str, files: Sequence[str], schema: pa.Schema, p
         for name, values in wanted.items():
             column = batch.column(name)
             # a null code is no match (take gives null, and filter drops it)
-            hit = pc.take(pc.is_in(column.dictionary, value_set=values), column.indices) if pa.types.is_dictionary(column.type) else pc.is_in(column, value_set=values)
+            hit = (
+                pc.take(pc.is_in(column.dictionary, value_set=values), column.indices)
+                if pa.types.is_dictionary(column.type)
+                else pc.is_in(column, value_set=values)
+            )
             mask = hit if mask is None else pc.and_kleene(mask, hit)
         rows = batch.filter(mask) if mask is not None else batch
-        kept.append(rows if filter.keep_codes else pa.RecordBatch.from_arrays([c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in rows.columns], names=rows.schema.names))
+        kept.append(
+            rows
+            if filter.keep_codes
+            else pa.RecordBatch.from_arrays(
+                [c.dictionary_decode() if pa.types.is_dictionary(c.type) else c for c in rows.columns],
+                names=rows.schema.names,
+            )
+        )
     result_schema = pa.schema([(encoded if filter.keep_codes else schema).field(c) for c in columns])
     return pa.Table.from_batches(kept).select(columns).cast(result_schema) if kept else result_schema.empty_table()
 
@@ -209,7 +243,13 @@ def partition_filters(partitions: Mapping[str, Iterable[object]] | None) -> list
     return [(column, "in", sorted({str(v) for v in values})) for column, values in partitions.items()]
 
 
-def row_count(path: Path, version: int | None = None, *, opened: DeltaTable | None = None, partitions: Mapping[str, Iterable[object]] | None = None) -> int | None:
+def row_count(
+    path: Path,
+    version: int | None = None,
+    *,
+    opened: DeltaTable | None = None,
+    partitions: Mapping[str, Iterable[object]] | None = None,
+) -> int | None:
     """Rows of the table (or its pinned version, or some of its ``partitions``) from the log's
     file statistics, reading no data file; None when a file was committed without
     ``numRecords``. ``opened`` and ``partitions`` as in :func:`read_arrow`."""
@@ -222,7 +262,13 @@ def row_count(path: Path, version: int | None = None, *, opened: DeltaTable | No
     return None if any(c is None for c in counts) else int(sum(counts))
 
 
-def write_arrow(path: Path, table: pa.Table, mode: Literal["error", "append", "overwrite", "ignore"] = "overwrite", partition_by: Sequence[str] | None = None, operation: str | None = None) -> int:
+def write_arrow(
+    path: Path,
+    table: pa.Table,
+    mode: Literal["error", "append", "overwrite", "ignore"] = "overwrite",
+    partition_by: Sequence[str] | None = None,
+    operation: str | None = None,
+) -> int:
     """Write a small table from the driver in one commit; returns the new version."""
     path.mkdir(parents=True, exist_ok=True)
     with committing(path, operation) as properties:
@@ -241,7 +287,9 @@ def write_arrow(path: Path, table: pa.Table, mode: Literal["error", "append", "o
 def layout_differs(path: Path, schema: pa.Schema, partition_by: Sequence[str]) -> bool:
     """True when the table at ``path`` has another schema or partitioning than given."""
     table = open_table(path)
-    return pa.schema(table.schema().to_arrow()) != schema or list(table.metadata().partition_columns) != list(partition_by)
+    return pa.schema(table.schema().to_arrow()) != schema or list(table.metadata().partition_columns) != list(
+        partition_by
+    )
 
 
 def reset_layout(path: Path, schema: pa.Schema, partition_by: Sequence[str], operation: str | None = None) -> int:
@@ -274,7 +322,12 @@ def commit_files(
     new files" in the same commit, so a reader sees either all old or all new rows.
     """
     now_ms = int(time.time() * 1000)
-    adds = [AddAction(f.path, f.size, dict(f.partition_values), now_ms, True, f.stats or json.dumps({"numRecords": f.num_records})) for f in added]
+    adds = [
+        AddAction(
+            f.path, f.size, dict(f.partition_values), now_ms, True, f.stats or json.dumps({"numRecords": f.num_records})
+        )
+        for f in added
+    ]
     if not exists(path):
         from deltalake.transaction import create_table_with_add_actions
 
@@ -303,7 +356,9 @@ def commit_files(
     return current_version(path)  # type: ignore[return-value]
 
 
-def prepare_layout(path: Path, schema: pa.Schema, partition_by: Sequence[str], replace: str, operation: str | None = None) -> None:
+def prepare_layout(
+    path: Path, schema: pa.Schema, partition_by: Sequence[str], replace: str, operation: str | None = None
+) -> None:
     """Before a write: create the folder; a full replace (``replace="all"``) of a table written
     with another schema or partitioning first gives it the new layout in a commit of its own."""
     path.mkdir(parents=True, exist_ok=True)
@@ -350,7 +405,13 @@ def write_rows(
 
 def data_file(row: Mapping[str, Any]) -> DataFile:
     """A :func:`partition_writer` row as a :class:`DataFile`."""
-    return DataFile(str(row["path"]), int(row["size"]), int(row["num_records"]), json.loads(str(row["partition_values"])), str(row["stats"]))
+    return DataFile(
+        str(row["path"]),
+        int(row["size"]),
+        int(row["num_records"]),
+        json.loads(str(row["partition_values"])),
+        str(row["stats"]),
+    )
 
 
 def live_files(path: Path, partition_column: str | None = None) -> dict[str, str | None]:
@@ -376,14 +437,24 @@ def _remove_actions(table: DeltaTable, paths: set[str], now_ms: int) -> list[Rem
     for i, p in enumerate(actions["path"]):
         if p in paths:
             partition_values = {k.removeprefix("partition."): _partition_text(actions[k][i]) for k in partition_keys}
-            removes.append(RemoveAction(p, data_change=True, deletion_timestamp=now_ms, size=actions["size_bytes"][i], partition_values=partition_values))
+            removes.append(
+                RemoveAction(
+                    p,
+                    data_change=True,
+                    deletion_timestamp=now_ms,
+                    size=actions["size_bytes"][i],
+                    partition_values=partition_values,
+                )
+            )
     missing = paths - set(actions["path"])
     if missing:
         raise ValueError(f"cannot remove files that are not live in {table.table_uri}: {sorted(missing)[:3]}")
     return removes
 
 
-def _files_to_replace(table_path: Path, partition_by: Sequence[str], replace: str, replace_values: Sequence[str], added: list[DataFile]) -> list[str]:
+def _files_to_replace(
+    table_path: Path, partition_by: Sequence[str], replace: str, replace_values: Sequence[str], added: list[DataFile]
+) -> list[str]:
     if replace == "none":
         return []
     live = live_files(table_path, partition_by[0] if partition_by else None)
@@ -410,14 +481,18 @@ def partition_writer(table_root: str, schema: pa.Schema, partition_by: list[str]
         table = pa.Table.from_batches(collected)
         table = table.cast(schema)
         for values, part in _split_by_partition(table, partition_by):
-            relative_dir = "/".join(f"{quote(c, safe='')}={quote(str(v), safe='')}" for c, v in zip(partition_by, values))
+            relative_dir = "/".join(
+                f"{quote(c, safe='')}={quote(str(v), safe='')}" for c, v in zip(partition_by, values)
+            )
             relative = f"{relative_dir}/" if relative_dir else ""
             relative += f"part-{uuid.uuid4().hex}.parquet"
             absolute = Path(table_root) / relative
             absolute.parent.mkdir(parents=True, exist_ok=True)
             if layout.sort_by:
                 part = part.sort_by(layout.sort_by)
-            pq.write_table(part.select(data_schema.names), absolute, compression="zstd", row_group_size=layout.row_group_rows)
+            pq.write_table(
+                part.select(data_schema.names), absolute, compression="zstd", row_group_size=layout.row_group_rows
+            )
             yield pa.RecordBatch.from_pylist(
                 [
                     {
@@ -524,7 +599,9 @@ def committing(path: Path, operation: str | None) -> Iterator[CommitProperties]:
     try:
         yield CommitProperties(custom_metadata=metadata)
     except CommitFailedError as error:
-        raise ConcurrentCommit(f"another writer committed to {path} at the same time; this commit was refused ({error})") from error
+        raise ConcurrentCommit(
+            f"another writer committed to {path} at the same time; this commit was refused ({error})"
+        ) from error
 
 
 def commit_build(commit: Mapping[str, object]) -> str | None:

@@ -92,10 +92,17 @@ class Lease:
     def verify(self) -> None:
         """Raise :class:`LeaseLost` unless this lease is still the lake's newest generation."""
         current = _newest(self.home)
-        if self.lost or current is None or current[0] != self.generation or current[1].get("token") != self.record["token"]:
+        if (
+            self.lost
+            or current is None
+            or current[0] != self.generation
+            or current[1].get("token") != self.record["token"]
+        ):
             self.lost = True
             holder = describe(current[1]) if current else "nobody"
-            raise LeaseLost(f"lake {self.home}: this writer (build {self.build_id}) lost its write lease, now held by {holder}; its commits stop here")
+            raise LeaseLost(
+                f"lake {self.home}: this writer (build {self.build_id}) lost its write lease, now held by {holder}; its commits stop here"
+            )
 
     def renew(self) -> bool:
         """Push the expiry forward; False (and stop renewing) once the lease was taken over."""
@@ -205,7 +212,9 @@ def check_commit(table_path: Path) -> str | None:
     for home in list(Path(table_path).parents)[:3]:  # tables sit 2-3 levels below their home
         other = holder(home) if (home / LEASE_DIR).is_dir() else None
         if other is not None:
-            raise LakeBusy(f"cannot commit to {table_path} without the lake's write lease: {home} is being written by {describe(other)}")
+            raise LakeBusy(
+                f"cannot commit to {table_path} without the lake's write lease: {home} is being written by {describe(other)}"
+            )
     return None
 
 

@@ -102,7 +102,9 @@ def write_manifest(home: Path, family: str, manifest: Manifest, operation: str) 
         }
         for shard in range(manifest.n_shards)
     ]
-    return delta.write_arrow(manifest_path(home, family), pa.Table.from_pylist(rows, schema=MANIFEST_SCHEMA), operation=operation)
+    return delta.write_arrow(
+        manifest_path(home, family), pa.Table.from_pylist(rows, schema=MANIFEST_SCHEMA), operation=operation
+    )
 
 
 def rows_per_shard(path: Path, version: int | None = None) -> dict[int, int]:

@@ -24,7 +24,17 @@ import pyarrow as pa
 
 from lakejoin.config import LakeConfig
 from lakejoin.lake import delta, lease
-from lakejoin.lake.schemas import CELLS, COLUMNS, DATASETS, EMBEDDINGS, GRAPH_TABLES, KEYS, SNAPSHOTS, SNAPSHOTS_SCHEMA, VALIDATIONS
+from lakejoin.lake.schemas import (
+    CELLS,
+    COLUMNS,
+    DATASETS,
+    EMBEDDINGS,
+    GRAPH_TABLES,
+    KEYS,
+    SNAPSHOTS,
+    SNAPSHOTS_SCHEMA,
+    VALIDATIONS,
+)
 
 PUBLISHED, EXPIRED = "published", "expired"
 # Commits that rewrite files without changing a row: they do not make a version another build's.
@@ -75,7 +85,16 @@ def list_snapshots(config: LakeConfig) -> list[Snapshot]:
         current = latest.get(row["snapshot_id"])
         if current is None or row["status"] == EXPIRED:
             latest[row["snapshot_id"]] = row if current is None else {**current, "status": row["status"]}
-    return [Snapshot(r["snapshot_id"], r["created_at"], r["status"], json.loads(r["table_versions"]), json.loads(r["stats"] or "{}")) for r in sorted(latest.values(), key=lambda r: r["snapshot_id"])]
+    return [
+        Snapshot(
+            r["snapshot_id"],
+            r["created_at"],
+            r["status"],
+            json.loads(r["table_versions"]),
+            json.loads(r["stats"] or "{}"),
+        )
+        for r in sorted(latest.values(), key=lambda r: r["snapshot_id"])
+    ]
 
 
 def resolve(config: LakeConfig, snapshot_id: int | None = None) -> Snapshot:
@@ -108,7 +127,13 @@ def lake_tables(config: LakeConfig) -> list[str]:
     tables = [DATASETS, CELLS, COLUMNS, KEYS, VALIDATIONS, EMBEDDINGS, *GRAPH_TABLES]
     index_root = config.home / "index"
     if index_root.exists():
-        tables += [f"index/{f.name}/{t.name}" for f in sorted(index_root.iterdir()) if f.is_dir() for t in sorted(f.iterdir()) if delta.exists(t)]
+        tables += [
+            f"index/{f.name}/{t.name}"
+            for f in sorted(index_root.iterdir())
+            if f.is_dir()
+            for t in sorted(f.iterdir())
+            if delta.exists(t)
+        ]
     return [t for t in tables if delta.exists(config.table_path(t))]
 
 
@@ -148,7 +173,9 @@ def publish(config: LakeConfig, versions: dict[str, int], stats: dict[str, Any])
     return snapshot
 
 
-def _adopted_builds(config: LakeConfig, versions: dict[str, int], previous: Snapshot | None, held: lease.Lease) -> list[str]:
+def _adopted_builds(
+    config: LakeConfig, versions: dict[str, int], previous: Snapshot | None, held: lease.Lease
+) -> list[str]:
     """The other builds whose unpublished versions the snapshot pins (committed before ``held``
     was taken); raises :class:`MixedBuilds` for a version committed by another build since."""
     adopted: set[str] = set()
@@ -160,7 +187,11 @@ def _adopted_builds(config: LakeConfig, versions: dict[str, int], previous: Snap
         since = -1 if pinned_before is None else pinned_before
         for commit in delta.history(config.table_path(table), limit=version - since):
             build = delta.commit_build(commit)
-            if not since < commit["version"] <= version or commit["operation"] in NO_DATA_CHANGE or build == held.build_id:
+            if (
+                not since < commit["version"] <= version
+                or commit["operation"] in NO_DATA_CHANGE
+                or build == held.build_id
+            ):
                 continue
             if commit["version"] > at_acquire:
                 raise MixedBuilds(
@@ -190,10 +221,20 @@ def vacuum(config: LakeConfig, retain: int) -> dict[str, Any]:
         if delta.exists(path):
             # Files tombstoned after the oldest kept snapshot was published may still be pinned.
             with delta.committing(path, "vacuum") as properties:
-                files = delta.open_table(path).vacuum(retention_hours=math.ceil(hours), enforce_retention_duration=False, dry_run=False, commit_properties=properties)
+                files = delta.open_table(path).vacuum(
+                    retention_hours=math.ceil(hours),
+                    enforce_retention_duration=False,
+                    dry_run=False,
+                    commit_properties=properties,
+                )
             deleted[table] = len(files)
     caches = _remove_shard_caches(config, [s.snapshot_id for s in list_snapshots(config) if s.status == EXPIRED])
-    return {"expired": [s.snapshot_id for s in expired], "kept": [s.snapshot_id for s in kept], "files_deleted": deleted, "shard_caches_deleted": caches}
+    return {
+        "expired": [s.snapshot_id for s in expired],
+        "kept": [s.snapshot_id for s in kept],
+        "files_deleted": deleted,
+        "shard_caches_deleted": caches,
+    }
 
 
 def _remove_shard_caches(config: LakeConfig, snapshot_ids: list[int]) -> int:
@@ -219,4 +260,9 @@ def _append(config: LakeConfig, snapshots: list[Snapshot]) -> None:
         }
         for s in snapshots
     ]
-    delta.write_arrow(config.table_path(SNAPSHOTS), pa.Table.from_pylist(rows, schema=SNAPSHOTS_SCHEMA), mode="append", operation="publish")
+    delta.write_arrow(
+        config.table_path(SNAPSHOTS),
+        pa.Table.from_pylist(rows, schema=SNAPSHOTS_SCHEMA),
+        mode="append",
+        operation="publish",
+    )

@@ -193,7 +193,9 @@ class RowIndexCache:
     def _as_csv(self, table: Table) -> Path:
         if table.format == "CSV":
             return table.path
-        target = self._dir / f"{hashlib.sha256(repr((table.relpath, table.size, table.mtime_ns)).encode()).hexdigest()}.csv"
+        target = (
+            self._dir / f"{hashlib.sha256(repr((table.relpath, table.size, table.mtime_ns)).encode()).hexdigest()}.csv"
+        )
         if not target.exists():
             pacsv.write_csv(pq.read_table(table.path), target)
         return target

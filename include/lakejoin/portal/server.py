@@ -31,7 +31,9 @@ from lakejoin.portal.catalog import MIME_TYPES, SOCRATA_FORMATS, Catalog, RowInd
 SODA_DEFAULT_LIMIT = 1000
 CKAN_MAX_ROWS = 1000
 LICENSE = ("cc-by", "Creative Commons Attribution")
-HTML_ERROR_PAGE = b"<!DOCTYPE html><html><head><title>Service Unavailable</title></head><body><h1>Maintenance</h1></body></html>"
+HTML_ERROR_PAGE = (
+    b"<!DOCTYPE html><html><head><title>Service Unavailable</title></head><body><h1>Maintenance</h1></body></html>"
+)
 _ACTION_PATH = re.compile(r"^/api/(3/)?action/\w+$")
 _FQ_TERM = re.compile(r'\+?(\w+):("[^"]*"|\S+)')
 
@@ -139,7 +141,9 @@ class PortalHandler(BaseHTTPRequestHandler):
             return True
         if draw < faults.error_rate + faults.rate_limit_rate:
             self.state.count("fault_429")
-            self._send(429, b'{"error": "too many requests"}', "application/json", {"Retry-After": str(faults.retry_after_s)})
+            self._send(
+                429, b'{"error": "too many requests"}', "application/json", {"Retry-After": str(faults.retry_after_s)}
+            )
             return True
         return False
 
@@ -284,7 +288,10 @@ class PortalHandler(BaseHTTPRequestHandler):
             "state": "active",
             "position": 0,
         }
-        tags = [{"name": name, "display_name": name, "state": "active", "vocabulary_id": None} for name in (org, table.format.lower())]
+        tags = [
+            {"name": name, "display_name": name, "state": "active", "vocabulary_id": None}
+            for name in (org, table.format.lower())
+        ]
         return {
             "id": table.package_id,
             "name": table.name,
@@ -313,7 +320,9 @@ class PortalHandler(BaseHTTPRequestHandler):
     def _package_search(self, params: dict[str, Any]) -> dict[str, Any]:
         rows, start = _int_param(params, "rows", 10), _int_param(params, "start", 0)
         if rows > CKAN_MAX_ROWS:
-            raise _CkanError(409, "Validation Error", "Validation Error", rows=[f"Must be less than or equal to {CKAN_MAX_ROWS}"])
+            raise _CkanError(
+                409, "Validation Error", "Validation Error", rows=[f"Must be less than or equal to {CKAN_MAX_ROWS}"]
+            )
         sort = str(params.get("sort") or "metadata_modified desc")
         key, _, direction = sort.partition(" ")
         if key not in _SORT_KEYS:
@@ -363,7 +372,10 @@ class PortalHandler(BaseHTTPRequestHandler):
         tables = self._socrata_tables()
         host = urlsplit(self.base_url).hostname
         results = [self._socrata_entry(t, host) for t in tables[offset : offset + limit]]
-        self._send_json(200, {"results": results, "resultSetSize": len(tables), "timings": {"serviceMillis": 1, "searchMillis": [0, 0]}})
+        self._send_json(
+            200,
+            {"results": results, "resultSetSize": len(tables), "timings": {"serviceMillis": 1, "searchMillis": [0, 0]}},
+        )
 
     def _socrata_entry(self, table: Table, host: str | None) -> dict[str, Any]:
         stamp = table.modified.strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
@@ -402,7 +414,9 @@ class PortalHandler(BaseHTTPRequestHandler):
             self._send_json(400, {"code": "query.soql.invalid", "error": True, "message": error.message})
             return
         etag = f'"{hashlib.sha1(f"{table.etag}:{offset}:{limit}".encode()).hexdigest()}"'
-        self._send_table_bytes(table, etag, "text/csv; charset=UTF-8", lambda: self.state.rows.get(table).page(offset, limit))
+        self._send_table_bytes(
+            table, etag, "text/csv; charset=UTF-8", lambda: self.state.rows.get(table).page(offset, limit)
+        )
 
 
 _SORT_KEYS: dict[str, Callable[[Table], Any]] = {
@@ -448,7 +462,10 @@ def _package_field(package: dict[str, Any], name: str) -> set[str]:
 
 def _matches_fq(package: dict[str, Any], fq: str) -> bool:
     """Conjunction of ``field:value`` terms (quotes optional, case-insensitive values)."""
-    return all(value.strip('"').lower() in {v.lower() for v in _package_field(package, name)} for name, value in _FQ_TERM.findall(fq))
+    return all(
+        value.strip('"').lower() in {v.lower() for v in _package_field(package, name)}
+        for name, value in _FQ_TERM.findall(fq)
+    )
 
 
 def _matches_q_all(q: str) -> bool:
@@ -462,7 +479,9 @@ def _matches_q(package: dict[str, Any], q: str) -> bool:
     return all(word in text for word in q.lower().split())
 
 
-def make_server(root: Path, host: str, port: int, faults: Faults, cache_dir: Path) -> tuple[ThreadingHTTPServer, PortalState]:
+def make_server(
+    root: Path, host: str, port: int, faults: Faults, cache_dir: Path
+) -> tuple[ThreadingHTTPServer, PortalState]:
     state = PortalState(catalog=Catalog(root), faults=faults, rows=RowIndexCache(cache_dir))
     handler = type("BoundPortalHandler", (PortalHandler,), {"state": state})
     server = ThreadingHTTPServer((host, port), handler)

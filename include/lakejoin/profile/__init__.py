@@ -94,11 +94,15 @@ def finish_profile(agg: ColumnAggregates, rules: SelectionRules = DEFAULT_RULES)
         "numeric_min": agg.get("numeric_min") if numeric else None,
         "numeric_max": agg.get("numeric_max") if numeric else None,
         "numeric_mean": agg.get("numeric_mean") if numeric else None,
-        "numeric_stddev": math.sqrt(agg["numeric_sumsq"] / (numeric_count - 1)) if numeric and numeric_count > 1 else None,
+        "numeric_stddev": math.sqrt(agg["numeric_sumsq"] / (numeric_count - 1))
+        if numeric and numeric_count > 1
+        else None,
         "length_min": agg.get("length_min") if count else None,
         "length_max": agg.get("length_max") if count else None,
         "length_mean": agg["length_sum"] / count if count else None,
-        "top_values": json.dumps([{"value": v, "count": n} for v, n in sorted(agg.get("top") or [], key=lambda vn: (-vn[1], vn[0]))[:TOP_K]]),
+        "top_values": json.dumps(
+            [{"value": v, "count": n} for v, n in sorted(agg.get("top") or [], key=lambda vn: (-vn[1], vn[0]))[:TOP_K]]
+        ),
     }
     profile["key_candidate"] = is_key_candidate(profile)
     profile["semantic_type"] = semantic.infer_semantic_type(profile, matches)
@@ -106,15 +110,34 @@ def finish_profile(agg: ColumnAggregates, rules: SelectionRules = DEFAULT_RULES)
     return profile
 
 
-def column_aggregates(originals: Sequence[str | None] | NormalizedColumn, *, name: str, rows: int | None = None, column_id: int = 0, dataset_id: str = "", ordinal: int = 0) -> dict[str, Any]:
+def column_aggregates(
+    originals: Sequence[str | None] | NormalizedColumn,
+    *,
+    name: str,
+    rows: int | None = None,
+    column_id: int = 0,
+    dataset_id: str = "",
+    ordinal: int = 0,
+) -> dict[str, Any]:
     """The aggregates of one column given its cells' original texts (None for a missing cell),
     or their ``NormalizedColumn`` (``table_aggregates`` of a one-column table)."""
-    encoded = originals if isinstance(originals, NormalizedColumn) else NormalizedColumn.of(pa.array(originals, pa.string()))
-    aggregates = table_aggregates([encoded], [name], column_ids=[column_id], dataset_id=dataset_id, first_ordinal=ordinal)[0]
+    encoded = (
+        originals if isinstance(originals, NormalizedColumn) else NormalizedColumn.of(pa.array(originals, pa.string()))
+    )
+    aggregates = table_aggregates(
+        [encoded], [name], column_ids=[column_id], dataset_id=dataset_id, first_ordinal=ordinal
+    )[0]
     return aggregates if rows is None else {**aggregates, "rows": rows}
 
 
-def table_aggregates(columns: Sequence[NormalizedColumn], names: Sequence[str], *, column_ids: Sequence[int], dataset_id: str = "", first_ordinal: int = 0) -> list[dict[str, Any]]:
+def table_aggregates(
+    columns: Sequence[NormalizedColumn],
+    names: Sequence[str],
+    *,
+    column_ids: Sequence[int],
+    dataset_id: str = "",
+    first_ordinal: int = 0,
+) -> list[dict[str, Any]]:
     """The aggregates of every column of one table (rows: its cells, nulls included).
 
     Every per-cell quantity depends on the cell's text alone, so each test runs once per
@@ -134,7 +157,10 @@ def table_aggregates(columns: Sequence[NormalizedColumn], names: Sequence[str], 
         return np.bincount(of, weights=weights, minlength=n_columns).astype(np.int64)
 
     value_texts, original_texts = RegexMatcher(dictionary), RegexMatcher(texts["original"])
-    matches = {key: per_column(frequency * value_texts.matching(pattern)[group_value]) for key, pattern in VALUE_PATTERNS.items()}
+    matches = {
+        key: per_column(frequency * value_texts.matching(pattern)[group_value])
+        for key, pattern in VALUE_PATTERNS.items()
+    }
     for key, members in VALUE_SETS.items():
         member = pc.is_in(dictionary, pa.array(sorted(members), pa.string())).to_numpy(zero_copy_only=False)
         matches[key] = per_column(frequency * member[group_value])
@@ -175,9 +201,18 @@ def _kept_texts(columns: Sequence[NormalizedColumn]) -> dict[str, Any]:
     column, normalized value and occurrences ``n``."""
     parts = []
     for j, column in enumerate(columns):
-        n = np.bincount(column.indices.drop_null().to_numpy(zero_copy_only=False), minlength=len(column.originals)).astype(np.int64)
+        n = np.bincount(
+            column.indices.drop_null().to_numpy(zero_copy_only=False), minlength=len(column.originals)
+        ).astype(np.int64)
         keep = pc.is_valid(column.normalized)
-        parts.append((np.full(pc.sum(keep).as_py() or 0, j, np.int64), column.originals.filter(keep), column.normalized.filter(keep), n[keep.to_numpy(zero_copy_only=False)]))
+        parts.append(
+            (
+                np.full(pc.sum(keep).as_py() or 0, j, np.int64),
+                column.originals.filter(keep),
+                column.normalized.filter(keep),
+                n[keep.to_numpy(zero_copy_only=False)],
+            )
+        )
     return {
         "column": np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64),
         "original": pa.concat_arrays([p[1] for p in parts]) if parts else pa.array([], pa.string()),
@@ -234,7 +269,9 @@ class RegexMatcher:
 
     def __init__(self, texts: pa.Array) -> None:
         self.texts = texts
-        self.with_newline = np.flatnonzero(pc.fill_null(pc.match_substring(texts, "\n"), False).to_numpy(zero_copy_only=False))
+        self.with_newline = np.flatnonzero(
+            pc.fill_null(pc.match_substring(texts, "\n"), False).to_numpy(zero_copy_only=False)
+        )
 
     def matching(self, pattern: str) -> np.ndarray:
         mask = pc.fill_null(pc.match_substring_regex(self.texts, pattern), False).to_numpy(zero_copy_only=False)
@@ -251,6 +288,8 @@ def _repeated(weighted: Sequence[tuple[float, int]]) -> Iterator[float]:
     return chain.from_iterable(repeat(x, n) for x, n in weighted)
 
 
-def profile_values(originals: Sequence[str | None], *, name: str, rules: SelectionRules = DEFAULT_RULES, **ids: Any) -> dict[str, Any]:
+def profile_values(
+    originals: Sequence[str | None], *, name: str, rules: SelectionRules = DEFAULT_RULES, **ids: Any
+) -> dict[str, Any]:
     """Profile one in-memory column (``column_aggregates`` then ``finish_profile``)."""
     return finish_profile(column_aggregates(originals, name=name, **ids), rules)

@@ -79,7 +79,9 @@ def row_codes(column: NormalizedColumn) -> tuple[np.ndarray, int]:
     and the number of codes."""
     encoded = pc.dictionary_encode(column.normalized)
     n_values = len(encoded.dictionary)
-    per_text = np.append(pc.fill_null(encoded.indices, n_values).to_numpy(zero_copy_only=False), n_values).astype(np.int64)
+    per_text = np.append(pc.fill_null(encoded.indices, n_values).to_numpy(zero_copy_only=False), n_values).astype(
+        np.int64
+    )
     texts = pc.fill_null(column.indices, len(column.originals)).to_numpy(zero_copy_only=False)
     return per_text[texts], n_values + 1
 
@@ -98,10 +100,17 @@ def _tuple_count(codes: Sequence[np.ndarray], cardinalities: Sequence[int], rows
 
 def eligible(profile: Mapping[str, Any]) -> bool:
     """Whether a column (its ``lakejoin.profile`` row) may be part of a composite key."""
-    return profile["type"] in KEY_TYPES and profile["null_fraction"] <= 1 - MIN_UNIQUE_SHARE and profile.get("name_source") != ROW_NAMES and (profile.get("length_mean") or 0.0) <= MAX_MEAN_LENGTH
+    return (
+        profile["type"] in KEY_TYPES
+        and profile["null_fraction"] <= 1 - MIN_UNIQUE_SHARE
+        and profile.get("name_source") != ROW_NAMES
+        and (profile.get("length_mean") or 0.0) <= MAX_MEAN_LENGTH
+    )
 
 
-def discover(columns: Sequence[NormalizedColumn], profiles: Sequence[Mapping[str, Any]]) -> tuple[list[CompositeKey], bool]:
+def discover(
+    columns: Sequence[NormalizedColumn], profiles: Sequence[Mapping[str, Any]]
+) -> tuple[list[CompositeKey], bool]:
     """The table's minimal composite keys and whether the search was cut short.
 
     At most ``MAX_KEYS`` are kept, the tightest first: by the product of their columns'
@@ -149,7 +158,9 @@ def _with_constants(combo: tuple[int, ...], tuples: int, constants: tuple[int, .
     return CompositeKey(tuple(sorted(combo + added)), added, tuples)
 
 
-def key_rows(dataset_id: str, columns: Sequence[NormalizedColumn], profiles: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def key_rows(
+    dataset_id: str, columns: Sequence[NormalizedColumn], profiles: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
     """The ``KEYS_SCHEMA`` rows of one table's composite keys (``profiles`` in column order)."""
     keys, truncated = discover(columns, profiles)
     n_rows = len(columns[0].indices) if columns else 0

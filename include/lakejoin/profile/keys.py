@@ -20,5 +20,9 @@ KEY_TYPES = frozenset({"integer", "identifier", "string", "date", "datetime"})
 def is_key_candidate(profile: Mapping) -> bool:
     """Whether ``profile`` (type, count, distinct, nulls, length_mean) describes a key candidate."""
     return (
-        profile["type"] in KEY_TYPES and profile["nulls"] == 0 and profile["count"] >= MIN_ROWS and profile["distinct"] == profile["count"] and (profile.get("length_mean") or 0.0) <= MAX_MEAN_LENGTH
+        profile["type"] in KEY_TYPES
+        and profile["nulls"] == 0
+        and profile["count"] >= MIN_ROWS
+        and profile["distinct"] == profile["count"]
+        and (profile.get("length_mean") or 0.0) <= MAX_MEAN_LENGTH
     )

@@ -60,7 +60,9 @@ class SelectionRules:
         for family in FAMILIES:
             unknown = set(getattr(self, family)) - _ALL
             if unknown:
-                raise ValueError(f"selection rule for {family} names unknown types {sorted(unknown)}; types are {TYPES}")
+                raise ValueError(
+                    f"selection rule for {family} names unknown types {sorted(unknown)}; types are {TYPES}"
+                )
 
 
 DEFAULT_RULES = SelectionRules()
@@ -73,7 +75,12 @@ def indexed_by(profile: Mapping, rules: SelectionRules = DEFAULT_RULES) -> list[
         raise ValueError(f"profile lacks {sorted(missing)} needed to select index families")
     if profile["distinct"] < rules.min_distinct or profile.get("name_source") == ROW_NAMES:
         return []
-    return [family for family in FAMILIES if profile["type"] in getattr(rules, family) and (family != "pexeso" or _label_like(profile, rules.pexeso_max_mean_length))]
+    return [
+        family
+        for family in FAMILIES
+        if profile["type"] in getattr(rules, family)
+        and (family != "pexeso" or _label_like(profile, rules.pexeso_max_mean_length))
+    ]
 
 
 def _label_like(profile: Mapping, max_mean_length: float | None) -> bool:

@@ -130,7 +130,13 @@ class DocsBuild:
     snapshot_id: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": str(self.index) if self.index else None, "datasets": len(self.pages), "rendered": self.rendered, "seconds": round(self.seconds, 2), "snapshot_id": self.snapshot_id}
+        return {
+            "index": str(self.index) if self.index else None,
+            "datasets": len(self.pages),
+            "rendered": self.rendered,
+            "seconds": round(self.seconds, 2),
+            "snapshot_id": self.snapshot_id,
+        }
 
 
 def site_dir(config: LakeConfig) -> Path:
@@ -150,11 +156,22 @@ def ge_results(result_json: str | None) -> dict[str, dict[str, Any]]:
 
 def result_summary(result: Mapping[str, Any]) -> dict[str, Any]:
     """A GE result in brief: suite, success, statistics and the expectations that failed."""
-    failed = [{"expectation": r["expectation_config"]["type"], "column": r["expectation_config"]["kwargs"].get("column")} for r in result.get("results", []) if not r.get("success")]
-    return {"suite": result.get("suite_name"), "success": result.get("success"), "statistics": result.get("statistics", {}), "failed": failed}
+    failed = [
+        {"expectation": r["expectation_config"]["type"], "column": r["expectation_config"]["kwargs"].get("column")}
+        for r in result.get("results", [])
+        if not r.get("success")
+    ]
+    return {
+        "suite": result.get("suite_name"),
+        "success": result.get("success"),
+        "statistics": result.get("statistics", {}),
+        "failed": failed,
+    }
 
 
-def latest_validations(config: LakeConfig, version: int, dataset_ids: set[str] | None = None, columns: list[str] | None = None) -> dict[str, dict[str, Any]]:
+def latest_validations(
+    config: LakeConfig, version: int, dataset_ids: set[str] | None = None, columns: list[str] | None = None
+) -> dict[str, dict[str, Any]]:
     """The latest ``quality/validations`` row (highest version, then newest) of every dataset, or
     of ``dataset_ids``, in the table's ``version`` (only ``columns`` when given)."""
     wanted = None if dataset_ids is None else pc.field("dataset_id").isin(sorted(dataset_ids))
@@ -260,11 +277,22 @@ def build_docs(config: LakeConfig, snapshot_id: int | None = None) -> DocsBuild:
         touched = {"index.html"} | ({index.page_of(d) for d in changed | dropped} if same_pages else set(index.names()))
         rendered = writer.build(IndexBuild(index, touched, site))
         _write_pages(site, snapshot.snapshot_id, index)
-    return DocsBuild(site / "index.html", {d: e["pages"] for d, e in pages.items()}, rendered, time.perf_counter() - started, snapshot.snapshot_id)
+    return DocsBuild(
+        site / "index.html",
+        {d: e["pages"] for d, e in pages.items()},
+        rendered,
+        time.perf_counter() - started,
+        snapshot.snapshot_id,
+    )
 
 
 def _write_pages(site: Path, snapshot_id: int, index: SiteIndex) -> None:
-    _write_whole(site / PAGES_FILE, json.dumps({"snapshot_id": snapshot_id, "index_pages": index.n_pages, "datasets": index.datasets}, sort_keys=True))
+    _write_whole(
+        site / PAGES_FILE,
+        json.dumps(
+            {"snapshot_id": snapshot_id, "index_pages": index.n_pages, "datasets": index.datasets}, sort_keys=True
+        ),
+    )
 
 
 class _SiteWriter:
@@ -301,7 +329,10 @@ class _SiteWriter:
         their schemas read back when rendering: serializing it again through GE's objects cost
         more than rendering the pages."""
         from great_expectations.core.run_identifier import RunIdentifier
-        from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier, ValidationResultIdentifier
+        from great_expectations.data_context.types.resource_identifiers import (
+            ExpectationSuiteIdentifier,
+            ValidationResultIdentifier,
+        )
 
         dataset_id, validated_at = row["dataset_id"], row["validated_at"]
         run_id = RunIdentifier(run_name=f"{dataset_id}-v{row['version']}", run_time=validated_at)
@@ -310,17 +341,32 @@ class _SiteWriter:
             suite_name = result["suite_name"]
             meta = result.get("meta") or {}
             # the page names the dataset version and run (the lake's row keeps GE's own meta)
-            meta = {**meta, "run_id": run_id.to_json_dict(), "batch_spec": {**meta.get("batch_spec", {}), "data_asset_name": dataset_id}}
+            meta = {
+                **meta,
+                "run_id": run_id.to_json_dict(),
+                "batch_spec": {**meta.get("batch_spec", {}), "data_asset_name": dataset_id},
+            }
             key = ValidationResultIdentifier(ExpectationSuiteIdentifier(suite_name), run_id, name)
             document = {**result, "meta": meta, "results": [_renderable(r) for r in result["results"]]}
             self.context.validation_results_store.store_backend.set(key.to_tuple(), json.dumps(document))
-            suite = {"name": suite_name, "expectations": [r["expectation_config"] for r in result["results"]], "meta": {"great_expectations_version": meta.get("great_expectations_version")}}
-            self.context.expectations_store.store_backend.set(ExpectationSuiteIdentifier(suite_name).to_tuple(), json.dumps(suite))
+            suite = {
+                "name": suite_name,
+                "expectations": [r["expectation_config"] for r in result["results"]],
+                "meta": {"great_expectations_version": meta.get("great_expectations_version")},
+            }
+            self.context.expectations_store.store_backend.set(
+                ExpectationSuiteIdentifier(suite_name).to_tuple(), json.dumps(suite)
+            )
             self.new_keys += [key, ExpectationSuiteIdentifier(suite_name)]
             self.results += 1
             keys.append(list(key.to_tuple()))
             pages.append("/".join(["validations", *suite_name.split("."), *run_id.to_tuple(), name]) + ".html")
-            listed[_key_text(key.to_tuple())] = {"success": result.get("success"), "batch_kwargs": meta.get("batch_kwargs", {}), "batch_spec": meta["batch_spec"], "asset_name": dataset_id}
+            listed[_key_text(key.to_tuple())] = {
+                "success": result.get("success"),
+                "batch_kwargs": meta.get("batch_kwargs", {}),
+                "batch_spec": meta["batch_spec"],
+                "asset_name": dataset_id,
+            }
         return {"row": _mark(row), "success": row["success"], "keys": keys, "pages": pages, "listed": listed}
 
     def build(self, index: IndexBuild | None = None) -> int:
@@ -331,7 +377,10 @@ class _SiteWriter:
             cut = SiteIndex.cut(site["datasets"], site.get("index_pages"))
             index = IndexBuild(cut, {"index.html", *cut.names()}, site_dir(self.config))
         keys = self.new_keys
-        if len(keys) >= 2 * PAGES_PER_PROCESS and (processes := min(MAX_PROCESSES, os.cpu_count() or 1, len(keys) // PAGES_PER_PROCESS)) > 1:
+        if (
+            len(keys) >= 2 * PAGES_PER_PROCESS
+            and (processes := min(MAX_PROCESSES, os.cpu_count() or 1, len(keys) // PAGES_PER_PROCESS)) > 1
+        ):
             _render_in_processes(self.config, keys, processes)
             keys = []  # their pages are written: the index alone is left
         reset = _INDEX.set(index)
@@ -357,11 +406,21 @@ def _render_pages(config: LakeConfig, keys: list[tuple[str, tuple[str, ...]]]) -
     """One process's share of :func:`_render_in_processes`: GE's section builders over ``keys``
     (the site's config was written by the parent), no index."""
     import great_expectations as gx
-    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier, ValidationResultIdentifier
+    from great_expectations.data_context.types.resource_identifiers import (
+        ExpectationSuiteIdentifier,
+        ValidationResultIdentifier,
+    )
 
-    kinds: dict[str, Any] = {"ValidationResultIdentifier": ValidationResultIdentifier, "ExpectationSuiteIdentifier": ExpectationSuiteIdentifier}
+    kinds: dict[str, Any] = {
+        "ValidationResultIdentifier": ValidationResultIdentifier,
+        "ExpectationSuiteIdentifier": ExpectationSuiteIdentifier,
+    }
     context = gx.get_context(mode="file", project_root_dir=str(config.home / GX_PROJECT_DIR))
-    context.build_data_docs(site_names=[SITE_NAME], resource_identifiers=[kinds[kind].from_tuple(key) for kind, key in keys], build_index=False)
+    context.build_data_docs(
+        site_names=[SITE_NAME],
+        resource_identifiers=[kinds[kind].from_tuple(key) for kind, key in keys],
+        build_index=False,
+    )
     return len(keys)
 
 
@@ -418,7 +477,13 @@ def _static_index_view() -> type:
             super().__init__(custom_styles_directory, custom_views_directory)
             original = PrefixLoader({"gx": PackageLoader("great_expectations", "render/view/templates")})
             assert self.env.loader is not None  # GE's page view always sets its template loader
-            self.env.loader = ChoiceLoader([DictLoader({"bootstrap_table.j2": _STATIC_TABLE, "sidebar.j2": _INDEX_SIDEBAR}), original, self.env.loader])
+            self.env.loader = ChoiceLoader(
+                [
+                    DictLoader({"bootstrap_table.j2": _STATIC_TABLE, "sidebar.j2": _INDEX_SIDEBAR}),
+                    original,
+                    self.env.loader,
+                ]
+            )
 
     return StaticIndexPageView
 
@@ -426,7 +491,10 @@ def _static_index_view() -> type:
 @cache
 def _lake_site_index_builder() -> type:
     from great_expectations.data_context.types.resource_identifiers import ValidationResultIdentifier
-    from great_expectations.render.renderer.site_builder import DefaultSiteIndexBuilder, resource_key_passes_run_name_filter
+    from great_expectations.render.renderer.site_builder import (
+        DefaultSiteIndexBuilder,
+        resource_key_passes_run_name_filter,
+    )
 
     class LakeSiteIndexBuilder(DefaultSiteIndexBuilder):
         """GE's index builder, rendering the pages of an ``IndexBuild`` (see the module doc) with
@@ -441,7 +509,12 @@ def _lake_site_index_builder() -> type:
             names = index.site.names()
             for name, entries in index.site.listings(index.pages).items():
                 content = self.renderer_class.render(self._links(entries))
-                html = self.view_class.render(content, data_context_id=self.data_context_id, show_how_to_buttons=self.show_how_to_buttons, lakejoin_pages={"current": name, "pages": names})
+                html = self.view_class.render(
+                    content,
+                    data_context_id=self.data_context_id,
+                    show_how_to_buttons=self.show_how_to_buttons,
+                    lakejoin_pages={"current": name, "pages": names},
+                )
                 _write_whole(index.directory / name, html)
             return str(index.directory / "index.html"), None
 
@@ -449,7 +522,9 @@ def _lake_site_index_builder() -> type:
             links: OrderedDict[str, Any] = OrderedDict(site_name=SITE_NAME)
             keys = [ValidationResultIdentifier.from_tuple(tuple(key)) for entry in entries for key in entry["keys"]]
             for suite in sorted({key.expectation_suite_identifier.name for key in keys}):
-                self.add_resource_info_to_index_links_dict(index_links_dict=links, expectation_suite_name=suite, section_name="expectations")
+                self.add_resource_info_to_index_links_dict(
+                    index_links_dict=links, expectation_suite_name=suite, section_name="expectations"
+                )
             listed = {text: info for entry in entries for text, info in (entry.get("listed") or {}).items()}
             run_filter = self.site_section_builders_config["validations"]["run_name_filter"]
             shown = [k for k in keys if resource_key_passes_run_name_filter(k, run_filter)]
@@ -536,12 +611,23 @@ def dataset_quality(config: LakeConfig, dataset_id: str, snapshot_id: int | None
     results in brief and its Data Docs pages (relative to the site; empty when not built)."""
     snapshot = snapshots.resolve(config, snapshot_id)
     datasets_version = snapshot.version_of(DATASETS)
-    catalog = delta.read_arrow(config.table_path(DATASETS), datasets_version, filter=pc.field("dataset_id") == dataset_id).to_pylist() if datasets_version is not None else []
+    catalog = (
+        delta.read_arrow(
+            config.table_path(DATASETS), datasets_version, filter=pc.field("dataset_id") == dataset_id
+        ).to_pylist()
+        if datasets_version is not None
+        else []
+    )
     if not catalog:
         raise LookupError(f"dataset {dataset_id!r} is not in snapshot {snapshot.snapshot_id}")
     version = snapshot.version_of(VALIDATIONS)
     row = latest_validations(config, version, {dataset_id}).get(dataset_id) if version is not None else None
-    dataset = {"dataset_id": dataset_id, "title": catalog[0].get("title"), "status": catalog[0].get("status"), "reason": catalog[0].get("reason")}
+    dataset = {
+        "dataset_id": dataset_id,
+        "title": catalog[0].get("title"),
+        "status": catalog[0].get("status"),
+        "reason": catalog[0].get("reason"),
+    }
     if row is None:
         return {"snapshot_id": snapshot.snapshot_id, **dataset, "validation": None, "pages": []}
     entry = read_pages(config).get(dataset_id) or {}
@@ -555,4 +641,9 @@ def dataset_quality(config: LakeConfig, dataset_id: str, snapshot_id: int | None
         "results": {name: result_summary(result) for name, result in ge_results(row["result_json"]).items()},
         **({"reason": document["reason"]} if "reason" in document else {}),
     }
-    return {"snapshot_id": snapshot.snapshot_id, **dataset, "validation": validation, "pages": entry.get("pages", []) if current else []}
+    return {
+        "snapshot_id": snapshot.snapshot_id,
+        **dataset,
+        "validation": validation,
+        "pages": entry.get("pages", []) if current else [],
+    }

@@ -86,7 +86,9 @@ def _ge_context():
     return context
 
 
-def normalized_table(table: pa.Table | pd.DataFrame | Sequence[NormalizedColumn], names: Sequence[str] | None = None) -> pa.Table:
+def normalized_table(
+    table: pa.Table | pd.DataFrame | Sequence[NormalizedColumn], names: Sequence[str] | None = None
+) -> pa.Table:
     """The table with every cell normalized (null-like cells become nulls), as it is validated;
     from the table, or from its ``NormalizedColumn``s and column names."""
     if isinstance(table, (pa.Table, pd.DataFrame)):
@@ -101,13 +103,20 @@ def as_text_table(table: pa.Table | pd.DataFrame) -> pa.Table:
     """Every column as text (a staged file already is; a pandas frame's cells become ``str``)."""
     if isinstance(table, pa.Table):
         return table
-    return pa.table({str(name): pa.array([None if pd.isna(v) else str(v) for v in table[name].tolist()], pa.string()) for name in table.columns})
+    return pa.table(
+        {
+            str(name): pa.array([None if pd.isna(v) else str(v) for v in table[name].tolist()], pa.string())
+            for name in table.columns
+        }
+    )
 
 
 def profile_table(table: pa.Table | pd.DataFrame) -> list[dict[str, Any]]:
     """Profiles of every column of an in-memory table (``lakejoin.profile.table_aggregates``)."""
     text = as_text_table(table)
-    aggregates = table_aggregates(NormalizedColumn.of_columns(text.columns), text.column_names, column_ids=[0] * text.num_columns)
+    aggregates = table_aggregates(
+        NormalizedColumn.of_columns(text.columns), text.column_names, column_ids=[0] * text.num_columns
+    )
     return [finish_profile(a) for a in aggregates]
 
 
@@ -120,12 +129,16 @@ def build_suite(dataset_id: str, profiles: Sequence[Mapping[str, Any]]):
     ordered = sorted(profiles, key=lambda p: p["ordinal"])
     # Collected first and handed to the constructor: ``add_expectation`` compares each new
     # expectation with every one already added (quadratic: 89 s for a 642-column table).
-    expectations: list[gx.expectations.Expectation] = [expect.ExpectTableColumnsToMatchSet(column_set=[p["name"] for p in ordered], exact_match=True)]
+    expectations: list[gx.expectations.Expectation] = [
+        expect.ExpectTableColumnsToMatchSet(column_set=[p["name"] for p in ordered], exact_match=True)
+    ]
     for profile in ordered:
         column, meta = profile["name"], {"type": profile["type"]}
         expectations.append(expect.ExpectColumnToExist(column=column))
         if profile["type"] in TYPE_REGEX:
-            expectations.append(expect.ExpectColumnValuesToMatchRegex(column=column, regex=TYPE_REGEX[profile["type"]], meta=meta))
+            expectations.append(
+                expect.ExpectColumnValuesToMatchRegex(column=column, regex=TYPE_REGEX[profile["type"]], meta=meta)
+            )
         allowed_nulls = profile["null_fraction"] + NULL_TOLERANCE
         if allowed_nulls < 1:
             expectations.append(expect.ExpectColumnValuesToNotBeNull(column=column, mostly=round(1 - allowed_nulls, 6)))
@@ -156,10 +169,19 @@ def _drift_items(result: dict, table: pa.Table) -> list[dict[str, str]]:
         config, details = outcome["expectation_config"], outcome.get("result") or {}
         if outcome["success"] or config["type"] != "expect_table_columns_to_match_set":
             continue
-        expected, observed = set(config["kwargs"]["column_set"]), set(details.get("observed_value") or table.column_names)
+        expected, observed = (
+            set(config["kwargs"]["column_set"]),
+            set(details.get("observed_value") or table.column_names),
+        )
         removed = expected - observed
-        items += [{"kind": "column_added", "column": c, "detail": "column not in the first version"} for c in sorted(observed - expected)]
-        items += [{"kind": "column_removed", "column": c, "detail": "column of the first version is missing"} for c in sorted(removed)]
+        items += [
+            {"kind": "column_added", "column": c, "detail": "column not in the first version"}
+            for c in sorted(observed - expected)
+        ]
+        items += [
+            {"kind": "column_removed", "column": c, "detail": "column of the first version is missing"}
+            for c in sorted(removed)
+        ]
     for outcome in result["results"]:
         config, details = outcome["expectation_config"], outcome.get("result") or {}
         column = config["kwargs"].get("column")
@@ -180,9 +202,17 @@ def _column_drift(config: dict, details: dict, column: str, table: pa.Table) -> 
         detail = f"null share {details.get('unexpected_percent', 0):.1f}% exceeds the allowed {100 * (1 - config['kwargs']['mostly']):.1f}%"
         return {"kind": "null_spike", "column": column, "detail": detail}
     if kind == "expect_column_values_to_be_unique":
-        return {"kind": "key_duplicates", "column": column, "detail": f"{details.get('unexpected_count')} cells repeat a key value (e.g. {examples})"}
+        return {
+            "kind": "key_duplicates",
+            "column": column,
+            "detail": f"{details.get('unexpected_count')} cells repeat a key value (e.g. {examples})",
+        }
     if kind == "expect_column_values_to_be_in_set":
-        return {"kind": "new_values", "column": column, "detail": f"{details.get('unexpected_count')} cells outside the first version's values (e.g. {examples})"}
+        return {
+            "kind": "new_values",
+            "column": column,
+            "detail": f"{details.get('unexpected_count')} cells outside the first version's values (e.g. {examples})",
+        }
     return {"kind": kind, "column": column, "detail": json.dumps(details, default=str)[:500]}
 
 
@@ -205,7 +235,11 @@ def validate_version(
     if not dataset_id:
         raise ValueError("dataset_id must be a non-empty string")
     normalized = normalized if normalized is not None else normalized_table(table)
-    suite = suite_from_json(suite_text) if suite_text else build_suite(dataset_id, profiles if profiles is not None else profile_table(table))
+    suite = (
+        suite_from_json(suite_text)
+        if suite_text
+        else build_suite(dataset_id, profiles if profiles is not None else profile_table(table))
+    )
     result = validate(suite.expectations, normalized, suite.name).to_json_dict()
     drift = _drift_items(result, normalized)
     return {
@@ -226,5 +260,7 @@ def validations_table(records: Iterable[Mapping[str, Any]]) -> pa.Table:
 
 def baseline_suite(validations: pa.Table, dataset_id: str) -> str | None:
     """The suite JSON of ``dataset_id``'s first validated version, or None if it has none."""
-    rows = [r for r in validations.select(["dataset_id", "version", "suite"]).to_pylist() if r["dataset_id"] == dataset_id]
+    rows = [
+        r for r in validations.select(["dataset_id", "version", "suite"]).to_pylist() if r["dataset_id"] == dataset_id
+    ]
     return min(rows, key=lambda r: r["version"])["suite"] if rows else None

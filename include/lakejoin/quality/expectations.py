@@ -77,10 +77,15 @@ def _validate_one(expectation: Any, metrics: _TableMetrics) -> Any:
     names, runtime = _declared_metrics(expectation.__class__)
     column = getattr(expectation, "column", None)
     try:
-        provided = {name: metrics.resolve(name, column, expectation, runtime["result_format"]["partial_unexpected_count"]) for name in names}
+        provided = {
+            name: metrics.resolve(name, column, expectation, runtime["result_format"]["partial_unexpected_count"])
+            for name in names
+        }
     except _ColumnMissing as missing:
         return _failed_with_exception(expectation, str(missing))
-    return expectation._build_evr(raw_response=expectation._validate(metrics=provided, runtime_configuration=dict(runtime)))
+    return expectation._build_evr(
+        raw_response=expectation._validate(metrics=provided, runtime_configuration=dict(runtime))
+    )
 
 
 @cache
@@ -116,7 +121,9 @@ class _TableMetrics:
 
     def __init__(self, table: pa.Table) -> None:
         self.table = table
-        self._columns: dict[str, pa.ChunkedArray] = {name: table.column(i) for i, name in enumerate(table.column_names)}  # by name in O(1): tables reach 7,000 columns
+        self._columns: dict[str, pa.ChunkedArray] = {
+            name: table.column(i) for i, name in enumerate(table.column_names)
+        }  # by name in O(1): tables reach 7,000 columns
         self._encoded: dict[str, pa.DictionaryArray] = {}
         self._masks: dict[int, pa.Array] = {}  # per expectation: its count and its values share one mask
 

@@ -60,7 +60,9 @@ def structure_table(table: pa.Table, malformed_rows: int) -> pa.Table:
     total = table.num_rows + malformed_rows
     headers = [normalized_header(c) for c in table.column_names]
     share = [malformed_rows / total if total else 0.0] + [None] * (len(headers) - 1)
-    return pa.table({"header": pa.array(headers, pa.string()), "malformed_share": pa.array(share[: len(headers)], pa.float64())})
+    return pa.table(
+        {"header": pa.array(headers, pa.string()), "malformed_share": pa.array(share[: len(headers)], pa.float64())}
+    )
 
 
 @lru_cache(maxsize=8)
@@ -76,7 +78,9 @@ def _suites(limits: GateLimits) -> dict[str, list[Any]]:
         "structure": [
             gx.expectations.ExpectColumnValuesToNotBeNull(column="header"),
             gx.expectations.ExpectColumnValuesToBeUnique(column="header"),
-            gx.expectations.ExpectColumnValuesToBeBetween(column="malformed_share", min_value=0, max_value=limits.max_malformed_share),
+            gx.expectations.ExpectColumnValuesToBeBetween(
+                column="malformed_share", min_value=0, max_value=limits.max_malformed_share
+            ),
         ],
     }
 
@@ -97,7 +101,13 @@ def _failure_reason(kind: str, result: dict[str, Any], limits: GateLimits) -> st
     return kind
 
 
-def validate_table(table: pa.Table | pd.DataFrame | None, dataset_id: str, limits: GateLimits = GateLimits(), *, malformed_rows: int = 0) -> GateResult:
+def validate_table(
+    table: pa.Table | pd.DataFrame | None,
+    dataset_id: str,
+    limits: GateLimits = GateLimits(),
+    *,
+    malformed_rows: int = 0,
+) -> GateResult:
     """Run the gate on a parsed table. ``malformed_rows`` is how many rows the parser had to
     drop or repair; None for ``table`` means the file did not parse at all."""
     if malformed_rows < 0:
@@ -111,7 +121,9 @@ def validate_table(table: pa.Table | pd.DataFrame | None, dataset_id: str, limit
     for name, expectations in _suites(limits).items():
         outcome = validate(expectations, tables[name], f"lakejoin_{name}").to_json_dict()
         validations[name] = outcome
-        reasons += [_failure_reason(r["expectation_config"]["type"], r, limits) for r in outcome["results"] if not r["success"]]
+        reasons += [
+            _failure_reason(r["expectation_config"]["type"], r, limits) for r in outcome["results"] if not r["success"]
+        ]
     success = not reasons
     document = {"dataset_id": dataset_id, "success": success, "limits": asdict(limits), "validations": validations}
     return GateResult(success, None if success else "; ".join(reasons), json.dumps(document, default=str))

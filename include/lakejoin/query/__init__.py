@@ -16,4 +16,14 @@ from lakejoin.query.engine import METHODS, Limits, QueryEngine, engine_for
 from lakejoin.query.snapshot import LoadedSnapshot, MethodUnavailable, SnapshotCache
 from lakejoin.query.tables import QueryTable, read_table_file
 
-__all__ = ["METHODS", "Limits", "LoadedSnapshot", "MethodUnavailable", "QueryEngine", "QueryTable", "SnapshotCache", "engine_for", "read_table_file"]
+__all__ = [
+    "METHODS",
+    "Limits",
+    "LoadedSnapshot",
+    "MethodUnavailable",
+    "QueryEngine",
+    "QueryTable",
+    "SnapshotCache",
+    "engine_for",
+    "read_table_file",
+]

@@ -46,15 +46,29 @@ def find_tables(loaded: LoadedSnapshot, text: str = "", offset: int = 0, limit: 
     if offset < 0 or not 1 <= limit <= MAX_PAGE:
         raise ValueError(f"offset must be >= 0 and limit in [1, {MAX_PAGE}], got offset={offset}, limit={limit}")
     words = text.lower().split()
-    ranked = sorted(((rank, entry) for entry in _catalog_entries(loaded) if (rank := _rank(entry, words)) is not None), key=lambda p: (p[0], p[1].title.lower(), p[1].dataset_id))
+    ranked = sorted(
+        ((rank, entry) for entry in _catalog_entries(loaded) if (rank := _rank(entry, words)) is not None),
+        key=lambda p: (p[0], p[1].title.lower(), p[1].dataset_id),
+    )
     page = [_hit(loaded, entry, words) for _, entry in ranked[offset : offset + limit]]
-    return {"snapshot_id": loaded.snapshot_id, "query": text, "total": len(ranked), "offset": offset, "limit": limit, "tables": page}
+    return {
+        "snapshot_id": loaded.snapshot_id,
+        "query": text,
+        "total": len(ranked),
+        "offset": offset,
+        "limit": limit,
+        "tables": page,
+    }
 
 
 def table_profile(loaded: LoadedSnapshot, dataset_id: str) -> dict[str, Any]:
     """A table's catalog entry and every column with its profile (``LookupError`` if not active)."""
     row = loaded.dataset(dataset_id)
-    return {**_summary(row), "snapshot_id": loaded.snapshot_id, "columns": [column_profile(c) for c in loaded.columns_of(dataset_id)]}
+    return {
+        **_summary(row),
+        "snapshot_id": loaded.snapshot_id,
+        "columns": [column_profile(c) for c in loaded.columns_of(dataset_id)],
+    }
 
 
 def column_profile(column: ColumnInfo) -> dict[str, Any]:
@@ -129,7 +143,11 @@ def _catalog_entries(loaded: LoadedSnapshot) -> list[_Entry]:
     names: dict[str, list[str]] = {}
     for column in sorted(loaded.columns.values(), key=lambda c: (c.dataset_id, c.ordinal)):
         names.setdefault(column.dataset_id, []).append(column.name)
-    entries = [_entry(dataset_id, row, names.get(dataset_id, [])) for dataset_id, row in loaded.datasets.items() if row["status"] == "active"]
+    entries = [
+        _entry(dataset_id, row, names.get(dataset_id, []))
+        for dataset_id, row in loaded.datasets.items()
+        if row["status"] == "active"
+    ]
     with _entries_lock:
         _entries[key] = entries
         while len(_entries) > 4:

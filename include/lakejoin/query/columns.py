@@ -41,7 +41,9 @@ class ColumnCatalog(Mapping[int, ColumnInfo]):
     """column_id -> :class:`ColumnInfo` over the ``catalog/columns`` table of one snapshot."""
 
     def __init__(self, table: pa.Table) -> None:
-        fields = [f.name for f in dataclass_fields(ColumnInfo) if f.name in table.column_names]  # profile fields may postdate the lake
+        fields = [
+            f.name for f in dataclass_fields(ColumnInfo) if f.name in table.column_names
+        ]  # profile fields may postdate the lake
         table = table.select(fields)
         order = pc.sort_indices(table["column_id"]).to_numpy()
         self._table = table.take(order)

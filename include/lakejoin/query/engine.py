@@ -89,7 +89,9 @@ class Limits:
 class QueryEngine:
     """Searches one lake; holds its snapshot cache. One engine per lake per process."""
 
-    def __init__(self, config: LakeConfig, *, refresh_seconds: float = DEFAULT_REFRESH_SECONDS, limits: Limits = Limits()):
+    def __init__(
+        self, config: LakeConfig, *, refresh_seconds: float = DEFAULT_REFRESH_SECONDS, limits: Limits = Limits()
+    ):
         self.config = config
         self.limits = limits
         self.cache = SnapshotCache(config, refresh_seconds)
@@ -118,10 +120,15 @@ class QueryEngine:
         discovery: dict[str, Any] = {}
         found, reads = _RUNNERS[picked[0]](loaded, query, columns, k, params, discovery)
         if method == "auto" and picked[0] == "josie" and not found and "qgram" in loaded.families():
-            picked, reason = ["transform"], f"{reason}; it found no column sharing a value, so transformation-aware discovery ran"
+            picked, reason = (
+                ["transform"],
+                f"{reason}; it found no column sharing a value, so transformation-aware discovery ran",
+            )
             found, reads = _RUNNERS["transform"](loaded, query, columns, k, params, discovery)
         if len(picked) > 1:
-            _attach_estimates(found, _RUNNERS["lshensemble"](loaded, query, columns, k, {**params, "verify": False}, {})[0])
+            _attach_estimates(
+                found, _RUNNERS["lshensemble"](loaded, query, columns, k, {**params, "verify": False}, {})[0]
+            )
         response: dict[str, Any] = {
             "snapshot_id": loaded.snapshot_id,
             "method": picked[0],
@@ -163,9 +170,19 @@ class QueryEngine:
         """
         if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= self.limits.max_k:
             raise ValueError(f"rank must be an integer in [1, {self.limits.max_k}], got {rank!r}")
-        response = self.search(method, columns, table=table, dataset_id=dataset_id, k=max(k or rank, rank), params=params, snapshot_id=snapshot_id)
+        response = self.search(
+            method,
+            columns,
+            table=table,
+            dataset_id=dataset_id,
+            k=max(k or rank, rank),
+            params=params,
+            snapshot_id=snapshot_id,
+        )
         if len(response["results"]) < rank:
-            raise LookupError(f"the search found {len(response['results'])} result(s), so there is no rank {rank} to join")
+            raise LookupError(
+                f"the search found {len(response['results'])} result(s), so there is no rank {rank} to join"
+            )
         result = response["results"][rank - 1]
         loaded = self.snapshot(response["snapshot_id"])
         query = self.query_table(loaded, table, dataset_id)
@@ -176,7 +193,11 @@ class QueryEngine:
             transform = LEARN
         if response["method"] == "pexeso":
             searcher, _ = loaded.searcher("pexeso")
-            semantic = {"model": result["model"], "tau": response["params"].get("tau", DEFAULT_TAU), "tau_scale": searcher.tau_scale}
+            semantic = {
+                "model": result["model"],
+                "tau": response["params"].get("tau", DEFAULT_TAU),
+                "tau_scale": searcher.tau_scale,
+            }
         provenance = {
             "dataset_id": result["dataset_id"],
             "table": result["table"],
@@ -198,7 +219,14 @@ class QueryEngine:
             prefix=prefix or table_prefix(result["table"], "found"),
             provenance=provenance,
         )
-        summary = {"snapshot_id": response["snapshot_id"], "method": response["method"], "result": result, "rows": joined.num_rows, "columns": joined.column_names, "provenance": provenance_of(joined)}
+        summary = {
+            "snapshot_id": response["snapshot_id"],
+            "method": response["method"],
+            "result": result,
+            "rows": joined.num_rows,
+            "columns": joined.column_names,
+            "provenance": provenance_of(joined),
+        }
         return joined, summary
 
     def query_table(self, loaded: LoadedSnapshot, table: QueryTable | None, dataset_id: str | None) -> QueryTable:
@@ -215,8 +243,25 @@ class QueryEngine:
         for dataset_id, row in sorted(loaded.datasets.items()):
             if row["status"] != "active":
                 continue
-            columns = [{"name": c.name, "column_id": c.column_id, "type": c.type, "distinct": c.distinct, "indexed_by": c.indexed_by} for c in loaded.columns_of(dataset_id)]
-            rows.append({"dataset_id": dataset_id, "title": row.get("title"), "url": row.get("url"), "rows": row.get("rows"), "columns": columns})
+            columns = [
+                {
+                    "name": c.name,
+                    "column_id": c.column_id,
+                    "type": c.type,
+                    "distinct": c.distinct,
+                    "indexed_by": c.indexed_by,
+                }
+                for c in loaded.columns_of(dataset_id)
+            ]
+            rows.append(
+                {
+                    "dataset_id": dataset_id,
+                    "title": row.get("title"),
+                    "url": row.get("url"),
+                    "rows": row.get("rows"),
+                    "columns": columns,
+                }
+            )
         return {"snapshot_id": loaded.snapshot_id, "families": loaded.families(), "datasets": rows}
 
     def snapshots(self) -> list[dict[str, Any]]:
@@ -233,7 +278,9 @@ class QueryEngine:
             raise QueryTooLarge(f"the query table has {query.table.num_rows} rows; the limit is {limits.max_rows}")
         semantic = method == "pexeso" or params.get("semantic")
         if semantic and query.table.num_rows > limits.max_semantic_rows:
-            raise QueryTooLarge(f"semantic search embeds every query row: at most {limits.max_semantic_rows} rows, got {query.table.num_rows}")
+            raise QueryTooLarge(
+                f"semantic search embeds every query row: at most {limits.max_semantic_rows} rows, got {query.table.num_rows}"
+            )
 
 
 def check_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -255,7 +302,9 @@ def check_params(method: str, params: Mapping[str, Any]) -> dict[str, Any]:
     return checked
 
 
-def pick_method(method: str, columns: list[str], query: QueryTable, params: dict[str, Any], loaded: LoadedSnapshot) -> tuple[list[str], str | None]:
+def pick_method(
+    method: str, columns: list[str], query: QueryTable, params: dict[str, Any], loaded: LoadedSnapshot
+) -> tuple[list[str], str | None]:
     """The families to run: ``[method]``, or what ``auto`` picks and why."""
     if method != "auto":
         return [method], None
@@ -267,7 +316,10 @@ def pick_method(method: str, columns: list[str], query: QueryTable, params: dict
         return ["mate"], f"{len(columns)} columns: MATE searches the composite key"
     distinct = len(normalize_set(query.column_values(columns[0])))
     if distinct >= AUTO_LSH_MIN_DISTINCT and "lshensemble" in loaded.families():
-        return ["josie", "lshensemble"], f"one column with {distinct} distinct values (>= {AUTO_LSH_MIN_DISTINCT}): JOSIE exact top-k, with LSH Ensemble containment estimates"
+        return (
+            ["josie", "lshensemble"],
+            f"one column with {distinct} distinct values (>= {AUTO_LSH_MIN_DISTINCT}): JOSIE exact top-k, with LSH Ensemble containment estimates",
+        )
     return ["josie"], f"one column ({distinct} distinct values): JOSIE exact top-k by overlap"
 
 
@@ -281,20 +333,40 @@ def _own_columns(loaded: LoadedSnapshot, query: QueryTable, family: str) -> int:
     return sum(1 for c in loaded.columns_of(query.dataset_id) if family in c.indexed_by)
 
 
-Runner = Callable[[LoadedSnapshot, QueryTable, list[str], int, dict[str, Any], dict[str, Any]], tuple[list[dict[str, Any]], dict[str, int] | None]]
+Runner = Callable[
+    [LoadedSnapshot, QueryTable, list[str], int, dict[str, Any], dict[str, Any]],
+    tuple[list[dict[str, Any]], dict[str, int] | None],
+]
 
 
 def _runner(family: str) -> Runner:
-    def run(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any], _: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
+    def run(
+        loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any], _: dict[str, Any]
+    ) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
         values = [query.column_values(c) for c in columns]
-        asked = family_query(family, columns, values, k, params, dataset_id=query.dataset_id, own_columns=_own_columns(loaded, query, family))
+        asked = family_query(
+            family,
+            columns,
+            values,
+            k,
+            params,
+            dataset_id=query.dataset_id,
+            own_columns=_own_columns(loaded, query, family),
+        )
         found, reads = loaded.answer(family, asked)
         return results(loaded, asked, found), reads
 
     return run
 
 
-def _run_transform(loaded: LoadedSnapshot, query: QueryTable, columns: list[str], k: int, params: dict[str, Any], report: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
+def _run_transform(
+    loaded: LoadedSnapshot,
+    query: QueryTable,
+    columns: list[str],
+    k: int,
+    params: dict[str, Any],
+    report: dict[str, Any],
+) -> tuple[list[dict[str, Any]], dict[str, int] | None]:
     """Transformation-aware discovery: the q-gram family's candidates (every shard, merged
     exactly), then a program learned and verified per candidate (``lakejoin.transform.discover``)."""
     from lakejoin.transform.discover import DiscoveryParams, discover
@@ -306,7 +378,10 @@ def _run_transform(loaded: LoadedSnapshot, query: QueryTable, columns: list[str]
     values = query.column_values(columns[0])
     answer = discover(values, candidates, lambda candidate: _column_values(loaded, candidate), k=k, params=settings)
     by_column = {c["column_id"]: c for c in candidates}
-    rows = [{**{key: by_column[r["column_id"]][key] for key in ("dataset_id", "table", "column")}, **r} for r in answer.pop("results")]
+    rows = [
+        {**{key: by_column[r["column_id"]][key] for key in ("dataset_id", "table", "column")}, **r}
+        for r in answer.pop("results")
+    ]
     report.update(answer)
     return rows, reads
 
@@ -317,7 +392,11 @@ def _column_values(loaded: LoadedSnapshot, candidate: Mapping[str, Any]) -> list
 
     row = loaded.dataset(candidate["dataset_id"])
     path = Path(row["staged_path"])
-    return pq.read_table(path if path.is_absolute() else loaded.config.home / path, columns=[candidate["column"]]).column(0).to_pylist()
+    return (
+        pq.read_table(path if path.is_absolute() else loaded.config.home / path, columns=[candidate["column"]])
+        .column(0)
+        .to_pylist()
+    )
 
 
 def _attach_estimates(results: list[dict[str, Any]], estimates: list[dict[str, Any]]) -> None:
@@ -326,7 +405,10 @@ def _attach_estimates(results: list[dict[str, Any]], estimates: list[dict[str, A
         result["containment_estimate"] = by_column.get(result["column_id"])
 
 
-_RUNNERS: dict[str, Runner] = {**{family: _runner(family) for family in ("josie", "lshensemble", "mate", "pexeso")}, "transform": _run_transform}
+_RUNNERS: dict[str, Runner] = {
+    **{family: _runner(family) for family in ("josie", "lshensemble", "mate", "pexeso")},
+    "transform": _run_transform,
+}
 
 _engines: dict[Path, QueryEngine] = {}
 _engines_lock = threading.Lock()
@@ -347,4 +429,16 @@ def engine_for(config: LakeConfig, limits: Limits | None = None) -> QueryEngine:
         return engine
 
 
-__all__ = ["AUTO_LSH_MIN_DISTINCT", "LOCAL_LIMITS", "METHODS", "PARAMS", "Limits", "MethodUnavailable", "QueryEngine", "QueryTooLarge", "check_params", "engine_for", "pick_method"]
+__all__ = [
+    "AUTO_LSH_MIN_DISTINCT",
+    "LOCAL_LIMITS",
+    "METHODS",
+    "PARAMS",
+    "Limits",
+    "MethodUnavailable",
+    "QueryEngine",
+    "QueryTooLarge",
+    "check_params",
+    "engine_for",
+    "pick_method",
+]

@@ -67,7 +67,9 @@ class FamilyQuery:
     params: dict[str, Any]
     dataset_id: str | None = None  # the query is this lake dataset: never returned
     _embedded: dict[str, tuple[list[str], np.ndarray]] = field(default_factory=dict, repr=False)
-    _prepared: Any = field(default=None, repr=False, compare=False)  # JOSIE, LSH Ensemble: prepared once for every shard
+    _prepared: Any = field(
+        default=None, repr=False, compare=False
+    )  # JOSIE, LSH Ensemble: prepared once for every shard
 
     def __getstate__(self) -> dict[str, Any]:
         return {**self.__dict__, "_prepared": None}  # JOSIE's refers to the index's whole token dictionary
@@ -79,7 +81,16 @@ class FamilyQuery:
         return self._embedded[model]
 
 
-def family_query(family: str, columns: list[str], values: list[list[Any]], k: int, params: dict[str, Any], *, dataset_id: str | None = None, own_columns: int = 0) -> FamilyQuery:
+def family_query(
+    family: str,
+    columns: list[str],
+    values: list[list[Any]],
+    k: int,
+    params: dict[str, Any],
+    *,
+    dataset_id: str | None = None,
+    own_columns: int = 0,
+) -> FamilyQuery:
     """The query for ``family``; ``own_columns``: the query dataset's columns the family indexes
     (asked for on top of ``k``, so that dropping them still leaves ``k``)."""
     if family != "mate" and len(columns) != 1:
@@ -96,7 +107,13 @@ def load_columns(family: str) -> dict[str, list[str]]:
     return dict(getattr(importlib.import_module(f"lakejoin.index.{family}"), "LOAD_COLUMNS", {}))
 
 
-def load_searcher(family: str, sharded: Mapping[str, pa.Table], global_names: Iterable[str], read_global: Callable[[str], pa.Table], key: Hashable) -> Any:
+def load_searcher(
+    family: str,
+    sharded: Mapping[str, pa.Table],
+    global_names: Iterable[str],
+    read_global: Callable[[str], pa.Table],
+    key: Hashable,
+) -> Any:
     """The searcher over some shards of ``family``'s index, from those shards' ``sharded`` tables.
 
     The index's global tables are read (``read_global(name)``) once per process and ``key`` (what
@@ -116,21 +133,31 @@ def has_arrays(family: str) -> bool:
     return hasattr(importlib.import_module(f"lakejoin.index.{family}"), "from_arrays")
 
 
-def searcher_from_arrays(family: str, arrays: Mapping[str, np.ndarray], global_names: Iterable[str], read_global: Callable[[str], pa.Table], key: Hashable) -> Any:
+def searcher_from_arrays(
+    family: str,
+    arrays: Mapping[str, np.ndarray],
+    global_names: Iterable[str],
+    read_global: Callable[[str], pa.Table],
+    key: Hashable,
+) -> Any:
     """The searcher ``family``'s ``to_arrays`` gave ``arrays`` (``ValueError`` when they are not
     one searcher's), with the index's global part as :func:`load_searcher` keeps it."""
     module, part = _global_part(family, global_names, read_global, key)
     return module.from_arrays(arrays, shared=part.get("shared"))
 
 
-def _global_part(family: str, global_names: Iterable[str], read_global: Callable[[str], pa.Table], key: Hashable) -> tuple[Any, dict[str, Any]]:
+def _global_part(
+    family: str, global_names: Iterable[str], read_global: Callable[[str], pa.Table], key: Hashable
+) -> tuple[Any, dict[str, Any]]:
     """The family's module and the index's global part, read once per process and ``key``."""
     module = importlib.import_module(f"lakejoin.index.{family}")
     with _global_parts_lock:
         part = _global_parts.get(key)
         if part is None:
             tables = {name: read_global(name) for name in global_names}
-            part = _global_parts[key] = {"shared": module.shared(tables)} if hasattr(module, "shared") else {"tables": tables}
+            part = _global_parts[key] = (
+                {"shared": module.shared(tables)} if hasattr(module, "shared") else {"tables": tables}
+            )
             while len(_global_parts) > GLOBAL_PARTS_KEPT:
                 _global_parts.popitem(last=False)
         else:
@@ -147,19 +174,30 @@ def ask(searcher: Any, query: FamilyQuery, floor: int | None = None) -> list[dic
         prepared = _prepared(searcher, query)
         if query.family == "josie":
             return searcher.search(prepared, k=query.ask_k, floor=floor or 0)
-        return searcher.search_steps(prepared, params.get("threshold", DEFAULT_THRESHOLD), verify=params.get("verify", False), k=query.ask_k)
+        return searcher.search_steps(
+            prepared, params.get("threshold", DEFAULT_THRESHOLD), verify=params.get("verify", False), k=query.ask_k
+        )
     if query.family == "qgram":  # JOSIE over the query's tokens
         return searcher.search(query.values[0], k=query.ask_k, floor=floor or 0)
     if query.family == "pexeso":
         model = params.get("model", searcher.model)
         kept, vectors = query.embedded(searcher, model)
-        options = {"mode": params.get("mode", "threshold"), "k": query.ask_k, "exact": params.get("exact", False), "lower_bound": params.get("lower_bound", False)}
-        found = searcher.search(vectors, params.get("tau", DEFAULT_TAU), params.get("T", DEFAULT_T), query_values=kept, **options)
+        options = {
+            "mode": params.get("mode", "threshold"),
+            "k": query.ask_k,
+            "exact": params.get("exact", False),
+            "lower_bound": params.get("lower_bound", False),
+        }
+        found = searcher.search(
+            vectors, params.get("tau", DEFAULT_TAU), params.get("T", DEFAULT_T), query_values=kept, **options
+        )
         return [{**r, "model": model} for r in found]
     if query.family == "mate":
         frame = pd.DataFrame(dict(zip(query.columns, query.values)))
         exclude = [query.dataset_id] if query.dataset_id else []
-        return searcher.search(frame, query.columns, k=query.ask_k, initial_column=params.get("initial_column"), exclude_datasets=exclude)
+        return searcher.search(
+            frame, query.columns, k=query.ask_k, initial_column=params.get("initial_column"), exclude_datasets=exclude
+        )
     raise ValueError(f"unknown index family {query.family!r}")
 
 
@@ -210,7 +248,14 @@ def results(catalog: Catalog, query: FamilyQuery, found: list[dict[str, Any]]) -
         table = (catalog.datasets.get(dataset_id) or {}).get("title") if dataset_id is not None else None
         fields = {k: v for k, v in result.items() if k not in ("column_id", "dataset_id", "model")}
         rows.append(
-            {"dataset_id": dataset_id, "table": table, "column": info.name if info else None, "column_id": result["column_id"], **fields, **({"model": result["model"]} if "model" in result else {})}
+            {
+                "dataset_id": dataset_id,
+                "table": table,
+                "column": info.name if info else None,
+                "column_id": result["column_id"],
+                **fields,
+                **({"model": result["model"]} if "model" in result else {}),
+            }
         )
     return rows[: query.k]
 

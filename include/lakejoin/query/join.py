@@ -145,9 +145,13 @@ def write_table(table: pa.Table, path: str | Path, format: str | None = None) ->
     """Write ``table`` as Parquet (provenance in the schema metadata) or CSV (provenance in a
     ``.provenance.json`` sidecar); ``format`` defaults to the file's suffix. Returns the files."""
     path = Path(path)
-    fmt = format or ("csv" if path.suffix.lower() == ".csv" else "parquet" if path.suffix.lower() in (".parquet", ".pq") else None)
+    fmt = format or (
+        "csv" if path.suffix.lower() == ".csv" else "parquet" if path.suffix.lower() in (".parquet", ".pq") else None
+    )
     if fmt not in FORMATS:
-        raise ValueError(f"cannot tell the output format of {path.name}: use a .parquet or .csv file, or give the format ({'/'.join(FORMATS)})")
+        raise ValueError(
+            f"cannot tell the output format of {path.name}: use a .parquet or .csv file, or give the format ({'/'.join(FORMATS)})"
+        )
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":
         pq.write_table(table, path)
@@ -182,7 +186,9 @@ def _expand(keys: Sequence[Key | None], mapping: Mapping[Key, Sequence[Key]]) ->
     return [[a[i] if i < len(a) else None for a in alternatives] for i in range(max(width, 1))]
 
 
-def _transform_mapping(query: pa.Table, found: pa.Table, pair: KeyPair, transform: str) -> tuple[dict[Key, list[Key]], dict[str, Any]]:
+def _transform_mapping(
+    query: pa.Table, found: pa.Table, pair: KeyPair, transform: str
+) -> tuple[dict[Key, list[Key]], dict[str, Any]]:
     from lakejoin.transform import DEFAULT_METHOD, LEARN, METHODS, apply_transformation, learn_and_join
 
     source = _distinct_text(query.column(pair.query_column).to_pylist())
@@ -196,7 +202,11 @@ def _transform_mapping(query: pa.Table, found: pa.Table, pair: KeyPair, transfor
             if s is not None and t is not None and (t,) not in mapping.setdefault((s,), []):
                 mapping[(s,)].append((t,))
         used = [t for t in learned["transformations"] if t["used"]]
-        return mapping, {"method": transform, "direction": learned["direction"], "programs": [t["program"] for t in used]}
+        return mapping, {
+            "method": transform,
+            "direction": learned["direction"],
+            "programs": [t["program"] for t in used],
+        }
     outputs = apply_transformation(transform, source)
     mapping = {}
     for raw, out in zip(source, outputs):
@@ -210,7 +220,9 @@ def _distinct_text(values: Sequence[str | None]) -> list[str]:
     return list(dict.fromkeys(v for v in values if v is not None and normalize_value(v) is not None))
 
 
-def _semantic_mapping(query_keys: Sequence[Key | None], found_keys: Sequence[Key | None], semantic: Mapping[str, Any]) -> dict[Key, list[Key]]:
+def _semantic_mapping(
+    query_keys: Sequence[Key | None], found_keys: Sequence[Key | None], semantic: Mapping[str, Any]
+) -> dict[Key, list[Key]]:
     """Each distinct query value -> the found values within ``τ`` (Def. 1 of PEXESO, inclusive)."""
     from lakejoin.embed import embed
 
@@ -223,7 +235,11 @@ def _semantic_mapping(query_keys: Sequence[Key | None], found_keys: Sequence[Key
     mapping: dict[Key, list[Key]] = {}
     for start in range(0, len(queries), 1024):  # bounded memory: 1,024 query rows of distances at a time
         block = q[start : start + 1024].astype(np.float64)
-        squared = (block**2).sum(1)[:, None] + (t.astype(np.float64) ** 2).sum(1)[None, :] - 2.0 * block @ t.T.astype(np.float64)
+        squared = (
+            (block**2).sum(1)[:, None]
+            + (t.astype(np.float64) ** 2).sum(1)[None, :]
+            - 2.0 * block @ t.T.astype(np.float64)
+        )
         distances = np.sqrt(np.maximum(squared, 0.0))
         for i, row in enumerate(distances):
             near = np.flatnonzero(row <= radius)
@@ -235,7 +251,9 @@ def _semantic_mapping(query_keys: Sequence[Key | None], found_keys: Sequence[Key
 # --- output --------------------------------------------------------------------------------
 
 
-def _assemble(query: pa.Table, found: pa.Table, matches: list[list[int]], how: str, policy: str, prefix: str) -> pa.Table:
+def _assemble(
+    query: pa.Table, found: pa.Table, matches: list[list[int]], how: str, policy: str, prefix: str
+) -> pa.Table:
     found_names = found.column_names
     names = clean_header([*query.column_names, *(f"{prefix}__{n}" for n in found_names), f"{prefix}__match_count"])
     found_columns = [found.column(n).to_pylist() for n in found_names]

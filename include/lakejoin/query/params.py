@@ -39,20 +39,92 @@ class MethodSpec:
     params: tuple[ParamSpec, ...]
 
 
-THRESHOLD = ParamSpec("threshold", "float", "LSH Ensemble: the least containment of your values in a column to report it, in (0, 1]", DEFAULT_THRESHOLD, 0.0, 1.0)
-VERIFY = ParamSpec("verify", "bool", "LSH Ensemble: count the exact containment of each candidate (slower, exact)", False)
-TAU = ParamSpec("tau", "float", "PEXESO τ: how close two values' embeddings must be to match, a share of the largest distance", DEFAULT_TAU, 0.0, 1.0)
-T = ParamSpec("T", "float", "PEXESO T: the share of your values that must match for a column to count as joinable, in (0, 1]", DEFAULT_T, 0.0, 1.0)
-MODE = ParamSpec("mode", "choice", "PEXESO: every column with joinability ≥ T (threshold) or the k columns with most matches (topk)", "threshold", choices=("threshold", "topk"))
-MODEL = ParamSpec("model", "str", "PEXESO: the embedding model; must be the one the index was built with (empty: the index's)")
+THRESHOLD = ParamSpec(
+    "threshold",
+    "float",
+    "LSH Ensemble: the least containment of your values in a column to report it, in (0, 1]",
+    DEFAULT_THRESHOLD,
+    0.0,
+    1.0,
+)
+VERIFY = ParamSpec(
+    "verify", "bool", "LSH Ensemble: count the exact containment of each candidate (slower, exact)", False
+)
+TAU = ParamSpec(
+    "tau",
+    "float",
+    "PEXESO τ: how close two values' embeddings must be to match, a share of the largest distance",
+    DEFAULT_TAU,
+    0.0,
+    1.0,
+)
+T = ParamSpec(
+    "T",
+    "float",
+    "PEXESO T: the share of your values that must match for a column to count as joinable, in (0, 1]",
+    DEFAULT_T,
+    0.0,
+    1.0,
+)
+MODE = ParamSpec(
+    "mode",
+    "choice",
+    "PEXESO: every column with joinability ≥ T (threshold) or the k columns with most matches (topk)",
+    "threshold",
+    choices=("threshold", "topk"),
+)
+MODEL = ParamSpec(
+    "model", "str", "PEXESO: the embedding model; must be the one the index was built with (empty: the index's)"
+)
 EXACT = ParamSpec("exact", "bool", "PEXESO: list every matched value pair as evidence (slower)", False)
-LOWER_BOUND = ParamSpec("lower_bound", "bool", "PEXESO threshold mode: stop counting a column once it reaches T (faster; scores become lower bounds, shown ≥)", False)
-INITIAL_COLUMN = ParamSpec("initial_column", "str", "MATE: the query column whose posting lists are read first (empty: the one with the fewest posting-list entries in the lake)")
-CANDIDATES = ParamSpec("candidates", "int", "transform: lake columns sharing the most value parts (q-grams, words, numbers) with yours to learn a transformation for", DEFAULT_CANDIDATES, 1, 200)
-SAMPLE = ParamSpec("sample", "int", "transform: your values each transformation is learned from (with the found column's values sharing their parts)", DEFAULT_SAMPLE, 2, 1000)
-BUDGET = ParamSpec("budget", "float", "transform: seconds for the whole search; no further candidate is learned after them", DEFAULT_BUDGET, 1.0, 600.0)
-LEARNER = ParamSpec("learner", "choice", "transform: the method that learns each transformation", DEFAULT_METHOD, choices=tuple(TRANSFORM_METHODS))
-SEMANTIC = ParamSpec("semantic", "bool", "auto: match values by meaning (PEXESO) — misspellings, synonyms, formats — instead of exactly", False)
+LOWER_BOUND = ParamSpec(
+    "lower_bound",
+    "bool",
+    "PEXESO threshold mode: stop counting a column once it reaches T (faster; scores become lower bounds, shown ≥)",
+    False,
+)
+INITIAL_COLUMN = ParamSpec(
+    "initial_column",
+    "str",
+    "MATE: the query column whose posting lists are read first (empty: the one with the fewest posting-list entries in the lake)",
+)
+CANDIDATES = ParamSpec(
+    "candidates",
+    "int",
+    "transform: lake columns sharing the most value parts (q-grams, words, numbers) with yours to learn a transformation for",
+    DEFAULT_CANDIDATES,
+    1,
+    200,
+)
+SAMPLE = ParamSpec(
+    "sample",
+    "int",
+    "transform: your values each transformation is learned from (with the found column's values sharing their parts)",
+    DEFAULT_SAMPLE,
+    2,
+    1000,
+)
+BUDGET = ParamSpec(
+    "budget",
+    "float",
+    "transform: seconds for the whole search; no further candidate is learned after them",
+    DEFAULT_BUDGET,
+    1.0,
+    600.0,
+)
+LEARNER = ParamSpec(
+    "learner",
+    "choice",
+    "transform: the method that learns each transformation",
+    DEFAULT_METHOD,
+    choices=tuple(TRANSFORM_METHODS),
+)
+SEMANTIC = ParamSpec(
+    "semantic",
+    "bool",
+    "auto: match values by meaning (PEXESO) — misspellings, synonyms, formats — instead of exactly",
+    False,
+)
 
 METHOD_SPECS: dict[str, MethodSpec] = {
     spec.name: spec
@@ -63,10 +135,27 @@ METHOD_SPECS: dict[str, MethodSpec] = {
             "Picks for you: JOSIE for one column (a learned transformation when no column shares a value), MATE for several, PEXESO when semantic; it says what it picked and why.",
             (SEMANTIC,),
         ),
-        MethodSpec("josie", "JOSIE — exact overlap", "The k columns sharing the most distinct values with yours (exact).", ()),
-        MethodSpec("lshensemble", "LSH Ensemble — containment", "Columns containing at least a threshold share of your values (estimated, or exact with verify).", (THRESHOLD, VERIFY)),
-        MethodSpec("mate", "MATE — composite key", "Tables joinable on several columns at once (a composite key), ranked by the keys they share.", (INITIAL_COLUMN,)),
-        MethodSpec("pexeso", "PEXESO — semantic", "Columns whose values match yours by embedding similarity: misspellings, synonyms, formats.", (TAU, T, MODE, MODEL, EXACT, LOWER_BOUND)),
+        MethodSpec(
+            "josie", "JOSIE — exact overlap", "The k columns sharing the most distinct values with yours (exact).", ()
+        ),
+        MethodSpec(
+            "lshensemble",
+            "LSH Ensemble — containment",
+            "Columns containing at least a threshold share of your values (estimated, or exact with verify).",
+            (THRESHOLD, VERIFY),
+        ),
+        MethodSpec(
+            "mate",
+            "MATE — composite key",
+            "Tables joinable on several columns at once (a composite key), ranked by the keys they share.",
+            (INITIAL_COLUMN,),
+        ),
+        MethodSpec(
+            "pexeso",
+            "PEXESO — semantic",
+            "Columns whose values match yours by embedding similarity: misspellings, synonyms, formats.",
+            (TAU, T, MODE, MODEL, EXACT, LOWER_BOUND),
+        ),
         MethodSpec(
             "transform",
             "Transformation — reformatted values",
@@ -103,8 +192,20 @@ def join_specs() -> tuple[ParamSpec, ...]:
 
     default = transform_default()
     return (
-        ParamSpec("how", "choice", "left keeps your rows without a match (empty added columns); inner drops them", "left", choices=HOWS),
-        ParamSpec("policy", "choice", "a row matching several: the first match, all values aggregated with ' | ', or one row per match", "first", choices=POLICIES),
+        ParamSpec(
+            "how",
+            "choice",
+            "left keeps your rows without a match (empty added columns); inner drops them",
+            "left",
+            choices=HOWS,
+        ),
+        ParamSpec(
+            "policy",
+            "choice",
+            "a row matching several: the first match, all values aggregated with ' | ', or one row per match",
+            "first",
+            choices=POLICIES,
+        ),
         ParamSpec(
             "transform",
             "str",
@@ -136,7 +237,10 @@ def params_doc() -> str:
     """The ``params`` of each method in one paragraph (for the REST API's OpenAPI description)."""
     lines = []
     for spec in map(method_spec, METHODS):
-        described = "; ".join(f"`{p.name}` ({p.type}{_bounds(p)}, default {p.default!r}): {p.help}" for p in spec.params) or "none"
+        described = (
+            "; ".join(f"`{p.name}` ({p.type}{_bounds(p)}, default {p.default!r}): {p.help}" for p in spec.params)
+            or "none"
+        )
         lines.append(f"- **{spec.name}**: {described}")
     return "Method parameters, a JSON object:\n\n" + "\n".join(lines)
 

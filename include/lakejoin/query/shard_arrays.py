@@ -73,7 +73,13 @@ def shard_folder(config: LakeConfig, snapshot_id: int, family: str, shard: int) 
     return config.shard_cache_dir / str(snapshot_id) / family / str(shard)
 
 
-def cached_searcher(folder: Path, key: Mapping[str, Any], build: Callable[[], Any], to_arrays: Callable[[Any], dict[str, np.ndarray]], restore: Callable[[dict[str, np.ndarray]], Any]) -> Any:
+def cached_searcher(
+    folder: Path,
+    key: Mapping[str, Any],
+    build: Callable[[], Any],
+    to_arrays: Callable[[Any], dict[str, np.ndarray]],
+    restore: Callable[[dict[str, np.ndarray]], Any],
+) -> Any:
     """The searcher ``restore`` makes of the arrays in ``folder`` when they were written for
     ``key``; else ``build()``'s, whose arrays then replace the folder's (and are mapped back, so
     the first load's searcher holds the same mapped pages as every later one)."""
@@ -88,7 +94,9 @@ def cached_searcher(folder: Path, key: Mapping[str, Any], build: Callable[[], An
     return searcher
 
 
-def mapped_searcher(folder: Path, key: Mapping[str, Any], restore: Callable[[dict[str, np.ndarray]], Any], *, verify: bool = True) -> Any | None:
+def mapped_searcher(
+    folder: Path, key: Mapping[str, Any], restore: Callable[[dict[str, np.ndarray]], Any], *, verify: bool = True
+) -> Any | None:
     """The searcher ``restore`` makes of the arrays in ``folder`` written (or adopted: see
     :func:`adopt`) for ``key``; None when there are none (or the family rejects them).
     ``verify`` as for :func:`read_arrays`."""
@@ -147,7 +155,9 @@ def adopt(folder: Path, key: Mapping[str, Any]) -> bool:
     could not be written."""
     shard, family, snapshot = folder.name, folder.parent.name, folder.parent.parent
     try:
-        others = sorted((int(p.name) for p in snapshot.parent.iterdir() if p.name.isdigit() and p != snapshot), reverse=True)[:ADOPT_FROM]
+        others = sorted(
+            (int(p.name) for p in snapshot.parent.iterdir() if p.name.isdigit() and p != snapshot), reverse=True
+        )[:ADOPT_FROM]
     except OSError:
         return False
     wanted = json.loads(json.dumps(key))  # as a record reads back
@@ -186,7 +196,12 @@ def _map(folder: Path, verify: bool) -> tuple[dict[str, Any], dict[str, np.ndarr
             if os.fstat(data.fileno()).st_size != record["size"]:
                 return None  # cut short (or grown): not what was written
             mapped = mmap.mmap(data.fileno(), 0, access=mmap.ACCESS_COPY) if record["size"] else b""
-        arrays = {name: np.frombuffer(mapped, np.dtype(info["dtype"]), math.prod(info["shape"]), info["offset"]).reshape(info["shape"]) for name, info in record["arrays"].items()}
+        arrays = {
+            name: np.frombuffer(mapped, np.dtype(info["dtype"]), math.prod(info["shape"]), info["offset"]).reshape(
+                info["shape"]
+            )
+            for name, info in record["arrays"].items()
+        }
         if verify and any(_checksum(arrays[name]) != info["crc32"] for name, info in record["arrays"].items()):
             return None
         return record["key"], arrays
@@ -205,7 +220,12 @@ def write_arrays(folder: Path, key: Mapping[str, Any], arrays: Mapping[str, np.n
             for name, array in arrays.items():
                 array = np.ascontiguousarray(array)
                 data.write(b"\0" * (-data.tell() % ALIGNMENT))
-                record["arrays"][name] = {"dtype": array.dtype.str, "shape": list(array.shape), "offset": data.tell(), "crc32": _checksum(array)}
+                record["arrays"][name] = {
+                    "dtype": array.dtype.str,
+                    "shape": list(array.shape),
+                    "offset": data.tell(),
+                    "crc32": _checksum(array),
+                }
                 data.write(array.reshape(-1).view(np.uint8).data)
             record["size"] = data.tell()
         (temporary / RECORD).write_text(json.dumps(record))

@@ -41,13 +41,23 @@ class ShardedFamily:
         self.family = family
         manifest = read_manifest(loaded.config.home, family, loaded.snapshot.version_of(f"index/{family}/{MANIFEST}"))
         if manifest is None:
-            raise LookupError(f"the {family} index of snapshot {loaded.snapshot_id} has no shard manifest, so it cannot be served shard by shard")
-        global_rows = {name: loaded.row_count(f"index/{family}/{name}") or 0 for name in loaded.index_tables_of(family) if name not in _sharded_tables(manifest.shard_rows)}
+            raise LookupError(
+                f"the {family} index of snapshot {loaded.snapshot_id} has no shard manifest, so it cannot be served shard by shard"
+            )
+        global_rows = {
+            name: loaded.row_count(f"index/{family}/{name}") or 0
+            for name in loaded.index_tables_of(family)
+            if name not in _sharded_tables(manifest.shard_rows)
+        }
         # a shard's load: its rows of the sharded tables and the global tables whole; the global
         # part is loaded once per process (lakejoin.query.family.load_searcher), so the cache
         # holds it once and each cached shard's own rows
         self.global_bytes = estimated_load_bytes(family, global_rows)
-        self.load_bytes = {shard: estimated_load_bytes(family, {**global_rows, **rows}) for shard, rows in sorted(manifest.shard_rows.items()) if sum(rows.values()) > 0}
+        self.load_bytes = {
+            shard: estimated_load_bytes(family, {**global_rows, **rows})
+            for shard, rows in sorted(manifest.shard_rows.items())
+            if sum(rows.values()) > 0
+        }
         self.budget = available_bytes()
         self._cache: OrderedDict[int, Any] = OrderedDict()
         self._charged: dict[int, int] = {}  # cached shard -> the bytes it counts against the budget

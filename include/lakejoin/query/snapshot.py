@@ -86,7 +86,12 @@ class _IndexTable:
         counts = [self.shard_rows.get(s, 0) for s in shards]
         return None if any(c is None for c in counts) else sum(c or 0 for c in counts)
 
-    def read(self, shards: list[int] | None, columns: list[str] | None = None, where: pads.Expression | delta.ValuesIn | None = None) -> pa.Table:
+    def read(
+        self,
+        shards: list[int] | None,
+        columns: list[str] | None = None,
+        where: pads.Expression | delta.ValuesIn | None = None,
+    ) -> pa.Table:
         """The rows of ``shards`` (None, or a global table: every row) that match ``where`` if
         given, only ``columns`` if given."""
         keys: list[int | None] = [None] if shards is None or not self.sharded else list(shards)
@@ -169,7 +174,14 @@ class LoadedSnapshot:
         with lock:
             return merge(query, [ask(searcher, query)]), None
 
-    def load_shards(self, family: str, shards: Iterable[int] | None = None, filters: Mapping[str, pads.Expression | delta.ValuesIn] | None = None, *, mapped_only: bool = False) -> Any:
+    def load_shards(
+        self,
+        family: str,
+        shards: Iterable[int] | None = None,
+        filters: Mapping[str, pads.Expression | delta.ValuesIn] | None = None,
+        *,
+        mapped_only: bool = False,
+    ) -> Any:
         """A new searcher over ``shards`` of the family's index (every shard when None): it reads
         only those shards' partitions of each sharded table; the global tables are read whole, and
         for a subset of shards once per process (``lakejoin.query.family.load_searcher``). Not
@@ -182,7 +194,9 @@ class LoadedSnapshot:
 
         names = self.index_tables_of(family)
         if not names:
-            raise MethodUnavailable(f"snapshot {self.snapshot_id} has no {family} index (built families: {', '.join(self.families()) or 'none'})")
+            raise MethodUnavailable(
+                f"snapshot {self.snapshot_id} has no {family} index (built families: {', '.join(self.families()) or 'none'})"
+            )
         try:
             module = importlib.import_module(f"lakejoin.index.{family}")
         except ImportError as error:
@@ -193,21 +207,37 @@ class LoadedSnapshot:
         check_fits(family, {name: count for name, count in rows.items() if count is not None}, self.snapshot_id)
         columns = load_columns(family)
         if wanted is None:
-            return module.load({name: table.read(None, columns.get(name), (filters or {}).get(name) if table.sharded else None) for name, table in opened.items()})
+            return module.load(
+                {
+                    name: table.read(None, columns.get(name), (filters or {}).get(name) if table.sharded else None)
+                    for name, table in opened.items()
+                }
+            )
         global_names = sorted(name for name, table in opened.items() if not table.sharded)
-        key = (str(self.config.home), family, tuple((name, self.snapshot.version_of(f"index/{family}/{name}")) for name in global_names))
+        key = (
+            str(self.config.home),
+            family,
+            tuple((name, self.snapshot.version_of(f"index/{family}/{name}")) for name in global_names),
+        )
 
         def read_global(name: str) -> pa.Table:
             return opened[name].read(None, columns.get(name))
 
         def build() -> Any:
-            sharded = {name: table.read(wanted, columns.get(name), (filters or {}).get(name)) for name, table in opened.items() if table.sharded}
+            sharded = {
+                name: table.read(wanted, columns.get(name), (filters or {}).get(name))
+                for name, table in opened.items()
+                if table.sharded
+            }
             return load_searcher(family, sharded, global_names, read_global, key)
 
         if len(wanted) != 1 or not has_arrays(family) or filters:
             return None if mapped_only else build()
         # one shard: its searcher's arrays are written once per snapshot and memory-mapped after
-        folder, shard_key = shard_arrays.shard_folder(self.config, self.snapshot_id, family, wanted[0]), self._shard_key(family, module, wanted[0], opened)
+        folder, shard_key = (
+            shard_arrays.shard_folder(self.config, self.snapshot_id, family, wanted[0]),
+            self._shard_key(family, module, wanted[0], opened),
+        )
 
         def restore(arrays: dict[str, np.ndarray]) -> Any:
             return searcher_from_arrays(family, arrays, global_names, read_global, key)
@@ -223,7 +253,11 @@ class LoadedSnapshot:
         never changes once written, so a later snapshot whose shard has the same key has the
         same arrays."""
         embedded = getattr(module, "ARRAYS_GLOBALS", None)
-        tables = {name: sorted(table.files_of(shard if table.sharded else None)) for name, table in opened.items() if table.sharded or embedded is None or name in embedded}
+        tables = {
+            name: sorted(table.files_of(shard if table.sharded else None))
+            for name, table in opened.items()
+            if table.sharded or embedded is None or name in embedded
+        }
         return {"format": module.ARRAYS_FORMAT, "family": family, "shard": shard, "tables": tables}
 
     def _index_table(self, family: str, name: str) -> _IndexTable:
@@ -248,7 +282,9 @@ class LoadedSnapshot:
 
     def read(self, table: str, opened: DeltaTable | None = None) -> pa.Table:
         """``table`` at this snapshot's pinned version (``opened`` as in :meth:`row_count`)."""
-        return delta.read_arrow(self.config.table_path(table), opened=opened if opened is not None else self.open(table))
+        return delta.read_arrow(
+            self.config.table_path(table), opened=opened if opened is not None else self.open(table)
+        )
 
     def dataset(self, dataset_id: str) -> dict[str, Any]:
         row = self.datasets.get(dataset_id)
@@ -276,14 +312,23 @@ def load_snapshot(config: LakeConfig, snapshot: snapshots.Snapshot) -> LoadedSna
     if snapshot.version_of(DATASETS) is not None:
         for row in delta.read_arrow(config.table_path(DATASETS), snapshot.version_of(DATASETS)).to_pylist():
             datasets[row["dataset_id"]] = row
-    columns = ColumnCatalog(delta.read_arrow(config.table_path(COLUMNS), snapshot.version_of(COLUMNS)) if snapshot.version_of(COLUMNS) is not None else COLUMNS_SCHEMA.empty_table())
+    columns = ColumnCatalog(
+        delta.read_arrow(config.table_path(COLUMNS), snapshot.version_of(COLUMNS))
+        if snapshot.version_of(COLUMNS) is not None
+        else COLUMNS_SCHEMA.empty_table()
+    )
     return LoadedSnapshot(config, snapshot, datasets, columns)
 
 
 class SnapshotCache:
     """The latest published snapshot of one lake, loaded once per process and swapped on publish."""
 
-    def __init__(self, config: LakeConfig, refresh_seconds: float = DEFAULT_REFRESH_SECONDS, clock: Callable[[], float] = time.monotonic):
+    def __init__(
+        self,
+        config: LakeConfig,
+        refresh_seconds: float = DEFAULT_REFRESH_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ):
         self.config = config
         self.refresh_seconds = refresh_seconds
         self._clock = clock

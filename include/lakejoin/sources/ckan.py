@@ -51,7 +51,14 @@ _FORMAT_ALIASES = {
     "zipped csv": "zip",
 }
 # what the body of each declared format must sniff as (lakejoin.sources.http.sniff)
-_EXPECTED_KIND = {"csv": {"text"}, "tsv": {"text"}, "json": {"json"}, "parquet": {"parquet"}, "xlsx": {"zip"}, "zip": {"zip"}}
+_EXPECTED_KIND = {
+    "csv": {"text"},
+    "tsv": {"text"},
+    "json": {"json"},
+    "parquet": {"parquet"},
+    "xlsx": {"zip"},
+    "zip": {"zip"},
+}
 # zip and xlsx resources reach ingestion as CSV
 _DELIVERED = {"zip": "csv", "xlsx": "csv"}
 _CSV_MEMBER_SUFFIXES = (".csv", ".tsv", ".txt")
@@ -93,7 +100,9 @@ def parse_package(package: Mapping[str, Any], key: str, formats: Sequence[str] =
     if package.get("state", "active") != "active":
         return []
     organization = package.get("organization") or {}
-    publisher = organization.get("title") or organization.get("name") or package.get("author") or package.get("maintainer")
+    publisher = (
+        organization.get("title") or organization.get("name") or package.get("author") or package.get("maintainer")
+    )
     license_name = package.get("license_title") or package.get("license_id")
     resources = [r for r in package.get("resources") or [] if r.get("url") and r.get("state", "active") == "active"]
     listings = []
@@ -120,7 +129,11 @@ def parse_package(package: Mapping[str, Any], key: str, formats: Sequence[str] =
 
 def filter_query(organization: str | None, tag: str | None, res_format: str | None) -> str:
     """CKAN ``fq`` for the filters given (Solr field syntax)."""
-    terms = [f'{name}:"{value}"' for name, value in (("organization", organization), ("tags", tag), ("res_format", res_format)) if value]
+    terms = [
+        f'{name}:"{value}"'
+        for name, value in (("organization", organization), ("tags", tag), ("res_format", res_format))
+        if value
+    ]
     return " AND ".join(terms)
 
 
@@ -239,7 +252,9 @@ def extract_csv_member(archive_path: Path, dest: Path, max_bytes: int) -> None:
             tables = [
                 info
                 for info in _checked_members(archive, max_bytes)
-                if info.filename.lower().endswith(_CSV_MEMBER_SUFFIXES) and not PurePosixPath(info.filename).name.startswith(".") and "__MACOSX" not in info.filename
+                if info.filename.lower().endswith(_CSV_MEMBER_SUFFIXES)
+                and not PurePosixPath(info.filename).name.startswith(".")
+                and "__MACOSX" not in info.filename
             ]
             if not tables:
                 raise FetchError("zip archive holds no CSV file")
@@ -271,6 +286,8 @@ def xlsx_first_sheet_to_csv(workbook_path: Path, dest: Path, max_bytes: int) -> 
             with dest.open("w", newline="", encoding="utf-8") as out:
                 writer = csv.writer(out)
                 for row in workbook.worksheets[0].iter_rows(values_only=True):
-                    writer.writerow(["" if v is None else v.isoformat() if isinstance(v, dt.date | dt.time) else v for v in row])
+                    writer.writerow(
+                        ["" if v is None else v.isoformat() if isinstance(v, dt.date | dt.time) else v for v in row]
+                    )
         finally:
             workbook.close()

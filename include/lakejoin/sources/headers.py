@@ -58,7 +58,9 @@ def is_blank(header: str | None) -> bool:
     return not text or bool(_PANDAS_BLANK.match(text))
 
 
-def name_columns(header: Sequence[str | None], width: int, *, has_header: bool = True, row_names: bool = False) -> list[ColumnName]:
+def name_columns(
+    header: Sequence[str | None], width: int, *, has_header: bool = True, row_names: bool = False
+) -> list[ColumnName]:
     """Names for ``width`` columns from the header cells (fewer cells than columns: ragged rows).
 
     Real names are placed first so a generated ``column_2`` never takes a name the file gives;
@@ -182,5 +184,10 @@ def recorded_headers(schema: pa.Schema) -> list[dict[str, str | None]]:
     for f in schema:
         meta = f.metadata or {}
         header, source = meta.get(_META_HEADER), meta.get(_META_SOURCE)
-        rows.append({"header": None if header is None else header.decode("utf-8"), "name_source": None if source is None else source.decode()})
+        rows.append(
+            {
+                "header": None if header is None else header.decode("utf-8"),
+                "name_source": None if source is None else source.decode(),
+            }
+        )
     return rows

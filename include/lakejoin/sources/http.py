@@ -220,7 +220,9 @@ class HttpClient:
         for info in infos:
             address = str(info[4][0])
             if not self.address_allowed(address):
-                raise UnsafeUrl(f"refused {parts.hostname!r}: it resolves to non-public address {address} (set allow_private_hosts to crawl private networks)")
+                raise UnsafeUrl(
+                    f"refused {parts.hostname!r}: it resolves to non-public address {address} (set allow_private_hosts to crawl private networks)"
+                )
 
     def _check_peer(self, response: requests.Response) -> None:
         """Re-check the address actually connected to (closes the DNS-rebinding gap)."""
@@ -270,14 +272,18 @@ class HttpClient:
         raise AssertionError("unreachable")
 
     @contextmanager
-    def _open(self, url: str, params: Mapping[str, Any] | None, headers: Mapping[str, str]) -> Iterator[requests.Response]:
+    def _open(
+        self, url: str, params: Mapping[str, Any] | None, headers: Mapping[str, str]
+    ) -> Iterator[requests.Response]:
         """One attempt: follow redirects by hand, checking every hop; yield the final response."""
         timeout = (self.policy.connect_timeout_s, self.policy.timeout_s)
         for _hop in range(self.policy.max_redirects + 1):
             self.check_url(url)
             with self._gate(url).slot():
                 try:
-                    response = self._session().get(url, params=params, headers=dict(headers), timeout=timeout, stream=True, allow_redirects=False)
+                    response = self._session().get(
+                        url, params=params, headers=dict(headers), timeout=timeout, stream=True, allow_redirects=False
+                    )
                 except requests.Timeout as exc:
                     raise _Transient(f"timeout: {exc.__class__.__name__}") from None
                 except requests.ConnectionError as exc:

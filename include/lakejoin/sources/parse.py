@@ -170,8 +170,12 @@ def _parse_with_arrow(text: str, delimiter: str, header: list[str], has_header: 
         table = pacsv.read_csv(
             io.BytesIO(text.encode("utf-8")),
             read_options=pacsv.ReadOptions(column_names=names, skip_rows=1 if has_header else 0, block_size=1 << 24),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=True, invalid_row_handler=on_invalid),
-            convert_options=pacsv.ConvertOptions(column_types={n: pa.string() for n in names}, strings_can_be_null=True, quoted_strings_can_be_null=False),
+            parse_options=pacsv.ParseOptions(
+                delimiter=delimiter, newlines_in_values=True, invalid_row_handler=on_invalid
+            ),
+            convert_options=pacsv.ConvertOptions(
+                column_types={n: pa.string() for n in names}, strings_can_be_null=True, quoted_strings_can_be_null=False
+            ),
         )
     except pa.ArrowInvalid:
         return None
@@ -189,9 +193,15 @@ def _parse_with_csv_module(text: str, fmt: str, delimiter: str, has_header: bool
     header, body = rows[0], (rows[1:] if has_header else rows)
     width = max([len(header), *map(len, body)])
     ragged = sum(1 for r in body if len(r) != len(header))
-    columns = [pa.array([(r[i] if i < len(r) and r[i] != "" else None) for r in body], pa.string()) for i in range(width)]
+    columns = [
+        pa.array([(r[i] if i < len(r) and r[i] != "" else None) for r in body], pa.string()) for i in range(width)
+    ]
     table = _named(pa.table(columns, names=[f"c{i}" for i in range(width)]), header, has_header)
-    warnings = [f"{ragged} ragged rows (short rows padded with nulls, long rows' extra cells in extra columns)"] if ragged else []
+    warnings = (
+        [f"{ragged} ragged rows (short rows padded with nulls, long rows' extra cells in extra columns)"]
+        if ragged
+        else []
+    )
     return ParsedTable(table, fmt, delimiter=delimiter, ragged_rows=ragged, warnings=warnings)
 
 
@@ -224,7 +234,10 @@ def _records_table(records: list[dict]) -> ParsedTable:
     for record in records:
         names.extend(k for k in record if k not in names)
     columns = [pa.array([_json_cell(r.get(n)) for r in records], pa.string()) for n in names]
-    return ParsedTable(with_names(pa.table(columns, names=[f"c{i}" for i in range(len(names))]), name_columns(names, len(names))), "jsonl")
+    return ParsedTable(
+        with_names(pa.table(columns, names=[f"c{i}" for i in range(len(names))]), name_columns(names, len(names))),
+        "jsonl",
+    )
 
 
 def _json_cell(value: object) -> str | None:

@@ -151,9 +151,19 @@ class SocrataSource:
         # a multi-page export has no single validator: the change token and the hash decide
         return replace(resource, local_path=target, last_modified=first.last_modified)
 
-    def _page(self, url: str, dest: Path, offset: int, etag: str | None = None, last_modified: str | None = None, max_bytes: int | None = None) -> Download:
+    def _page(
+        self,
+        url: str,
+        dest: Path,
+        offset: int,
+        etag: str | None = None,
+        last_modified: str | None = None,
+        max_bytes: int | None = None,
+    ) -> Download:
         params = {"$limit": self.export_page_rows, "$offset": offset, "$order": ":id"}
-        got = self.client.download(url, dest, params=params, etag=etag, last_modified=last_modified, max_bytes=max_bytes)
+        got = self.client.download(
+            url, dest, params=params, etag=etag, last_modified=last_modified, max_bytes=max_bytes
+        )
         if not got.not_modified and got.kind != "text":
             dest.unlink(missing_ok=True)
             raise FetchError(f"export page at offset {offset} looks like {got.kind} ({got.content_type}), not CSV")

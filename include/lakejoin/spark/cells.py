@@ -53,7 +53,9 @@ class ParseOutcome:
     warnings: list[str]
     validation: dict | None = None  # a quality/validations row (gate failure or drift check)
     profiles: list[dict] = field(default_factory=list)  # per column: its catalog/columns row (PROFILE_SCHEMA)
-    keys: list[dict] = field(default_factory=list)  # its composite keys: catalog/keys rows (profile.composite.KEYS_SCHEMA)
+    keys: list[dict] = field(
+        default_factory=list
+    )  # its composite keys: catalog/keys rows (profile.composite.KEYS_SCHEMA)
 
 
 def stage_file(task: ParseTask) -> ParseOutcome:
@@ -79,9 +81,21 @@ def _checked(task: ParseTask, table: pa.Table, warnings: list[str]) -> ParseOutc
     columns = NormalizedColumn.of_columns(table.columns)
     profiles = column_profiles(task, table, columns)
     normalized = normalized_table(columns, table.column_names)
-    validation = validate_version(task.dataset_id, task.version, table, task.baseline_suite, profiles, normalized=normalized)
+    validation = validate_version(
+        task.dataset_id, task.version, table, task.baseline_suite, profiles, normalized=normalized
+    )
     keys = key_rows(task.dataset_id, columns, profiles)
-    return ParseOutcome(task.dataset_id, True, None, table.num_rows, table.column_names, warnings, _serializable(validation), profiles, keys)
+    return ParseOutcome(
+        task.dataset_id,
+        True,
+        None,
+        table.num_rows,
+        table.column_names,
+        warnings,
+        _serializable(validation),
+        profiles,
+        keys,
+    )
 
 
 def column_profiles(task: ParseTask, table: pa.Table, columns: list[NormalizedColumn]) -> list[dict]:
@@ -130,7 +144,11 @@ def stage_files(spark: SparkSession | None, tasks: list[ParseTask]) -> list[Pars
         return [stage_file(t) for t in tasks]
     ordered = sorted(tasks, key=lambda t: -Path(t.local_path).stat().st_size)
     slices = max(1, min(len(ordered), spark.sparkContext.defaultParallelism * 4))
-    dicts = spark.sparkContext.parallelize([asdict(t) for t in ordered], slices).map(lambda d: asdict(stage_file(ParseTask(**d)))).collect()
+    dicts = (
+        spark.sparkContext.parallelize([asdict(t) for t in ordered], slices)
+        .map(lambda d: asdict(stage_file(ParseTask(**d))))
+        .collect()
+    )
     return [ParseOutcome(**d) for d in dicts]
 
 
@@ -144,7 +162,9 @@ def melt_staged(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for task in batch.to_pylist():
             staged = pq.read_table(task["staged_path"])
             for ordinal, column in enumerate(NormalizedColumn.of_columns(staged.columns)):
-                cells = _melt_column(column, task["dataset_id"], column_id(task["dataset_id"], task["content_sha256"], ordinal))
+                cells = _melt_column(
+                    column, task["dataset_id"], column_id(task["dataset_id"], task["content_sha256"], ordinal)
+                )
                 if cells is not None:
                     yield from cells.to_batches(max_chunksize=1 << 16)
 

@@ -21,7 +21,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakejoin.lake import delta
 
-_FILE_ROWS = "path string, size long, num_records long, partition_values string, stats string"  # delta.partition_writer's rows
+_FILE_ROWS = (
+    "path string, size long, num_records long, partition_values string, stats string"  # delta.partition_writer's rows
+)
 
 
 def write_table(

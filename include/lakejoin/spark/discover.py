@@ -119,13 +119,19 @@ def discover(
     shard_files = _shard_files(loaded, method)
     run_id = uuid.uuid4().hex
     staging = Path(out).parent / f"_{Path(out).name}_queries" / run_id
-    described_json = spark.sparkContext.parallelize([(json.dumps(d),) for d in described], max(1, min(len(described) // 64, 64)))
-    described_json.toDF("query string").mapInArrow(_read_values(str(config.home)), from_arrow_schema(QUERY_SCHEMA)).write.parquet(str(staging))
+    described_json = spark.sparkContext.parallelize(
+        [(json.dumps(d),) for d in described], max(1, min(len(described) // 64, 64))
+    )
+    described_json.toDF("query string").mapInArrow(
+        _read_values(str(config.home)), from_arrow_schema(QUERY_SCHEMA)
+    ).write.parquet(str(staging))
     task = _AnswerShard(method, str(staging), k, params, os.environ.get(FAIL_FIRST_ATTEMPT_VARIABLE))
     slices = query_slices(len(shard_files), len(described), spark.sparkContext.defaultParallelism)
     tasks = [(s, n, slices, json.dumps(f)) for s, f in shard_files.items() for n in range(slices)]
     shards = spark.sparkContext.parallelize(tasks, max(1, len(tasks)))
-    parts = shards.toDF(f"{SHARD} int, slice int, slices int, files string").mapInArrow(task, "query_id long, part string")
+    parts = shards.toDF(f"{SHARD} int, slice int, slices int, files string").mapInArrow(
+        task, "query_id long, part string"
+    )
     grouped = parts.groupBy("query_id").agg(F.collect_list("part").alias("parts"))
     header = spark.read.parquet(str(staging)).drop("values", "staged_path")
     rows = grouped.join(header, "query_id")
@@ -145,7 +151,9 @@ def discover(
     }
 
 
-def resolve_queries(loaded: LoadedSnapshot, family: str, spec: str | Sequence[str], columns: Sequence[str] | None) -> list[dict[str, Any]]:
+def resolve_queries(
+    loaded: LoadedSnapshot, family: str, spec: str | Sequence[str], columns: Sequence[str] | None
+) -> list[dict[str, Any]]:
     """Query descriptions (``QUERY_SCHEMA`` rows) for ``spec``: ``"all"``, a table file, a folder
     of table files, or dataset ids (a list, or one comma-separated string). A column family
     searches each of ``columns`` (default: every column it indexes, every column of a file);
@@ -155,7 +163,11 @@ def resolve_queries(loaded: LoadedSnapshot, family: str, spec: str | Sequence[st
     described: list[dict[str, Any]] = []
     for table in _query_tables(loaded, spec):
         catalog_columns = loaded.columns_of(table["dataset_id"]) if table["dataset_id"] is not None else []
-        names = list(table["frame"]) if table["frame"] is not None else [c.name for c in catalog_columns if columns or family in c.indexed_by]
+        names = (
+            list(table["frame"])
+            if table["frame"] is not None
+            else [c.name for c in catalog_columns if columns or family in c.indexed_by]
+        )
         own = sum(family in c.indexed_by for c in catalog_columns)
         for query_columns in _query_columns(family, names, columns):
             values = [table["frame"][c] for c in query_columns] if table["frame"] is not None else None
@@ -178,7 +190,11 @@ def _query_tables(loaded: LoadedSnapshot, spec: str | Sequence[str]) -> list[dic
         ids = sorted(d for d, row in loaded.datasets.items() if row["status"] == "active")
     elif isinstance(spec, str) and _is_path(spec):
         path = Path(spec)
-        files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES) if path.is_dir() else [path]
+        files = (
+            sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in TABLE_SUFFIXES)
+            if path.is_dir()
+            else [path]
+        )
         return [_file_query(f) for f in files]
     else:
         ids = [d.strip() for d in spec.split(",")] if isinstance(spec, str) else list(spec)
@@ -196,14 +212,24 @@ def _is_path(spec: str) -> bool:
 
 def _file_query(path: Path) -> dict[str, Any]:
     table = read_table_file(path)
-    return {"dataset_id": None, "table": table.name, "staged_path": None, "frame": {c: table.column_values(c) for c in table.table.column_names}}
+    return {
+        "dataset_id": None,
+        "table": table.name,
+        "staged_path": None,
+        "frame": {c: table.column_values(c) for c in table.table.column_names},
+    }
 
 
 def _dataset_query(loaded: LoadedSnapshot, dataset_id: str) -> dict[str, Any]:
     row = loaded.dataset(dataset_id)  # a clear error for an unknown or inactive dataset
     if not row.get("staged_path"):
         raise LookupError(f"dataset {dataset_id!r} has no staged copy")
-    return {"dataset_id": dataset_id, "table": row.get("title") or dataset_id, "staged_path": row["staged_path"], "frame": None}
+    return {
+        "dataset_id": dataset_id,
+        "table": row.get("title") or dataset_id,
+        "staged_path": row["staged_path"],
+        "frame": None,
+    }
 
 
 def _query_columns(family: str, names: list[str], columns: Sequence[str] | None) -> list[list[str]]:
@@ -223,27 +249,42 @@ def _shard_files(loaded: LoadedSnapshot, family: str) -> dict[int, dict[str, Any
     """Per non-empty shard, what its task reads: every index table's files (the sharded tables'
     of that shard, the global tables' all), with their schema and partition columns."""
     if not loaded.index_tables_of(family):
-        raise LookupError(f"snapshot {loaded.snapshot_id} has no {family} index (built families: {', '.join(loaded.families()) or 'none'})")
+        raise LookupError(
+            f"snapshot {loaded.snapshot_id} has no {family} index (built families: {', '.join(loaded.families()) or 'none'})"
+        )
     manifest = read_manifest(loaded.config.home, family, loaded.snapshot.version_of(f"index/{family}/{MANIFEST}"))
     if manifest is None:
-        raise LookupError(f"the {family} index of snapshot {loaded.snapshot_id} is not sharded; rebuild it with `lakejoin run`")
+        raise LookupError(
+            f"the {family} index of snapshot {loaded.snapshot_id} is not sharded; rebuild it with `lakejoin run`"
+        )
     shards = sorted(s for s, rows in manifest.shard_rows.items() if sum(rows.values()) > 0)
     tables = {}
     for name in loaded.index_tables_of(family):
         opened = loaded.open(f"index/{family}/{name}")
         partition_columns = opened.metadata().partition_columns
-        by_shard = {s: delta.files_of(opened, {SHARD: [s]}) if SHARD in partition_columns else delta.files_of(opened) for s in shards}
+        by_shard = {
+            s: delta.files_of(opened, {SHARD: [s]}) if SHARD in partition_columns else delta.files_of(opened)
+            for s in shards
+        }
         for shard, files in by_shard.items():
             for uri in files:
                 if _missing_locally(uri):
-                    raise FileNotFoundError(f"shard {shard} of index/{family}/{name} in snapshot {loaded.snapshot_id}: data file {uri} is missing on disk (deleted by hand, or vacuumed while pinned?)")
+                    raise FileNotFoundError(
+                        f"shard {shard} of index/{family}/{name} in snapshot {loaded.snapshot_id}: data file {uri} is missing on disk (deleted by hand, or vacuumed while pinned?)"
+                    )
         tables[name] = {
             "path": str(loaded.config.table_path(f"index/{family}/{name}")),
             "schema": pa.schema(opened.schema().to_arrow()).serialize().to_pybytes().hex(),
             "partition_columns": partition_columns,
             "by_shard": by_shard,
         }
-    return {s: {name: {**{k: v for k, v in t.items() if k != "by_shard"}, "files": t["by_shard"][s]} for name, t in tables.items()} for s in shards}
+    return {
+        s: {
+            name: {**{k: v for k, v in t.items() if k != "by_shard"}, "files": t["by_shard"][s]}
+            for name, t in tables.items()
+        }
+        for s in shards
+    }
 
 
 def _missing_locally(uri: str) -> bool:
@@ -261,7 +302,9 @@ def _read_values(home: str):
             for row in rows:
                 if row["values"] is None:
                     staged = Path(row["staged_path"])
-                    table = pq.read_table(staged if staged.is_absolute() else Path(home) / staged, columns=row["columns"])
+                    table = pq.read_table(
+                        staged if staged.is_absolute() else Path(home) / staged, columns=row["columns"]
+                    )
                     row["values"] = [table.column(c).cast(pa.string()).to_pylist() for c in row["columns"]]
             yield pa.RecordBatch.from_pylist(rows, QUERY_SCHEMA)
 
@@ -283,15 +326,24 @@ class _AnswerShard:
     def _answer(self, shard: int, part: int, slices: int, files: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         context = TaskContext.get()
         if self.fail_shard == str(shard) and context is not None and context.attemptNumber() == 0:
-            raise RuntimeError(f"{FAIL_FIRST_ATTEMPT_VARIABLE}={shard}: failing this task's first attempt on purpose (test)")
+            raise RuntimeError(
+                f"{FAIL_FIRST_ATTEMPT_VARIABLE}={shard}: failing this task's first attempt on purpose (test)"
+            )
         sharded = {name for name, t in files.items() if SHARD in t["partition_columns"]}
         global_names = sorted(set(files) - sharded)
         columns = load_columns(self.family)
-        key = (self.family, tuple((name, *files[name]["files"]) for name in global_names))  # Delta data files are immutable
+        key = (
+            self.family,
+            tuple((name, *files[name]["files"]) for name in global_names),
+        )  # Delta data files are immutable
         tables = {name: _read(files[name], columns.get(name)) for name in sharded}
-        searcher = load_searcher(self.family, tables, global_names, lambda name: _read(files[name], columns.get(name)), key)
+        searcher = load_searcher(
+            self.family, tables, global_names, lambda name: _read(files[name], columns.get(name)), key
+        )
         ids, parts = [], []
-        for query_id, asked in _staged_queries(self.staging, self.family, self.k, json.dumps(self.params, sort_keys=True))[part::slices]:
+        for query_id, asked in _staged_queries(
+            self.staging, self.family, self.k, json.dumps(self.params, sort_keys=True)
+        )[part::slices]:
             try:
                 answer: Any = ask(searcher, asked)
             except ValueError as error:  # this query cannot be searched (e.g. no value left): said once per query
@@ -306,7 +358,18 @@ def _staged_queries(staging: str, family: str, k: int, params: str) -> list[tupl
     """The job's staged queries, prepared once per Python worker (Spark reuses workers across
     tasks): every shard's task asks all of them, and PEXESO embeds each query once here."""
     return [
-        (row["query_id"], family_query(family, row["columns"], row["values"], k, json.loads(params), dataset_id=row["dataset_id"], own_columns=row["own_columns"]))
+        (
+            row["query_id"],
+            family_query(
+                family,
+                row["columns"],
+                row["values"],
+                k,
+                json.loads(params),
+                dataset_id=row["dataset_id"],
+                own_columns=row["own_columns"],
+            ),
+        )
         for row in pq.read_table(staging).to_pylist()
     ]
 
@@ -314,7 +377,13 @@ def _staged_queries(staging: str, family: str, k: int, params: str) -> list[tupl
 def _read(table: dict[str, Any], columns: list[str] | None) -> pa.Table:
     """One index table's rows (only ``columns`` if given) from the data files the driver listed
     for a task."""
-    return delta.read_files(table["path"], table["files"], pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(table["schema"]))), table["partition_columns"], columns)
+    return delta.read_files(
+        table["path"],
+        table["files"],
+        pa.ipc.read_schema(pa.py_buffer(bytes.fromhex(table["schema"]))),
+        table["partition_columns"],
+        columns,
+    )
 
 
 class _WriteAnswers:
@@ -328,15 +397,31 @@ class _WriteAnswers:
         parameters = json.dumps({"k": self.k, **self.params})
         for batch in batches:
             out = [r for row in batch.to_pylist() for r in self._rows(catalog, row)]
-            yield pa.RecordBatch.from_pylist([{**r, "snapshot_id": self.snapshot_id, "method": self.family, "parameters": parameters} for r in out], OUTPUT_SCHEMA)
+            yield pa.RecordBatch.from_pylist(
+                [{**r, "snapshot_id": self.snapshot_id, "method": self.family, "parameters": parameters} for r in out],
+                OUTPUT_SCHEMA,
+            )
 
     def _rows(self, catalog: LoadedSnapshot, row: dict[str, Any]) -> list[dict[str, Any]]:
-        query = {"query_id": row["query_id"], "query_dataset_id": row["dataset_id"], "query_table": row["table"], "query_columns": row["columns"]}
+        query = {
+            "query_id": row["query_id"],
+            "query_dataset_id": row["dataset_id"],
+            "query_table": row["table"],
+            "query_columns": row["columns"],
+        }
         parts = [json.loads(p) for p in row["parts"]]
         errors = [p["error"] for p in parts if isinstance(p, dict)]
         if errors:
             return [{**query, "rank": 0, "error": errors[0]}]
-        asked = family_query(self.family, row["columns"], [[] for _ in row["columns"]], self.k, self.params, dataset_id=row["dataset_id"], own_columns=row["own_columns"])
+        asked = family_query(
+            self.family,
+            row["columns"],
+            [[] for _ in row["columns"]],
+            self.k,
+            self.params,
+            dataset_id=row["dataset_id"],
+            own_columns=row["own_columns"],
+        )
         found = results(catalog, asked, merge(asked, parts))
         return [
             {
@@ -390,7 +475,17 @@ def search_on_spark(
         raise ValueError("give the query as exactly one of a table file or a dataset_id")
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="search-", dir=config.home) as folder:  # executors see the lake home
-        summary = discover(spark, config, method, table_file or dataset_id or "", Path(folder) / "answers", k=k, params=params, columns=columns, snapshot_id=snapshot_id)
+        summary = discover(
+            spark,
+            config,
+            method,
+            table_file or dataset_id or "",
+            Path(folder) / "answers",
+            k=k,
+            params=params,
+            columns=columns,
+            snapshot_id=snapshot_id,
+        )
         rows = read_answers(Path(folder) / "answers")
     errors = [r["error"] for r in rows if r["error"]]
     if errors:

@@ -50,12 +50,17 @@ def _embedder(model: str):
         for batch in batches:
             if batch.num_rows:
                 vectors = embed(batch.column("value").to_pylist(), model)
-                yield pa.RecordBatch.from_arrays([batch.column("value"), batch.column("value_hash"), vector_array(vectors)], names=["value", "value_hash", "vector"])
+                yield pa.RecordBatch.from_arrays(
+                    [batch.column("value"), batch.column("value_hash"), vector_array(vectors)],
+                    names=["value", "value_hash", "vector"],
+                )
 
     return embed_batches
 
 
-def embed_values(spark: SparkSession, values: DataFrame, model: str, cache: DataFrame | None = None) -> tuple[DataFrame, DataFrame]:
+def embed_values(
+    spark: SparkSession, values: DataFrame, model: str, cache: DataFrame | None = None
+) -> tuple[DataFrame, DataFrame]:
     """Vectors for every distinct input value, and the cache rows to append.
 
     ``values`` has a string column ``value`` holding normalized values (``lake/cells.value``;
@@ -80,7 +85,11 @@ def embed_values(spark: SparkSession, values: DataFrame, model: str, cache: Data
         # Only the cache rows of the values asked for, before anything holds vectors: on the
         # whole bundled lake the cache has 543k vectors (650 MB), an incremental run needs a
         # few hundred, and deduplicating the whole cache ran the JVM out of heap.
-        wanted = cache.where(F.col("model") == model).select("value_hash", "vector").join(keyed.select("value_hash"), "value_hash", "left_semi")
+        wanted = (
+            cache.where(F.col("model") == model)
+            .select("value_hash", "vector")
+            .join(keyed.select("value_hash"), "value_hash", "left_semi")
+        )
         known = wanted.dropDuplicates(["value_hash"])
     hits = keyed.join(known, "value_hash").select("value", "value_hash", "vector")
     misses = keyed.join(known, "value_hash", "left_anti").repartition(spark.sparkContext.defaultParallelism)

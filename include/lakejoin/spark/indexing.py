@@ -51,7 +51,15 @@ from lakejoin.embed import PEXESO_MODEL, embed, value_hash
 from lakejoin.index.shards import MANIFEST, SHARD, choose_shard_count, shards_of
 from lakejoin.lake import catalog, delta
 from lakejoin.lake.manifest import COMPLETE, PENDING, Manifest, read_manifest, rows_per_shard, write_manifest
-from lakejoin.lake.schemas import CELLS, CELLS_SCHEMA, COLUMNS, DATASETS, EMBEDDINGS, EMBEDDINGS_LAYOUT, EMBEDDINGS_SCHEMA
+from lakejoin.lake.schemas import (
+    CELLS,
+    CELLS_SCHEMA,
+    COLUMNS,
+    DATASETS,
+    EMBEDDINGS,
+    EMBEDDINGS_LAYOUT,
+    EMBEDDINGS_SCHEMA,
+)
 from lakejoin.pause import pause_point
 from lakejoin.progress import Progress
 from lakejoin.spark import delta as spark_delta
@@ -131,9 +139,18 @@ def plan_family(config: LakeConfig, family: str, builder: ModuleType, shards: in
     if manifest is None:
         first = not any(delta.exists(p) for p in _table_dirs(config, family))
         n_shards = shards or choose_shard_count(_lake_cells(config))
-        return FamilyPlan(family, True, "first build" if first else "unsharded layout", n_shards, catalog_version=catalog_version)
+        return FamilyPlan(
+            family, True, "first build" if first else "unsharded layout", n_shards, catalog_version=catalog_version
+        )
     if not manifest.complete:
-        return FamilyPlan(family, True, "last build interrupted", manifest.n_shards, catalog_version=catalog_version, manifest=manifest)
+        return FamilyPlan(
+            family,
+            True,
+            "last build interrupted",
+            manifest.n_shards,
+            catalog_version=catalog_version,
+            manifest=manifest,
+        )
     if manifest.staleness > builder.STALENESS_LIMIT:
         reason = f"stale ({manifest.staleness:.3f} > {builder.STALENESS_LIMIT})"
         return FamilyPlan(family, True, reason, manifest.n_shards, catalog_version=catalog_version, manifest=manifest)
@@ -155,12 +172,26 @@ def _states(datasets: dict[str, dict[str, Any]]) -> dict[str, tuple[int, str]]:
     return {d: (row["version"], row["status"]) for d, row in datasets.items()}
 
 
-def build_family(config: LakeConfig, spark: SparkSession | None, plan: FamilyPlan, builder: ModuleType, build_id: str, progress: Progress) -> FamilyBuild:
+def build_family(
+    config: LakeConfig,
+    spark: SparkSession | None,
+    plan: FamilyPlan,
+    builder: ModuleType,
+    build_id: str,
+    progress: Progress,
+) -> FamilyBuild:
     """Run ``plan``: build the family's tables and write them shard by shard."""
     started = time.perf_counter()
     family, rewritten, previous_manifest = plan.family, plan.rewritten, plan.manifest
-    progress.say(f"  {family}: {'full build (' + plan.reason + ')' if plan.full else 'incremental'}, {len(plan.changed)} changed dataset(s), {len(rewritten)} of {plan.n_shards} shard(s) to write")
-    write_manifest(config.home, family, _manifest(plan, previous_manifest, PENDING, build_id, {}, 0.0), operation=f"index:{family}:pending")
+    progress.say(
+        f"  {family}: {'full build (' + plan.reason + ')' if plan.full else 'incremental'}, {len(plan.changed)} changed dataset(s), {len(rewritten)} of {plan.n_shards} shard(s) to write"
+    )
+    write_manifest(
+        config.home,
+        family,
+        _manifest(plan, previous_manifest, PENDING, build_id, {}, 0.0),
+        operation=f"index:{family}:pending",
+    )
     if plan.local:
         progress.say(f"  {family}: a small update, built in this process")
         tables = _build_in_process(config, plan, builder)
@@ -171,14 +202,38 @@ def build_family(config: LakeConfig, spark: SparkSession | None, plan: FamilyPla
     global_tables = {n: delta.read_arrow(config.table_path(f"index/{family}/{n}")) for n in builder.GLOBAL_TABLES}
     staleness = 0.0 if not global_tables else float(builder.staleness(global_tables))
     shard_rows = _shard_rows(config, family, tables, builder.GLOBAL_TABLES)
-    write_manifest(config.home, family, _manifest(plan, previous_manifest, COMPLETE, build_id, shard_rows, staleness), operation=f"index:{family}")
-    rows = {n: delta.open_table(config.table_path(f"index/{family}/{n}")).count() if n in builder.GLOBAL_TABLES else sum(r.get(n, 0) for r in shard_rows.values()) for n in tables}
-    return FamilyBuild(family, plan.full, plan.reason, plan.n_shards, rewritten, len(plan.changed), rows, staleness, time.perf_counter() - started)
+    write_manifest(
+        config.home,
+        family,
+        _manifest(plan, previous_manifest, COMPLETE, build_id, shard_rows, staleness),
+        operation=f"index:{family}",
+    )
+    rows = {
+        n: delta.open_table(config.table_path(f"index/{family}/{n}")).count()
+        if n in builder.GLOBAL_TABLES
+        else sum(r.get(n, 0) for r in shard_rows.values())
+        for n in tables
+    }
+    return FamilyBuild(
+        family,
+        plan.full,
+        plan.reason,
+        plan.n_shards,
+        rewritten,
+        len(plan.changed),
+        rows,
+        staleness,
+        time.perf_counter() - started,
+    )
 
 
-def _build_on_spark(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, builder: ModuleType) -> dict[str, DataFrame]:
+def _build_on_spark(
+    config: LakeConfig, spark: SparkSession, plan: FamilyPlan, builder: ModuleType
+) -> dict[str, DataFrame]:
     """Build and write the family's tables with Spark; the tables written, by name."""
-    if plan.full and hasattr(builder, "write_full_build"):  # MATE, LSH Ensemble: executor tasks read the cell files and write shard by shard
+    if plan.full and hasattr(
+        builder, "write_full_build"
+    ):  # MATE, LSH Ensemble: executor tasks read the cell files and write shard by shard
         return builder.write_full_build(spark, config, plan.n_shards)
     previous = None if plan.full else family_tables(config, spark, plan.family, builder.GLOBAL_TABLES, plan.rewritten)
     inputs, params = family_inputs(config, spark, plan.family, None if plan.full else plan.changed, plan.n_shards)
@@ -211,7 +266,9 @@ def in_process(config: LakeConfig, plan: FamilyPlan) -> bool:
     rows = sum(sum(plan.manifest.shard_rows.get(s, {}).values()) for s in plan.rewritten)
     if rows > limit:
         return False
-    changed_cells = delta.row_count(config.table_path(CELLS), partitions={"dataset_id": plan.changed}) if plan.changed else 0
+    changed_cells = (
+        delta.row_count(config.table_path(CELLS), partitions={"dataset_id": plan.changed}) if plan.changed else 0
+    )
     return changed_cells is not None and rows + changed_cells <= limit
 
 
@@ -221,11 +278,17 @@ def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: ModuleType)
     or appended to; the tables written, by name."""
     family = plan.family
     previous = {
-        path.name: delta.read_arrow(path, partitions=None if path.name in builder.GLOBAL_TABLES else {SHARD: plan.rewritten})
+        path.name: delta.read_arrow(
+            path, partitions=None if path.name in builder.GLOBAL_TABLES else {SHARD: plan.rewritten}
+        )
         for path in _table_dirs(config, family)
         if path.name != MANIFEST and delta.exists(path)
     }
-    cells = delta.read_arrow(config.table_path(CELLS), partitions={"dataset_id": plan.changed}) if plan.changed else CELLS_SCHEMA.empty_table()
+    cells = (
+        delta.read_arrow(config.table_path(CELLS), partitions={"dataset_id": plan.changed})
+        if plan.changed
+        else CELLS_SCHEMA.empty_table()
+    )
     cells = cells.filter(pc.is_in(cells["column_id"], value_set=_indexed_columns(config, family, plan.changed)))
     inputs = _embedded_in_process(config, cells, PEXESO_MODEL, previous.get("mapped")) if family == "pexeso" else cells
     update_tables = importlib.import_module(f"lakejoin.index.{family}").update_tables
@@ -238,7 +301,15 @@ def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: ModuleType)
             delta.write_rows(path, table, schema, replace=replace, operation=operation)
         else:
             rewritten = [str(s) for s in plan.rewritten]
-            delta.write_rows(path, table, schema, partition_by=[SHARD], replace="partitions", replace_values=rewritten, operation=operation)
+            delta.write_rows(
+                path,
+                table,
+                schema,
+                partition_by=[SHARD],
+                replace="partitions",
+                replace_values=rewritten,
+                operation=operation,
+            )
         pause_point("index")
     return tables
 
@@ -267,8 +338,18 @@ def _embedded_in_process(config: LakeConfig, cells: pa.Table, model: str, mapped
     misses = [v for v, h in hashes.items() if h not in vectors]
     if misses:
         embedded = vector_array(embed(misses, model))
-        rows = pa.table({"model": [model] * len(misses), "value_hash": [hashes[v] for v in misses], "vector": embedded}, schema=EMBEDDINGS_SCHEMA)
-        delta.write_rows(config.table_path(EMBEDDINGS), rows, EMBEDDINGS_SCHEMA, replace="none", operation=f"embed:{model}", layout=EMBEDDINGS_LAYOUT)
+        rows = pa.table(
+            {"model": [model] * len(misses), "value_hash": [hashes[v] for v in misses], "vector": embedded},
+            schema=EMBEDDINGS_SCHEMA,
+        )
+        delta.write_rows(
+            config.table_path(EMBEDDINGS),
+            rows,
+            EMBEDDINGS_SCHEMA,
+            replace="none",
+            operation=f"embed:{model}",
+            layout=EMBEDDINGS_LAYOUT,
+        )
         vectors.update(zip((hashes[v] for v in misses), embedded.to_pylist()))
     texts = distinct["value"].to_pylist()
     return pa.table(
@@ -309,16 +390,22 @@ def vector_id(hex_hash: str) -> int:
     return int(hex_hash[:15], 16)
 
 
-def family_tables(config: LakeConfig, spark: SparkSession, family: str, global_tables: frozenset[str], shards: list[int]) -> dict[str, DataFrame]:
+def family_tables(
+    config: LakeConfig, spark: SparkSession, family: str, global_tables: frozenset[str], shards: list[int]
+) -> dict[str, DataFrame]:
     """The family's current tables: sharded ones pruned to ``shards``, global ones whole."""
     return {
-        path.name: spark_delta.read_table(spark, path, partitions=None if path.name in global_tables else {SHARD: shards})
+        path.name: spark_delta.read_table(
+            spark, path, partitions=None if path.name in global_tables else {SHARD: shards}
+        )
         for path in _table_dirs(config, family)
         if path.name != MANIFEST and delta.exists(path)
     }
 
 
-def family_inputs(config: LakeConfig, spark: SparkSession, family: str, changed: set[str] | None, n_shards: int) -> tuple[DataFrame, dict[str, Any]]:
+def family_inputs(
+    config: LakeConfig, spark: SparkSession, family: str, changed: set[str] | None, n_shards: int
+) -> tuple[DataFrame, dict[str, Any]]:
     """What a family's build takes: the cells of the columns it indexes — for a full build each
     column's distinct values (``lakejoin.spark.shards.column_values``; the families that get
     here in full, JOSIE, q-gram and PEXESO, read a column as a set of values), for an
@@ -326,8 +413,16 @@ def family_inputs(config: LakeConfig, spark: SparkSession, family: str, changed:
     if changed is None:
         cells = column_values(spark, config, n_shards, family)
     else:
-        columns = spark_delta.read_table(spark, config.table_path(COLUMNS)).where(F.array_contains("indexed_by", family)).select("column_id")
-        cells = spark_delta.read_table(spark, config.table_path(CELLS), partitions={"dataset_id": changed}).join(F.broadcast(columns), "column_id").select(CELLS_SCHEMA.names)
+        columns = (
+            spark_delta.read_table(spark, config.table_path(COLUMNS))
+            .where(F.array_contains("indexed_by", family))
+            .select("column_id")
+        )
+        cells = (
+            spark_delta.read_table(spark, config.table_path(CELLS), partitions={"dataset_id": changed})
+            .join(F.broadcast(columns), "column_id")
+            .select(CELLS_SCHEMA.names)
+        )
     if family != "pexeso":
         return cells, {}
     return embedded_values(config, spark, cells, PEXESO_MODEL), {"model": PEXESO_MODEL}
@@ -340,7 +435,9 @@ def embedded_values(config: LakeConfig, spark: SparkSession, cells: DataFrame, m
     cache = spark_delta.read_table(spark, cache_path) if delta.exists(cache_path) else None
     distinct = cells.select("dataset_id", "column_id", "value").distinct()
     vectors, new_cache = embed_values(spark, distinct.select("value"), model, cache)
-    spark_delta.write_table(new_cache, cache_path, EMBEDDINGS_SCHEMA, replace="none", operation=f"embed:{model}", layout=EMBEDDINGS_LAYOUT)
+    spark_delta.write_table(
+        new_cache, cache_path, EMBEDDINGS_SCHEMA, replace="none", operation=f"embed:{model}", layout=EMBEDDINGS_LAYOUT
+    )
     keyed = distinct.join(vectors.select("value", "value_hash", "vector"), "value")
     vector_ids = F.conv(F.substring("value_hash", 1, 15), 16, 10).cast("long")  # as vector_id() computes it
     return keyed.withColumn("vector_id", vector_ids).select("dataset_id", "column_id", "vector_id", "value", "vector")
@@ -368,7 +465,9 @@ def _write(config: LakeConfig, family: str, name: str, frame: DataFrame, plan: F
     )
 
 
-def _shard_rows(config: LakeConfig, family: str, tables: dict[str, DataFrame], global_tables: frozenset[str]) -> dict[int, dict[str, int]]:
+def _shard_rows(
+    config: LakeConfig, family: str, tables: dict[str, DataFrame], global_tables: frozenset[str]
+) -> dict[int, dict[str, int]]:
     counts: dict[int, dict[str, int]] = {}
     for name in tables:
         if name not in global_tables:
@@ -377,7 +476,14 @@ def _shard_rows(config: LakeConfig, family: str, tables: dict[str, DataFrame], g
     return counts
 
 
-def _manifest(plan: FamilyPlan, previous: Manifest | None, state: str, build_id: str, shard_rows: dict[int, dict[str, int]], staleness: float) -> Manifest:
+def _manifest(
+    plan: FamilyPlan,
+    previous: Manifest | None,
+    state: str,
+    build_id: str,
+    shard_rows: dict[int, dict[str, int]],
+    staleness: float,
+) -> Manifest:
     kept = previous if previous is not None and not plan.full else None  # the shards this build keeps
     builds = dict(kept.shard_builds) if kept is not None else {}
     builds.update(dict.fromkeys(plan.rewritten, build_id))

@@ -91,13 +91,22 @@ def staleness(tables: Mapping[str, pa.Table]) -> float:
 
 def _raw_tokens(cells: DataFrame) -> DataFrame:
     """Step 1, RawTokens: distinct (token, set_id, dataset_id)."""
-    return cells.where(F.col("value").isNotNull()).select(F.col("value").alias("token"), F.col("column_id").alias("set_id"), "dataset_id").distinct()
+    return (
+        cells.where(F.col("value").isNotNull())
+        .select(F.col("value").alias("token"), F.col("column_id").alias("set_id"), "dataset_id")
+        .distinct()
+    )
 
 
 def _ordered_tokens(spark: SparkSession, raw: DataFrame, first_id: int) -> tuple[DataFrame, int]:
     """Step 2: TokenIDs from ``first_id`` in the order (length, Murmur3 hash, list, token), and
     how many tokens were numbered. ``raw`` must hold every entry of these tokens' lists."""
-    lists = raw.groupBy("token").agg(F.array_sort(F.collect_list("set_id")).alias("sets")).withColumn("frequency", F.size("sets")).withColumn("hash", F.hash("sets"))
+    lists = (
+        raw.groupBy("token")
+        .agg(F.array_sort(F.collect_list("set_id")).alias("sets"))
+        .withColumn("frequency", F.size("sets"))
+        .withColumn("hash", F.hash("sets"))
+    )
     return _consecutive_ids(spark, lists.orderBy("frequency", "hash", "sets", "token"), first_id)
 
 
@@ -110,7 +119,11 @@ def _consecutive_ids(spark: SparkSession, ordered: DataFrame, first_id: int) -> 
     per partition reaches the driver) makes the ids consecutive. The sorted rows are
     checkpointed so the numbering sees the same partitioning as the counts.
     """
-    tagged = ordered.withColumn("_part", F.spark_partition_id()).withColumn("_row", F.monotonically_increasing_id()).localCheckpoint()
+    tagged = (
+        ordered.withColumn("_part", F.spark_partition_id())
+        .withColumn("_row", F.monotonically_increasing_id())
+        .localCheckpoint()
+    )
     counts = sorted((r["_part"], r["count"]) for r in tagged.groupBy("_part").count().collect())
     offsets, total = [], first_id
     for part, count in counts:
@@ -132,7 +145,13 @@ def _integer_sets(raw: DataFrame, tokens: DataFrame, n_shards: int) -> tuple[Dat
         .withColumn("size", F.size("tokens"))
         .withColumn("shard", shard_column(n_shards))
     )
-    postings = sets.select("set_id", "dataset_id", "shard", F.col("size").alias("set_size"), F.posexplode("tokens").alias("position", "token_id"))
+    postings = sets.select(
+        "set_id",
+        "dataset_id",
+        "shard",
+        F.col("size").alias("set_size"),
+        F.posexplode("tokens").alias("position", "token_id"),
+    )
     return sets, postings
 
 
@@ -140,7 +159,9 @@ def _dictionary(spark: SparkSession, full_build_tokens: int, appended_tokens: in
     return spark.createDataFrame([(full_build_tokens, appended_tokens)], "full_build_tokens long, appended_tokens long")
 
 
-def _update(spark: SparkSession, raw: DataFrame, previous: dict[str, DataFrame], changed: list[str], n_shards: int) -> dict[str, DataFrame]:
+def _update(
+    spark: SparkSession, raw: DataFrame, previous: dict[str, DataFrame], changed: list[str], n_shards: int
+) -> dict[str, DataFrame]:
     """Replace the sets of the ``changed`` datasets in their shards, appending new tokens."""
     old = previous["dictionary"].first()
     if old is None:

@@ -110,7 +110,11 @@ def build_tables(
     )
     sets = values.groupBy("column_id", "dataset_id").agg(F.array_sort(F.collect_set("value")).alias("values"))
     sets = sets.withColumn(SHARD, shard_column(n_shards))
-    sizes = values.groupBy("column_id").agg(F.countDistinct("value").alias("size")).select("size", F.lit(1).cast("long").alias("count"))
+    sizes = (
+        values.groupBy("column_id")
+        .agg(F.countDistinct("value").alias("size"))
+        .select("size", F.lit(1).cast("long").alias("count"))
+    )
     if previous is not None:
         unchanged = ~F.col("dataset_id").isin(changed_ids)
         old = previous["signatures"].where(~unchanged).select("size", F.lit(-1).cast("long").alias("count"))
@@ -122,11 +126,21 @@ def build_tables(
         "signatures": signatures,
         "sets": sets,
         "sizes": spark.createDataFrame(histogram.to_pylist(), _SIZES_DDL),
-        "partitions": spark.createDataFrame(partitions_table(histogram, num_part, partitioning).to_pylist(), _PARTITIONS_DDL),
+        "partitions": spark.createDataFrame(
+            partitions_table(histogram, num_part, partitioning).to_pylist(), _PARTITIONS_DDL
+        ),
     }
 
 
-def write_full_build(spark: SparkSession, config: LakeConfig, n_shards: int, num_perm: int = 256, seed: int = 1, num_part: int = 32, partitioning: str = "optimal") -> dict[str, int]:
+def write_full_build(
+    spark: SparkSession,
+    config: LakeConfig,
+    n_shards: int,
+    num_perm: int = 256,
+    seed: int = 1,
+    num_part: int = 32,
+    partitioning: str = "optimal",
+) -> dict[str, int]:
     """Build the index from the lake's cells in full and write its four tables (each replaced in
     one commit): the tables :func:`build_tables` makes, computed shard by shard in executor tasks
     that read the cell files themselves (module docstring). Returns the version written, by table."""
@@ -138,12 +152,20 @@ def write_full_build(spark: SparkSession, config: LakeConfig, n_shards: int, num
     versions = {}
     for name, (schema, produce) in sharded.items():
         path = config.table_path(f"index/lshensemble/{name}")
-        versions[name] = spark_delta.write_table(tasks, path, schema, partition_by=[SHARD], replace="all", operation="index:lshensemble", produce=produce)
+        versions[name] = spark_delta.write_table(
+            tasks, path, schema, partition_by=[SHARD], replace="all", operation="index:lshensemble", produce=produce
+        )
         pause_point("index")
     sizes = delta.read_arrow(config.table_path("index/lshensemble/signatures"), columns=["size"])["size"].to_numpy()
     histogram = sizes_table(sizes)
     for name, table in {"sizes": histogram, "partitions": partitions_table(histogram, num_part, partitioning)}.items():
-        versions[name] = delta.write_rows(config.table_path(f"index/lshensemble/{name}"), table, table.schema, replace="all", operation="index:lshensemble")
+        versions[name] = delta.write_rows(
+            config.table_path(f"index/lshensemble/{name}"),
+            table,
+            table.schema,
+            replace="all",
+            operation="index:lshensemble",
+        )
     return versions
 
 
@@ -153,7 +175,9 @@ def _task_sets(task: dict) -> tuple[pa.Table, np.ndarray, pa.Array]:
     pairs = task_column_values(task)
     pairs = pairs.take(pc.sort_indices(pairs, sort_keys=[("column_id", "ascending"), ("value", "ascending")]))
     column_ids = pairs["column_id"].to_numpy()
-    firsts = np.flatnonzero(np.r_[True, column_ids[1:] != column_ids[:-1]]) if len(column_ids) else np.zeros(0, np.int64)
+    firsts = (
+        np.flatnonzero(np.r_[True, column_ids[1:] != column_ids[:-1]]) if len(column_ids) else np.zeros(0, np.int64)
+    )
     return pairs, firsts, pairs["dataset_id"].combine_chunks().take(pa.array(firsts))
 
 
@@ -165,17 +189,30 @@ def _signatures_of_tasks(num_perm: int, seed: int, batches: Iterator[pa.RecordBa
         signatures = signatures_from_hashes(hash_values(pairs["value"].to_pylist()), run, len(firsts), num_perm, seed)
         sizes = np.diff(np.r_[firsts, pairs.num_rows])
         column_ids = pairs["column_id"].to_numpy()[firsts]
-        columns = [pa.array(column_ids, pa.int64()), dataset_ids, pa.array(sizes, pa.int64()), pa.array(np.full(len(firsts), seed), pa.int64()), minhash_column(signatures)]
-        yield pa.RecordBatch.from_arrays([*columns, pa.array(np.full(len(firsts), task["shard"], np.int32))], schema=SIGNATURES_SCHEMA)
+        columns = [
+            pa.array(column_ids, pa.int64()),
+            dataset_ids,
+            pa.array(sizes, pa.int64()),
+            pa.array(np.full(len(firsts), seed), pa.int64()),
+            minhash_column(signatures),
+        ]
+        yield pa.RecordBatch.from_arrays(
+            [*columns, pa.array(np.full(len(firsts), task["shard"], np.int32))], schema=SIGNATURES_SCHEMA
+        )
 
 
 def _sets_of_tasks(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """``write_table`` producer: each task shard's ``sets`` rows (values ascending)."""
     for task in tasks_of(batches):
         pairs, firsts, dataset_ids = _task_sets(task)
-        values = pa.ListArray.from_arrays(pa.array(np.r_[firsts, pairs.num_rows], pa.int32()), pairs["value"].combine_chunks())
+        values = pa.ListArray.from_arrays(
+            pa.array(np.r_[firsts, pairs.num_rows], pa.int32()), pairs["value"].combine_chunks()
+        )
         column_ids = pa.array(pairs["column_id"].to_numpy()[firsts], pa.int64())
-        yield pa.RecordBatch.from_arrays([column_ids, dataset_ids, values, pa.array(np.full(len(firsts), task["shard"], np.int32))], schema=SETS_SCHEMA)
+        yield pa.RecordBatch.from_arrays(
+            [column_ids, dataset_ids, values, pa.array(np.full(len(firsts), task["shard"], np.int32))],
+            schema=SETS_SCHEMA,
+        )
 
 
 def staleness(tables: Mapping[str, pa.Table]) -> float:
@@ -196,7 +233,9 @@ def _check_previous(previous: Mapping[str, DataFrame] | None, num_perm: int, see
 def _histogram(sizes: DataFrame) -> pa.Table:
     """The ``sizes`` table from (size, count) rows, summed per size on the executors."""
     rows = sizes.groupBy("size").agg(F.sum("count").alias("count")).collect()
-    return sizes_table(np.array([r["size"] for r in rows], dtype=np.int64), np.array([r["count"] for r in rows], dtype=np.int64))
+    return sizes_table(
+        np.array([r["size"] for r in rows], dtype=np.int64), np.array([r["count"] for r in rows], dtype=np.int64)
+    )
 
 
 def _signature_batches(batches: Iterator[pa.RecordBatch], num_perm: int, seed: int) -> Iterator[pa.RecordBatch]:

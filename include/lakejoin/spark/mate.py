@@ -140,7 +140,9 @@ def _row_widths(cells: DataFrame) -> DataFrame:
 def _histogram(widths: DataFrame) -> pa.Table:
     """The ``widths`` table from (width, rows) rows, summed per width on the executors."""
     rows = widths.groupBy("width").agg(F.sum("rows").alias("rows")).collect()
-    return widths_table(np.array([r["width"] for r in rows], dtype=np.int64), np.array([r["rows"] for r in rows], dtype=np.int64))
+    return widths_table(
+        np.array([r["width"] for r in rows], dtype=np.int64), np.array([r["rows"] for r in rows], dtype=np.int64)
+    )
 
 
 def _superkeys(cells: DataFrame, bits: int, n_shards: int) -> DataFrame:
@@ -159,7 +161,9 @@ def write_full_build(spark: SparkSession, config: LakeConfig, n_shards: int, bit
     tasks that read the cell files themselves (module docstring). Returns the version written, by table."""
     tasks = shard_tasks(spark, config, n_shards, "mate")
     rows = tasks.mapInArrow(_width_counts, _WIDTHS_DDL).collect()
-    histogram = widths_table(np.array([r["width"] for r in rows], np.int64), np.array([r["rows"] for r in rows], np.int64))
+    histogram = widths_table(
+        np.array([r["width"] for r in rows], np.int64), np.array([r["rows"] for r in rows], np.int64)
+    )
     params = params_table(bits or choose_bits(width_quantile(histogram)), bits is None)
     key_bits = params["bits"][0].as_py()
     sharded: dict[str, tuple[pa.Schema, Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]]] = {
@@ -169,10 +173,14 @@ def write_full_build(spark: SparkSession, config: LakeConfig, n_shards: int, bit
     versions = {}
     for name, (schema, produce) in sharded.items():
         path = config.table_path(f"index/mate/{name}")
-        versions[name] = spark_delta.write_table(tasks, path, schema, partition_by=[SHARD], replace="all", operation="index:mate", produce=produce)
+        versions[name] = spark_delta.write_table(
+            tasks, path, schema, partition_by=[SHARD], replace="all", operation="index:mate", produce=produce
+        )
         pause_point("index")
     for name, table in {"params": params, "widths": histogram}.items():
-        versions[name] = delta.write_rows(config.table_path(f"index/mate/{name}"), table, table.schema, replace="all", operation="index:mate")
+        versions[name] = delta.write_rows(
+            config.table_path(f"index/mate/{name}"), table, table.schema, replace="all", operation="index:mate"
+        )
     return versions
 
 
@@ -180,9 +188,13 @@ def _width_counts(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]
     """mapInArrow body: each task shard's histogram of non-null cells per row (width, rows)."""
     for task in tasks_of(batches):
         cells = task_cells(task)
-        widths = row_widths(pa.table({"dataset_id": cells["dataset_id"].combine_chunks().indices, "row_id": cells["row_id"]}))
+        widths = row_widths(
+            pa.table({"dataset_id": cells["dataset_id"].combine_chunks().indices, "row_id": cells["row_id"]})
+        )
         histogram = widths_table(widths)
-        yield pa.RecordBatch.from_arrays([histogram["width"].combine_chunks(), histogram["rows"].combine_chunks()], names=["width", "rows"])
+        yield pa.RecordBatch.from_arrays(
+            [histogram["width"].combine_chunks(), histogram["rows"].combine_chunks()], names=["width", "rows"]
+        )
 
 
 def _postings(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -190,7 +202,12 @@ def _postings(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     for task in tasks_of(batches):
         cells = task_cells(task)
         shard = pa.array(np.full(cells.num_rows, task["shard"], np.int32))
-        yield from cells.select(["value", "dataset_id", "column_id", "row_id"]).append_column(SHARD, shard).cast(POSTINGS_SCHEMA).to_batches()
+        yield from (
+            cells.select(["value", "dataset_id", "column_id", "row_id"])
+            .append_column(SHARD, shard)
+            .cast(POSTINGS_SCHEMA)
+            .to_batches()
+        )
 
 
 def _superkeys_of_tasks(bits: int, n_shards: int, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -90,7 +90,9 @@ def _collect_vectors(rows: list, dim: int) -> np.ndarray:
     return np.asarray([r["vector"] for r in rows], dtype=np.float32).reshape(len(rows), dim)
 
 
-def _assign_partitions(spark: SparkSession, keyed: DataFrame, n_partitions: int, iterations: int, dim: int, metric: str) -> DataFrame:
+def _assign_partitions(
+    spark: SparkSession, keyed: DataFrame, n_partitions: int, iterations: int, dim: int, metric: str
+) -> DataFrame:
     """``keyed`` with a ``partition`` column from column clustering (§IV)."""
     if n_partitions <= 1:
         return keyed.withColumn("partition", F.lit(0).cast("int"))
@@ -101,7 +103,13 @@ def _assign_partitions(spark: SparkSession, keyed: DataFrame, n_partitions: int,
             region = nearest_region(_vectors_of(batch, metric), references)
             yield pa.record_batch({"column_id": batch.column("column_id"), "region": pa.array(region)})
 
-    counts = keyed.select("column_id", "vector").mapInArrow(regions, "column_id long, region long").groupBy("column_id", "region").count().collect()
+    counts = (
+        keyed.select("column_id", "vector")
+        .mapInArrow(regions, "column_id long, region long")
+        .groupBy("column_id", "region")
+        .count()
+        .collect()
+    )
     columns, labels = column_partitions(
         np.asarray([r["column_id"] for r in counts], dtype=np.int64),
         np.asarray([r["region"] for r in counts], dtype=np.int64),
@@ -114,7 +122,9 @@ def _assign_partitions(spark: SparkSession, keyed: DataFrame, n_partitions: int,
     return keyed.join(F.broadcast(assignment), "column_id")
 
 
-def _map_rows(parts: DataFrame, plans: dict[int, PartitionPlan], metric: str, n_shards: int, inserted: bool = False) -> DataFrame:
+def _map_rows(
+    parts: DataFrame, plans: dict[int, PartitionPlan], metric: str, n_shards: int, inserted: bool = False
+) -> DataFrame:
     """Pivot mapping, leaf cells and whether outside the grid bounds, in the executors;
     ``inserted`` marks rows mapped by an incremental build (with pivots kept from the full one)."""
 
@@ -141,14 +151,18 @@ def _map_rows(parts: DataFrame, plans: dict[int, PartitionPlan], metric: str, n_
                     }
                 )
 
-    unsharded = pa.schema([f for f in MAPPED_SCHEMA if f.name != SHARD] + [pa.field("cell", pa.int64()), pa.field("outside", pa.bool_())])
+    unsharded = pa.schema(
+        [f for f in MAPPED_SCHEMA if f.name != SHARD] + [pa.field("cell", pa.int64()), pa.field("outside", pa.bool_())]
+    )
     mapped = parts.select("partition", *INPUT_COLUMNS).mapInArrow(map_batches, from_arrow_schema(unsharded))
     return mapped.withColumn(SHARD, shard_column(n_shards))
 
 
 def _cells(mapped: DataFrame) -> DataFrame:
     """The inverted index: sorted vector ids per (partition, leaf cell, column) (a column has one shard)."""
-    return mapped.groupBy(SHARD, "partition", "cell", "column_id").agg(F.sort_array(F.collect_list("vector_id")).alias("vector_ids"))
+    return mapped.groupBy(SHARD, "partition", "cell", "column_id").agg(
+        F.sort_array(F.collect_list("vector_id")).alias("vector_ids")
+    )
 
 
 def _sizes(mapped: DataFrame) -> dict[int, tuple[int, int, int, int]]:
@@ -163,7 +177,9 @@ def _sizes(mapped: DataFrame) -> dict[int, tuple[int, int, int, int]]:
     return {r["partition"]: (r["n"], r["columns"], r["outside"] or 0, r["inserted"] or 0) for r in counts.collect()}
 
 
-def _tables(spark: SparkSession, mapped: DataFrame, cells: DataFrame, plans: dict[int, PartitionPlan], params: list[dict]) -> dict[str, DataFrame]:
+def _tables(
+    spark: SparkSession, mapped: DataFrame, cells: DataFrame, plans: dict[int, PartitionPlan], params: list[dict]
+) -> dict[str, DataFrame]:
     pivots = [row for p in sorted(plans) for row in pivot_rows(plans[p])]
     return {
         "params": spark.createDataFrame(sorted(params, key=lambda r: r["partition"]), from_arrow_schema(PARAMS_SCHEMA)),
@@ -186,7 +202,9 @@ def _count_and_dimension(vectors: DataFrame) -> tuple[int, int]:
     missing = [c for c in INPUT_COLUMNS if c not in vectors.columns]
     if missing:
         raise ValueError(f"PEXESO vectors lack column(s) {', '.join(missing)}")
-    sizes = vectors.agg(F.min(F.size("vector")).alias("lo"), F.max(F.size("vector")).alias("hi"), F.count("*").alias("n")).first()
+    sizes = vectors.agg(
+        F.min(F.size("vector")).alias("lo"), F.max(F.size("vector")).alias("hi"), F.count("*").alias("n")
+    ).first()
     assert sizes is not None  # an aggregate without groups has exactly one row
     if sizes["n"] and (sizes["lo"] != sizes["hi"] or sizes["lo"] < 1):
         raise ValueError(f"vectors must share one positive dimension, got sizes {sizes['lo']}..{sizes['hi']}")
@@ -225,7 +243,12 @@ def build_tables(
     dim = _check_input(vectors)
     keyed = _assign_partitions(spark, _with_sample_key(vectors), n_partitions, iterations, dim, metric)
     rank = F.row_number().over(Window.partitionBy("partition").orderBy(*_sample_order()))
-    sample = keyed.withColumn("rank", rank).where(F.col("rank") <= sample_size).select("partition", "rank", "vector").collect()
+    sample = (
+        keyed.withColumn("rank", rank)
+        .where(F.col("rank") <= sample_size)
+        .select("partition", "rank", "vector")
+        .collect()
+    )
     plans = {}
     for p in sorted({r["partition"] for r in sample}):
         rows = sorted((r for r in sample if r["partition"] == p), key=lambda r: r["rank"])
@@ -241,7 +264,9 @@ def staleness(tables: Mapping[str, pa.Table]) -> float:
     return staleness_of(tables["params"].to_pylist())
 
 
-def _insert(spark: SparkSession, vectors: DataFrame, previous: dict[str, DataFrame], changed: list[str], n_shards: int) -> dict[str, DataFrame]:
+def _insert(
+    spark: SparkSession, vectors: DataFrame, previous: dict[str, DataFrame], changed: list[str], n_shards: int
+) -> dict[str, DataFrame]:
     """Keep pivots and grids (the paper never re-selects pivots on update); in the rewritten
     shards, replace the ``changed`` datasets' rows."""
     settings = {r["partition"]: r.asDict() for r in previous["params"].collect()}
@@ -253,7 +278,9 @@ def _insert(spark: SparkSession, vectors: DataFrame, previous: dict[str, DataFra
     plans = {}
     for p, s in settings.items():
         pivots = _collect_vectors([r for r in pivot_rows_ if r["partition"] == p], dim)
-        plans[p] = PartitionPlan(p, pivots, np.asarray(s["lo"]), np.asarray(s["hi"]), s["levels"], s["chosen_by"], s["sample_size"])
+        plans[p] = PartitionPlan(
+            p, pivots, np.asarray(s["lo"]), np.asarray(s["hi"]), s["levels"], s["chosen_by"], s["sample_size"]
+        )
     is_changed = F.col("dataset_id").isin(changed)
     old_rows = previous["mapped"].where(is_changed)
     removed = _sizes(old_rows.withColumn("outside", F.lit(False)))
@@ -265,12 +292,18 @@ def _insert(spark: SparkSession, vectors: DataFrame, previous: dict[str, DataFra
     if count:
         if new_dim != dim:
             raise ValueError(f"new vectors do not have the index's dimension {dim}")
-        placed = _nearest_partition(new_rows, plans, metric) if len(plans) > 1 else new_rows.withColumn("partition", F.lit(next(iter(plans))).cast("int"))
+        placed = (
+            _nearest_partition(new_rows, plans, metric)
+            if len(plans) > 1
+            else new_rows.withColumn("partition", F.lit(next(iter(plans))).cast("int"))
+        )
         mapped_new = _map_rows(placed, plans, metric, n_shards, inserted=True).persist()
         added = _sizes(mapped_new)
         mapped = mapped.unionByName(mapped_new.select(*MAPPED_SCHEMA.names))
         cells = cells.unionByName(_cells(mapped_new).select(*CELLS_SCHEMA.names))
-    params = [{**s, **updated_sizes(s, removed.get(p, (0, 0, 0, 0)), added.get(p, (0, 0, 0, 0)))} for p, s in settings.items()]
+    params = [
+        {**s, **updated_sizes(s, removed.get(p, (0, 0, 0, 0)), added.get(p, (0, 0, 0, 0)))} for p, s in settings.items()
+    ]
     return _tables(spark, mapped, cells, plans, params)
 
 
@@ -282,7 +315,9 @@ def _nearest_partition(rows: DataFrame, plans: dict[int, PartitionPlan], metric:
     def nearest(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
             region = nearest_region(_vectors_of(batch, metric), centres)
-            yield pa.record_batch({"column_id": batch.column("column_id"), "partition": pa.array(np.asarray(order)[region], pa.int32())})
+            yield pa.record_batch(
+                {"column_id": batch.column("column_id"), "partition": pa.array(np.asarray(order)[region], pa.int32())}
+            )
 
     votes = rows.select("column_id", "vector").mapInArrow(nearest, "column_id long, partition int")
     choice = votes.groupBy("column_id").agg(F.mode("partition", deterministic=True).alias("partition"))

@@ -82,15 +82,28 @@ def _ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_f
     if not options.sources:  # the embedded default: crawl the bundled lake through the local portal
         with bundled_portal(config.home, options.tables) as spec:
             progress.say(f"  serving the bundled lake ({options.tables or 'all'} tables) at {spec}")
-            local = replace(options, sources=[spec], allow_private_hosts=True, source_options={"requests_per_second": 0})
+            local = replace(
+                options, sources=[spec], allow_private_hosts=True, source_options={"requests_per_second": 0}
+            )
             return ingest(config, local, progress, spark_factory)
     previous = catalog.load_datasets(config.table_path(DATASETS))
     with progress.stage("discover", f"{len(options.sources)} source(s)"):
         listed, failed = _list_resources(config, options.sources, previous, options, progress)
-        hashes = {r.dataset_id: sha256_file(r.local_path) for r in progress.iterate(listed, "hashing", len(listed)) if r.local_path}
+        hashes = {
+            r.dataset_id: sha256_file(r.local_path)
+            for r in progress.iterate(listed, "hashing", len(listed))
+            if r.local_path
+        }
         plan = catalog.plan_run(previous, listed, hashes, failed)
-    counts = {"listed": len(listed), "to_parse": len(plan.to_parse), "removed": len(plan.removed), "fetch_errors": len(plan.errors)}
-    progress.say(f"  {len(listed)} datasets listed, {len(plan.to_parse)} new or changed, {len(plan.removed)} removed, {len(plan.errors)} fetch errors")
+    counts = {
+        "listed": len(listed),
+        "to_parse": len(plan.to_parse),
+        "removed": len(plan.removed),
+        "fetch_errors": len(plan.errors),
+    }
+    progress.say(
+        f"  {len(listed)} datasets listed, {len(plan.to_parse)} new or changed, {len(plan.removed)} removed, {len(plan.errors)} fetch errors"
+    )
     rewritten: list[dict[str, Any]] = []
     spark = _ingest_session(config, plan, bool(previous), spark_factory)
     if plan.to_parse:
@@ -111,7 +124,11 @@ def _ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_f
     statuses = [r["status"] for r in plan.rows.values()]
     counts.update({s: statuses.count(s) for s in (catalog.ACTIVE, catalog.REMOVED, catalog.QUARANTINED)})
     counts["rewritten"] = len(rewritten)
-    return IngestResult(changed, counts, {**plan.errors, **{d: plan.rows[d]["reason"] for d in plan.to_parse if plan.rows[d].get("reason")}})
+    return IngestResult(
+        changed,
+        counts,
+        {**plan.errors, **{d: plan.rows[d]["reason"] for d in plan.to_parse if plan.rows[d].get("reason")}},
+    )
 
 
 def build_indexes(
@@ -136,7 +153,14 @@ def build_indexes(
         return _build_indexes(config, progress, spark, families, held.build_id, shards)
 
 
-def _build_indexes(config: LakeConfig, progress: Progress, spark: SparkSession | None, families: tuple[str, ...], build_id: str, shards: int | None) -> dict[str, FamilyBuild]:
+def _build_indexes(
+    config: LakeConfig,
+    progress: Progress,
+    spark: SparkSession | None,
+    families: tuple[str, ...],
+    build_id: str,
+    shards: int | None,
+) -> dict[str, FamilyBuild]:
     if not delta.exists(config.table_path(COLUMNS)):
         progress.say("  nothing ingested yet: no index to build")
         return {}
@@ -160,7 +184,9 @@ def _build_indexes(config: LakeConfig, progress: Progress, spark: SparkSession |
     return {family: futures[family].result() for family in families if family in futures}
 
 
-def publish(config: LakeConfig, stats: dict[str, Any], progress: Progress, *, build_id: str | None = None, wait: float = 0.0) -> snapshots.Snapshot:
+def publish(
+    config: LakeConfig, stats: dict[str, Any], progress: Progress, *, build_id: str | None = None, wait: float = 0.0
+) -> snapshots.Snapshot:
     """Pin every table's current version in a new snapshot (one build's: ``snapshots.publish``)."""
     with snapshots.writing(config, "publish", build_id, wait), progress.stage("publish"):
         pause_point("publish")
@@ -168,7 +194,9 @@ def publish(config: LakeConfig, stats: dict[str, Any], progress: Progress, *, bu
         return snapshots.publish(config, versions, stats)
 
 
-def compact(config: LakeConfig, progress: Progress, *, build_id: str | None = None, wait: float = 0.0) -> dict[str, Any]:
+def compact(
+    config: LakeConfig, progress: Progress, *, build_id: str | None = None, wait: float = 0.0
+) -> dict[str, Any]:
     """Maintenance after a publish: merge the small files appends and shard swaps left
     (``lakejoin.lake.compaction``); the next snapshot pins the compacted versions."""
     with snapshots.writing(config, "compact", build_id, wait), progress.stage("compact"):
@@ -212,7 +240,11 @@ def _list_resources(config, sources, previous, options, progress):
     workdir = config.home / "downloads"
     workdir.mkdir(parents=True, exist_ok=True)
     for spec in sources:
-        settings = {"allow_private_hosts": options.allow_private_hosts, "max_bytes": options.max_bytes, **options.source_options}
+        settings = {
+            "allow_private_hosts": options.allow_private_hosts,
+            "max_bytes": options.max_bytes,
+            **options.source_options,
+        }
         source = open_source(spec, **settings)
         mine = {k: v for k, v in previous.items() if v["source"] == source.spec}
         try:
@@ -223,7 +255,9 @@ def _list_resources(config, sources, previous, options, progress):
     return listed, failed
 
 
-def _parse(config: LakeConfig, spark: SparkSession | None, plan: catalog.Plan, options: RunOptions) -> list[dict[str, Any]]:
+def _parse(
+    config: LakeConfig, spark: SparkSession | None, plan: catalog.Plan, options: RunOptions
+) -> list[dict[str, Any]]:
     """Parse, gate and drift-check the new or changed files on the executors; record the
     validations (``quality/validations``) and apply each outcome to the catalog plan."""
     pause_point("parse")
@@ -249,7 +283,9 @@ def _parse(config: LakeConfig, spark: SparkSession | None, plan: catalog.Plan, o
     rewritten = []
     for outcome in outcomes:
         staged = str(config.raw_dir / f"{plan.content_sha[outcome.dataset_id]}.parquet")
-        if catalog.apply_parse_outcome(plan, outcome.dataset_id, outcome.ok, outcome.reason, outcome.rows, len(outcome.columns), staged):
+        if catalog.apply_parse_outcome(
+            plan, outcome.dataset_id, outcome.ok, outcome.reason, outcome.rows, len(outcome.columns), staged
+        ):
             rewritten.append(
                 {
                     "dataset_id": outcome.dataset_id,
@@ -292,7 +328,9 @@ def small_ingest(plan: catalog.Plan) -> bool:
     return len(paths) <= files and sum(p.stat().st_size for p in paths) <= size
 
 
-def _write_cells(config: LakeConfig, spark: SparkSession | None, rewritten: list[dict[str, Any]], changed: set[str]) -> int:
+def _write_cells(
+    config: LakeConfig, spark: SparkSession | None, rewritten: list[dict[str, Any]], changed: set[str]
+) -> int:
     staged = [{k: r[k] for k in ("dataset_id", "content_sha256", "staged_path")} for r in rewritten]
     if spark is None:  # a small ingest: the same melt and writer, in this process
         cells = melt_staged(iter([pa.RecordBatch.from_pylist(staged)])) if staged else iter(())
@@ -305,7 +343,11 @@ def _write_cells(config: LakeConfig, spark: SparkSession | None, rewritten: list
             replace_values=sorted(changed),
             operation="cells",
         )
-    tasks = cells_tasks(spark, staged) if staged else spark.createDataFrame([], "dataset_id string, content_sha256 string, staged_path string")
+    tasks = (
+        cells_tasks(spark, staged)
+        if staged
+        else spark.createDataFrame([], "dataset_id string, content_sha256 string, staged_path string")
+    )
     return spark_delta.write_table(
         tasks,
         config.table_path(CELLS),
@@ -333,8 +375,12 @@ def _replace_rows(path: Path, rows: pa.Table, changed: set[str], operation: str)
         delta.write_arrow(path, rows, operation=operation)
         return
     kept = delta.read_arrow(path)
-    kept = _with_fields_of(kept.filter(pc.invert(pc.is_in(kept["dataset_id"], pa.array(sorted(changed), pa.string())))), rows.schema)
-    delta.write_arrow(path, pa.concat_tables([kept, rows.select(kept.schema.names).cast(kept.schema)]), operation=operation)
+    kept = _with_fields_of(
+        kept.filter(pc.invert(pc.is_in(kept["dataset_id"], pa.array(sorted(changed), pa.string())))), rows.schema
+    )
+    delta.write_arrow(
+        path, pa.concat_tables([kept, rows.select(kept.schema.names).cast(kept.schema)]), operation=operation
+    )
 
 
 def _with_fields_of(kept: pa.Table, schema: pa.Schema) -> pa.Table:

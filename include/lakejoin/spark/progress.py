@@ -26,7 +26,9 @@ _GROUP = "spark.jobGroup.id"
 
 
 @contextmanager
-def spark_tasks(spark: SparkSession | None, progress: Progress, label: str, poll_seconds: float = POLL_SECONDS) -> Iterator[None]:
+def spark_tasks(
+    spark: SparkSession | None, progress: Progress, label: str, poll_seconds: float = POLL_SECONDS
+) -> Iterator[None]:
     """Show the tasks of the Spark jobs this thread starts inside the block (nothing when the
     stage runs without Spark: ``spark`` None)."""
     if spark is None or not progress.interactive:

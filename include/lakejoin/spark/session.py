@@ -20,7 +20,9 @@ from lakejoin.config import SPARK_CONSOLE_LOG_ENV
 _lock = threading.Lock()
 
 
-def get_spark(master: str | None = None, app_name: str = "lakejoin", shuffle_partitions: int | None = None) -> SparkSession:
+def get_spark(
+    master: str | None = None, app_name: str = "lakejoin", shuffle_partitions: int | None = None
+) -> SparkSession:
     """Return the process's Spark session, starting it on first use.
 
     A later call with another ``master`` stops the running session and starts a new one. Under

@@ -47,7 +47,9 @@ def shard_column(n_shards: int, dataset_id: str = "dataset_id") -> Column:
 def shard_tasks(spark: SparkSession, config: LakeConfig, n_shards: int, family: str) -> DataFrame:
     """One row per shard that holds cells of a column ``family`` indexes (module docstring),
     spread over the cores in Spark partitions of about :data:`TASK_CELLS` cells at most."""
-    catalog = delta.read_arrow(config.table_path(COLUMNS), columns=["dataset_id", "column_id", "indexed_by"]).to_pydict()
+    catalog = delta.read_arrow(
+        config.table_path(COLUMNS), columns=["dataset_id", "column_id", "indexed_by"]
+    ).to_pydict()
     columns: dict[str, list[int]] = {}
     for dataset_id, column_id, indexed_by in zip(catalog["dataset_id"], catalog["column_id"], catalog["indexed_by"]):
         if indexed_by and family in indexed_by:
@@ -101,14 +103,31 @@ def _distinct_values(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBat
     for task in tasks_of(batches):
         values = task_column_values(task)
         rows = values.num_rows
-        columns = [values["dataset_id"], values["column_id"], pa.nulls(rows, pa.int64()), values["value"], pa.nulls(rows, pa.string())]
-        yield pa.RecordBatch.from_arrays([c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns], names=["dataset_id", "column_id", "row_id", "value", "raw"])
+        columns = [
+            values["dataset_id"],
+            values["column_id"],
+            pa.nulls(rows, pa.int64()),
+            values["value"],
+            pa.nulls(rows, pa.string()),
+        ]
+        yield pa.RecordBatch.from_arrays(
+            [c.combine_chunks() if isinstance(c, pa.ChunkedArray) else c for c in columns],
+            names=["dataset_id", "column_id", "row_id", "value", "raw"],
+        )
 
 
 def task_column_values(task: dict) -> pa.Table:
     """The distinct (dataset_id, column_id, value) of a shard task's cells (a column's values as a set)."""
     cells = task_cells(task, ("column_id", "value"))
-    codes = pa.table({"code": cells["dataset_id"].combine_chunks().indices, "column_id": cells["column_id"], "value": cells["value"]})
+    codes = pa.table(
+        {"code": cells["dataset_id"].combine_chunks().indices, "column_id": cells["column_id"], "value": cells["value"]}
+    )
     distinct = codes.group_by(["code", "column_id", "value"]).aggregate([])
     datasets = pa.array([d["dataset_id"] for d in task["datasets"]], pa.string())
-    return pa.table({"dataset_id": datasets.take(distinct["code"].combine_chunks()), "column_id": distinct["column_id"], "value": distinct["value"]})
+    return pa.table(
+        {
+            "dataset_id": datasets.take(distinct["code"].combine_chunks()),
+            "column_id": distinct["column_id"],
+            "value": distinct["value"],
+        }
+    )

@@ -34,7 +34,9 @@ def overlap_topk(query: Iterable[str], sets: Mapping[Hashable, Iterable[str]], k
     return ranked[:k]
 
 
-def containment_search(query: Iterable[str], sets: Mapping[Hashable, Iterable[str]], threshold: float) -> dict[Hashable, float]:
+def containment_search(
+    query: Iterable[str], sets: Mapping[Hashable, Iterable[str]], threshold: float
+) -> dict[Hashable, float]:
     """Exact containment threshold search (thesis Ch. 2, the problem LSH Ensemble approximates).
 
     Returns ``{set_id: |Q ∩ X| / |Q|}`` for every set whose containment of the query is at

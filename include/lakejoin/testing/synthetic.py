@@ -110,7 +110,9 @@ def _shape(shape: str, overrides: Mapping[str, object]) -> SetLakeShape:
     return params
 
 
-def _draw_distinct_tokens(rng: np.random.Generator, sizes: np.ndarray, vocab: int, exponent: float, max_rounds: int = 30) -> np.ndarray:
+def _draw_distinct_tokens(
+    rng: np.random.Generator, sizes: np.ndarray, vocab: int, exponent: float, max_rounds: int = 30
+) -> np.ndarray:
     """Sorted keys ``set_index * vocab + token_rank``, each set holding ``sizes[i]`` distinct ranks.
 
     Zipf draws repeat frequent tokens inside a set, so sets are topped up with fresh draws for
@@ -141,7 +143,9 @@ def _draw_distinct_tokens(rng: np.random.Generator, sizes: np.ndarray, vocab: in
     return np.sort(np.concatenate([base, added]))
 
 
-def _set_lake_ranks(shape: str, n_sets: int, seed: int, overrides: Mapping[str, float]) -> tuple[np.ndarray, np.ndarray]:
+def _set_lake_ranks(
+    shape: str, n_sets: int, seed: int, overrides: Mapping[str, float]
+) -> tuple[np.ndarray, np.ndarray]:
     """:func:`set_lake`'s sets as token ranks: set ``i`` holds ``ranks[offsets[i]:offsets[i + 1]]``, ascending."""
     if n_sets < 0:
         raise ValueError(f"n_sets must be >= 0, got {n_sets}")
@@ -175,7 +179,9 @@ def set_lake(shape: str, n_sets: int, seed: int = 0, **overrides: float) -> list
         return [flat[bounds[i] : bounds[i + 1]] for i in range(n_sets)]
 
 
-def set_lake_chunks(shape: str, n_sets: int, chunk_sets: int, seed: int = 0, **overrides: float) -> Iterator[pa.ListArray]:
+def set_lake_chunks(
+    shape: str, n_sets: int, chunk_sets: int, seed: int = 0, **overrides: float
+) -> Iterator[pa.ListArray]:
     """:func:`set_lake`'s sets, the same for the same arguments, as Arrow ``list<string>`` arrays
     of ``chunk_sets`` consecutive sets at most: a lake too large for Python strings (a million
     Open Data sets are ~111 M tokens) costs its token ranks (8 bytes a token) and one chunk's text."""
@@ -188,7 +194,9 @@ def set_lake_chunks(shape: str, n_sets: int, chunk_sets: int, seed: int = 0, **o
 def _token_lists(bounds: np.ndarray, ranks: np.ndarray) -> pa.ListArray:
     """The sets between ``bounds`` as lists of their tokens' text (``"t<rank>"``, as :func:`set_lake`)."""
     digits = pc.cast(pa.array(ranks[bounds[0] : bounds[-1]]), pa.string())
-    return pa.ListArray.from_arrays(pa.array(bounds - bounds[0], pa.int32()), pc.binary_join_element_wise("t", digits, ""))
+    return pa.ListArray.from_arrays(
+        pa.array(bounds - bounds[0], pa.int32()), pc.binary_join_element_wise("t", digits, "")
+    )
 
 
 @contextmanager
@@ -233,7 +241,9 @@ def plant_joinable(
         raise ValueError(f"containments must be a non-empty sequence in (0, 1], got {containments}")
     eligible = np.flatnonzero(np.array([len(s) for s in sets], dtype=np.int64) >= min_query_size)
     if len(eligible) < 2 * n_pairs:
-        raise ValueError(f"only {len(eligible)} sets have >= {min_query_size} tokens; {n_pairs} pairs need {2 * n_pairs}")
+        raise ValueError(
+            f"only {len(eligible)} sets have >= {min_query_size} tokens; {n_pairs} pairs need {2 * n_pairs}"
+        )
     rng = np.random.default_rng(seed)
     chosen = rng.choice(eligible, size=2 * n_pairs, replace=False).tolist()
     planted = []
@@ -270,11 +280,17 @@ _LAST = (
     "Sanchez Clark Ramirez Lewis Robinson Walker Young Allen King Wright Scott Torres Nguyen Hill "
     "Flores Green Adams Nelson Baker Hall Rivera Campbell Mitchell Carter Roberts"
 ).split()
-_PLACE_HEAD = ("Ash Bel Cedar Clear Deer Eagle Elm Fair Glen Green Hazel High Iron Lake Maple Mill North Oak Pine Red River Rock Silver Spring Stone Sun West White Wild Wolf").split()
+_PLACE_HEAD = (
+    "Ash Bel Cedar Clear Deer Eagle Elm Fair Glen Green Hazel High Iron Lake Maple Mill North Oak Pine Red River Rock Silver Spring Stone Sun West White Wild Wolf"
+).split()
 _PLACE_TAIL = "field ford ton ville wood burg dale port view brook haven mont ridge water worth".split()
 _PLACE_EXTRA = ("", "", "", " Springs", " Falls", " Heights", " Junction", " Valley")
-_COMPANY_HEAD = ("Acme Apex Blue Bright Crown Delta Evergreen First Global Golden Harbor Liberty Metro Northern Pacific Pioneer Prime Summit United Vertex").split()
-_COMPANY_TRADE = ("Analytics Builders Foods Logistics Media Motors Networks Pharma Power Systems Textiles Energy Health Capital Farms").split()
+_COMPANY_HEAD = (
+    "Acme Apex Blue Bright Crown Delta Evergreen First Global Golden Harbor Liberty Metro Northern Pacific Pioneer Prime Summit United Vertex"
+).split()
+_COMPANY_TRADE = (
+    "Analytics Builders Foods Logistics Media Motors Networks Pharma Power Systems Textiles Energy Health Capital Farms"
+).split()
 # Legal forms and street types with the abbreviations near-duplicates use.
 _COMPANY_FORM = {
     "Corporation": "Corp",
@@ -560,7 +576,9 @@ def _key_parts(rng: np.random.Generator) -> list[_KeyPart]:
     ]
 
 
-def _distinct_tuples(rng: np.random.Generator, parts: list[_KeyPart], n: int, exclude: frozenset) -> list[tuple[str, ...]]:
+def _distinct_tuples(
+    rng: np.random.Generator, parts: list[_KeyPart], n: int, exclude: frozenset
+) -> list[tuple[str, ...]]:
     seen: dict[tuple[str, ...], None] = {}
     for _ in range(50 * n + 100):
         if len(seen) == n:
@@ -798,7 +816,9 @@ def keyed_tables(n_tables: int = 12, seed: int = 0, min_rows: int = 60, max_rows
         n_rows = int(rng.integers(min_rows, min(max_rows, int(np.prod([len(p.pool) for p in parts])) // 2) + 1))
         seen = dict.fromkeys(_distinct_tuples(rng, parts, n_rows - k, frozenset()))
         for j, part in enumerate(parts):  # a twin differing in column j alone, for each j
-            twin = next(t[:j] + (v,) + t[j + 1 :] for t in seen for v in part.pool if t[:j] + (v,) + t[j + 1 :] not in seen)
+            twin = next(
+                t[:j] + (v,) + t[j + 1 :] for t in seen for v in part.pool if t[:j] + (v,) + t[j + 1 :] not in seen
+            )
             seen[twin] = None
         tuples = [list(seen)[r] for r in rng.permutation(n_rows).tolist()]
         table = _Table(f"keyed_{i:03d}", n_rows + 1)
@@ -807,7 +827,9 @@ def keyed_tables(n_tables: int = 12, seed: int = 0, min_rows: int = 60, max_rows
         key = [p.query_name for p in parts]
         columns.update({name: [t[j] for t in tuples] for j, name in enumerate(key)})
         order = [list(columns)[c] for c in rng.permutation(len(columns)).tolist()]
-        tables.append(KeyedTable(name=table.name, columns={c: columns[c] for c in order}, key=[c for c in order if c in key]))
+        tables.append(
+            KeyedTable(name=table.name, columns={c: columns[c] for c in order}, key=[c for c in order if c in key])
+        )
     return tables
 
 

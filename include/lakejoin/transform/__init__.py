@@ -14,4 +14,12 @@
 from lakejoin.transform.join import DEFAULT_METHOD, LEARN, METHODS, apply_transformation, learn_and_join
 from lakejoin.transform.units import parse_program, program_text
 
-__all__ = ["DEFAULT_METHOD", "LEARN", "METHODS", "apply_transformation", "learn_and_join", "parse_program", "program_text"]
+__all__ = [
+    "DEFAULT_METHOD",
+    "LEARN",
+    "METHODS",
+    "apply_transformation",
+    "learn_and_join",
+    "parse_program",
+    "program_text",
+]

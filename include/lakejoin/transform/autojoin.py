@@ -63,7 +63,9 @@ class AutoJoinConfig:
             raise ValueError("Auto-Join sizes (top_pairs, subsets, subset_size, ...) must be >= 1")
 
 
-def sampling_rates(n_source: int, n_target: int, participation: float = 0.1, needed: int = 4, slack: float = 0.8) -> tuple[float, float]:
+def sampling_rates(
+    n_source: int, n_target: int, participation: float = 0.1, needed: int = 4, slack: float = 0.8
+) -> tuple[float, float]:
     """(p_s, p_t) of §4.5 with the erratum fixed; 1.0 means "use the whole column"."""
     c = needed / (1.0 - slack)
     p_s = math.sqrt(c / (participation * n_source))
@@ -164,7 +166,9 @@ def _candidate_ops(value: str, output: str, others: Sequence[str]) -> list[Unit]
             continue
         for m, piece in enumerate(pieces):
             for index in (m, m - len(pieces)):
-                ops.extend(SplitSubstring(sep, index, start, length) for start, length in _substring_params(piece, output))
+                ops.extend(
+                    SplitSubstring(sep, index, start, length) for start, length in _substring_params(piece, output)
+                )
                 for sep2 in _separators(piece):
                     if sep2 == sep:
                         continue
@@ -272,7 +276,9 @@ def _matches(distances, threshold: float) -> list[tuple[int, int]] | None:
     return chosen
 
 
-def constrained_fuzzy_join(derived: Sequence[str], targets: Sequence[str], tolerance: float = 0.01) -> list[tuple[int, int]]:
+def constrained_fuzzy_join(
+    derived: Sequence[str], targets: Sequence[str], tolerance: float = 0.01
+) -> list[tuple[int, int]]:
     """(derived index, target index) pairs of the tokenisation/threshold matching most targets."""
     best: list[tuple[int, int]] = []
     for name in TOKENIZERS:
@@ -304,7 +310,11 @@ class AutoJoinResult:
 
 
 def learn(
-    source: Sequence[str], target: Sequence[str], config: AutoJoinConfig = AutoJoinConfig(), learn_source: Sequence[int] | None = None, learn_target: Sequence[int] | None = None
+    source: Sequence[str],
+    target: Sequence[str],
+    config: AutoJoinConfig = AutoJoinConfig(),
+    learn_source: Sequence[int] | None = None,
+    learn_target: Sequence[int] | None = None,
 ) -> AutoJoinResult:
     """Auto-Join of two columns of distinct values; learning may run on row samples."""
     src_rows = list(range(len(source))) if learn_source is None else list(learn_source)
@@ -312,7 +322,11 @@ def learn(
     scored = qgram_pairs([source[i] for i in src_rows], [target[j] for j in tgt_rows])
     examples = [(src_rows[s], tgt_rows[t]) for _, s, t in scored[: config.top_pairs]]
     rng = random.Random(config.seed)
-    subsets = [examples] if len(examples) <= config.subset_size else [rng.sample(examples, config.subset_size) for _ in range(config.subsets)]
+    subsets = (
+        [examples]
+        if len(examples) <= config.subset_size
+        else [rng.sample(examples, config.subset_size) for _ in range(config.subsets)]
+    )
     programs: dict[Program, None] = {}
     for subset in dict.fromkeys(tuple(sorted(s)) for s in subsets):
         program = try_learn_transform([source[s] for s, _ in subset], [target[t] for _, t in subset], config)
@@ -322,7 +336,11 @@ def learn(
     ranked: list[tuple[Program, list[tuple[int, int]]]] = []
     best_pairs: list[tuple[int, int]] = []
     for program in programs:
-        joined = [(row, target_row[out]) for row, value in enumerate(source) if (out := apply_program(program, value)) is not None and out in target_row]
+        joined = [
+            (row, target_row[out])
+            for row, value in enumerate(source)
+            if (out := apply_program(program, value)) is not None and out in target_row
+        ]
         ranked.append((program, joined))
     ranked.sort(key=lambda item: (-len({t for _, t in item[1]}), simplicity_key(item[0])))
     if ranked:
@@ -334,7 +352,9 @@ def learn(
     return AutoJoinResult([(p, len({t for _, t in j})) for p, j in ranked], examples, best_pairs)
 
 
-def _fuzzy_extend(program: Program, source: Sequence[str], target: Sequence[str], tolerance: float) -> list[tuple[int, int]]:
+def _fuzzy_extend(
+    program: Program, source: Sequence[str], target: Sequence[str], tolerance: float
+) -> list[tuple[int, int]]:
     derived_of = {row: out for row, value in enumerate(source) if (out := apply_program(program, value))}
     derived = list(dict.fromkeys(derived_of.values()))
     position = {text: i for i, text in enumerate(derived)}

@@ -110,7 +110,15 @@ FAITHFUL_SPREADSHEET = replace(FAITHFUL, max_placeholders=4)
 # Only the source column is sampled for row matching: sampling both keeps a true pair with
 # probability p_s p_t (0.29 on a 690-row table), and the pairs are sampled again by §5.3 anyway.
 IMPROVED = replace(
-    FAITHFUL, from_end=True, separators=" " + string.punctuation, separator_runs=True, symbol_splits=True, gram_fallback=1, constant_share=0.5, max_programs_per_skeleton=300, sample_targets=False
+    FAITHFUL,
+    from_end=True,
+    separators=" " + string.punctuation,
+    separator_runs=True,
+    symbol_splits=True,
+    gram_fallback=1,
+    constant_share=0.5,
+    max_programs_per_skeleton=300,
+    sample_targets=False,
 )
 # On the short spreadsheet values the improved preset affords p = 4 and P L P L L P shapes (7 blocks);
 # on web values (31 chars on average) p = 3 with 5 blocks took 4.5 s CPU on one table (beatles
@@ -246,7 +254,11 @@ def _split_variants(skeleton: Sequence[Block], separators: str) -> list[tuple[Bl
     """Each placeholder broken alone, and all of them at once ("consider both the placeholders
     before and after the split", §4.1.3)."""
     pieces = [_split_block(block, separators) for block in skeleton]
-    variants = [_merge_blocks([b for j, part in enumerate(pieces) for b in (part if j == i else [skeleton[j]])]) for i in range(len(skeleton)) if len(pieces[i]) > 1]
+    variants = [
+        _merge_blocks([b for j, part in enumerate(pieces) for b in (part if j == i else [skeleton[j]])])
+        for i in range(len(skeleton))
+        if len(pieces[i]) > 1
+    ]
     variants.append(_merge_blocks([b for part in pieces for b in part]))
     return variants
 
@@ -284,7 +296,9 @@ def constant_spans(target: str, frequent: frozenset[str]) -> list[tuple[int, int
     return spans
 
 
-def _extend(partials: list[tuple[Block, ...]], options: list[tuple[Block, ...]], config: CSTConfig) -> list[tuple[Block, ...]]:
+def _extend(
+    partials: list[tuple[Block, ...]], options: list[tuple[Block, ...]], config: CSTConfig
+) -> list[tuple[Block, ...]]:
     """Skeletons of consecutive target parts, concatenated, within the bounds."""
     joined: dict[tuple[Block, ...], None] = {}
     for left, right in itertools.product(partials, options):
@@ -294,7 +308,9 @@ def _extend(partials: list[tuple[Block, ...]], options: list[tuple[Block, ...]],
     return list(joined)
 
 
-def _maximal_skeletons(source: str, target: str, config: CSTConfig, spans: Sequence[tuple[int, int]]) -> list[tuple[Block, ...]]:
+def _maximal_skeletons(
+    source: str, target: str, config: CSTConfig, spans: Sequence[tuple[int, int]]
+) -> list[tuple[Block, ...]]:
     """Maximal-placeholder skeletons; each constant span is one block, the rest recurses."""
     memo: dict = {}
     partials: list[tuple[Block, ...]] = [()]
@@ -310,12 +326,16 @@ def _maximal_skeletons(source: str, target: str, config: CSTConfig, spans: Seque
     return partials
 
 
-def skeletons(source: str, target: str, config: CSTConfig, spans: Sequence[tuple[int, int]] = ()) -> list[tuple[Block, ...]]:
+def skeletons(
+    source: str, target: str, config: CSTConfig, spans: Sequence[tuple[int, int]] = ()
+) -> list[tuple[Block, ...]]:
     """All skeletons of a row pair: the whole-literal one, the maximal-placeholder ones and
     their separator-split versions (the paper's "Victor Robbie Kasumba" example, §4.1.3).
     ``spans``: constant target text kept as one block (:func:`constant_spans`)."""
     found: dict[tuple[Block, ...], None] = {(Block(target, None),): None}
-    maximal = _maximal_skeletons(source, target, config, spans) if spans else _segment_skeletons(source, target, config, {})
+    maximal = (
+        _maximal_skeletons(source, target, config, spans) if spans else _segment_skeletons(source, target, config, {})
+    )
     for skeleton in maximal:
         found[skeleton] = None
     for skeleton in maximal:
@@ -397,7 +417,15 @@ def _bounded_product(choices: list[list[Unit]], limit: int) -> itertools.product
     return itertools.product(*choices)
 
 
-def generate_programs(source: str, target: str, config: CSTConfig, programs: dict, stats: dict, shared: Callable[[str], bool] | None = None, frequent: frozenset[str] = frozenset()) -> None:
+def generate_programs(
+    source: str,
+    target: str,
+    config: CSTConfig,
+    programs: dict,
+    stats: dict,
+    shared: Callable[[str], bool] | None = None,
+    frequent: frozenset[str] = frozenset(),
+) -> None:
     """Add the transformations of every skeleton of one row to ``programs`` (a hash set
     realised as an insertion-ordered dict, so iteration order is deterministic).
 
@@ -481,7 +509,11 @@ def greedy_cover(programs: Sequence[Program], coverage: Sequence[int], min_rows:
     """Greedy set cover (lazy, with a heap): pick the program adding most uncovered rows, ties
     by simplicity. Programs covering fewer than ``min_rows`` rows never enter. The heap holds
     :func:`shape_key`; texts (the last tie-break) are built only for the programs tied at the top."""
-    heap = [(-mask.bit_count(), shape_key(programs[pid]), pid) for pid, mask in enumerate(coverage) if mask.bit_count() >= min_rows]
+    heap = [
+        (-mask.bit_count(), shape_key(programs[pid]), pid)
+        for pid, mask in enumerate(coverage)
+        if mask.bit_count() >= min_rows
+    ]
     heapq.heapify(heap)
     covered, cover = 0, []
     while heap:
@@ -568,5 +600,7 @@ def learn(pairs: Sequence[tuple[str, str]], config: CSTConfig = FAITHFUL) -> CST
             coverage[pid] |= 1 << row
     min_rows = max(2, math.ceil(config.min_support * len(pairs)))
     join_rows = max(min_rows, math.ceil(config.join_support * len(pairs)))
-    supported = _simplest_first([(programs[pid], mask.bit_count()) for pid, mask in enumerate(coverage) if mask.bit_count() >= join_rows])
+    supported = _simplest_first(
+        [(programs[pid], mask.bit_count()) for pid, mask in enumerate(coverage) if mask.bit_count() >= join_rows]
+    )
     return CSTResult(greedy_cover(programs, coverage, min_rows), supported, len(pairs), stats)

@@ -149,7 +149,9 @@ def discover(
     return answer
 
 
-def _learn_and_verify(query: QueryColumn, candidate: Mapping[str, Any], raw_values: Sequence[object], params: DiscoveryParams) -> dict[str, Any] | None:
+def _learn_and_verify(
+    query: QueryColumn, candidate: Mapping[str, Any], raw_values: Sequence[object], params: DiscoveryParams
+) -> dict[str, Any] | None:
     started = time.perf_counter()
     target = _target_column(raw_values)
     if not target:
@@ -157,7 +159,12 @@ def _learn_and_verify(query: QueryColumn, candidate: Mapping[str, Any], raw_valu
     query_sample, target_sample = _samples(query, target, params.sample)
     if len(query_sample) < MIN_JOINED:
         return None
-    learned = learn_and_join([query.raw[v] for v in query_sample], [target[v] for v in target_sample], method=params.learner, **_learning_bounds(params.learner))
+    learned = learn_and_join(
+        [query.raw[v] for v in query_sample],
+        [target[v] for v in target_sample],
+        method=params.learner,
+        **_learning_bounds(params.learner),
+    )
     programs = [t["program"] for t in learned["transformations"] if t["used"]]
     if not programs:
         return None
@@ -181,7 +188,11 @@ def _learn_and_verify(query: QueryColumn, candidate: Mapping[str, Any], raw_valu
         "programs": programs,
         "direction": learned["direction"],
         "sample_pairs": [[query.raw[q], target[c]] for q, c in list(joined.items())[:SAMPLE_PAIRS]],
-        "learning": {"query_sample": len(query_sample), "target_sample": len(target_sample), "seconds": round(time.perf_counter() - started, 4)},
+        "learning": {
+            "query_sample": len(query_sample),
+            "target_sample": len(target_sample),
+            "seconds": round(time.perf_counter() - started, 4),
+        },
     }
 
 
@@ -232,24 +243,35 @@ def _samples(query: QueryColumn, target: Mapping[str, str], size: int) -> tuple[
     return query_sample, list(target_sample)
 
 
-def _verify(query: QueryColumn, target: Mapping[str, str], programs: list[Program], direction: str) -> list[tuple[str, str]]:
+def _verify(
+    query: QueryColumn, target: Mapping[str, str], programs: list[Program], direction: str
+) -> list[tuple[str, str]]:
     """The (query value, candidate value) pairs the programs join, normalized, in query order:
     forward, each query value with the first output of a program that is a candidate value;
     backward, each candidate value with every program output that is a query value."""
     queried = [v for v in query.order[:VERIFY_VALUES] if len(v) <= MAX_VALUE_LENGTH]
-    targets = bottom_k((v for v in target if len(v) <= MAX_VALUE_LENGTH), VERIFY_VALUES) if len(target) > VERIFY_VALUES else [v for v in target if len(v) <= MAX_VALUE_LENGTH]
+    targets = (
+        bottom_k((v for v in target if len(v) <= MAX_VALUE_LENGTH), VERIFY_VALUES)
+        if len(target) > VERIFY_VALUES
+        else [v for v in target if len(v) <= MAX_VALUE_LENGTH]
+    )
     if direction == "forward":
         in_target = set(targets)
         pairs = []
         for value in queried:
-            out = next((o for program in programs if (o := normalized_output(program, value)) is not None and o in in_target), None)
+            out = next(
+                (o for program in programs if (o := normalized_output(program, value)) is not None and o in in_target),
+                None,
+            )
             if out is not None:
                 pairs.append((value, out))
         return pairs
     in_query = set(queried)
     reached: dict[str, list[str]] = defaultdict(list)
     for value in targets:
-        for out in {o for program in programs if (o := normalized_output(program, value)) is not None and o in in_query}:
+        for out in {
+            o for program in programs if (o := normalized_output(program, value)) is not None and o in in_query
+        }:
             reached[out].append(value)
     return [(value, found) for value in queried for found in reached.get(value, ())]
 

@@ -44,20 +44,30 @@ def read_number(token: str, point: str) -> Decimal | None:
     if exponent and abs(int(exponent)) > MAX_EXPONENT:
         return None
     sign = "-" if mantissa.startswith("-") else ""
-    whole, _, fraction = mantissa.lstrip("+-").rpartition(point) if point in mantissa else (mantissa.lstrip("+-"), "", "")
+    whole, _, fraction = (
+        mantissa.lstrip("+-").rpartition(point) if point in mantissa else (mantissa.lstrip("+-"), "", "")
+    )
     groups = re.split(r"[,.']", whole)
     if point in whole or not re.fullmatch(r"\d*", fraction):
         return None
-    if len(groups) > 1 and (len(set(re.findall(r"[,.']", whole))) > 1 or len(groups[0]) > 3 or any(len(group) != 3 for group in groups[1:])):
+    if len(groups) > 1 and (
+        len(set(re.findall(r"[,.']", whole))) > 1 or len(groups[0]) > 3 or any(len(group) != 3 for group in groups[1:])
+    ):
         return None
     return Decimal(f"{sign}{''.join(groups) or '0'}.{fraction or '0'}e{exponent or '0'}")
 
 
-def print_number(number: Decimal, decimals: int | None, significant: int | None, thousands: str, point: str, width: int = 0) -> str:
+def print_number(
+    number: Decimal, decimals: int | None, significant: int | None, thousands: str, point: str, width: int = 0
+) -> str:
     if significant is not None and number:
         decimals = significant - 1 - number.adjusted()
     if decimals is not None:
-        number = number.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP) if decimals >= 0 else number.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP).quantize(Decimal(1))
+        number = (
+            number.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+            if decimals >= 0
+            else number.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP).quantize(Decimal(1))
+        )
     text = f"{number:f}" if decimals is not None else _shortest(number)
     sign = "-" if text.startswith("-") else ""
     whole, _, fraction = text.lstrip("-").partition(".")
@@ -105,7 +115,20 @@ class Number(_NumberFields):
 
 # -- dates ----------------------------------------------------------------------------------------
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december")
+MONTHS = (
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _NUMERIC = {  # directive -> (field, digits regex, lowest, highest)
     "%Y": ("Y", r"\d{4}", 1000, 2999),
@@ -198,13 +221,31 @@ def _resolved(fields: dict[str, int]) -> dict[str, int] | None:
             return None
         if fields.setdefault("w", weekday) != weekday:
             return None
-    elif "m" in fields and "d" in fields and fields["d"] > (29 if fields["m"] == 2 else 30 + (fields["m"] in (1, 3, 5, 7, 8, 10, 12))):
+    elif (
+        "m" in fields
+        and "d" in fields
+        and fields["d"] > (29 if fields["m"] == 2 else 30 + (fields["m"] in (1, 3, 5, 7, 8, 10, 12)))
+    ):
         return None
     return fields
 
 
 # the parsed field each printed directive needs (%y is printed from the year, %I and %p from the hour)
-_PRINTED_FROM = {"Y": "Y", "y": "Y", "m": "m", "B": "m", "b": "m", "d": "d", "H": "H", "I": "H", "p": "H", "M": "M", "S": "S", "A": "w", "a": "w"}
+_PRINTED_FROM = {
+    "Y": "Y",
+    "y": "Y",
+    "m": "m",
+    "B": "m",
+    "b": "m",
+    "d": "d",
+    "H": "H",
+    "I": "H",
+    "p": "H",
+    "M": "M",
+    "S": "S",
+    "A": "w",
+    "a": "w",
+}
 
 
 def print_date(fmt: str, fields: dict[str, int]) -> str | None:
@@ -308,4 +349,10 @@ def _is_datelike(used: frozenset[str], fmt: str) -> bool:
     """A day, month and year; a month with a four-digit year or a name; or an hour with minutes
     or am/pm: "12.5" is a number, not May 2012."""
     named = "%B" in fmt or "%b" in fmt
-    return {"Y", "m", "d"} <= used or ({"Y", "m"} <= used and ("%Y" in fmt or named)) or ({"m", "d"} <= used and named) or {"H", "M"} <= used or {"H", "p"} <= used
+    return (
+        {"Y", "m", "d"} <= used
+        or ({"Y", "m"} <= used and ("%Y" in fmt or named))
+        or ({"m", "d"} <= used and named)
+        or {"H", "M"} <= used
+        or {"H", "p"} <= used
+    )

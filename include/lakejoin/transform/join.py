@@ -22,7 +22,12 @@ from lakejoin.transform.matching import match_rows
 from lakejoin.transform.units import Program, apply_program, is_constant, normalized_output, parse_program, program_text
 
 MAX_VALUE_LENGTH = 1_000
-METHODS: dict[str, cst.CSTConfig | autojoin.AutoJoinConfig] = {"cst": cst.FAITHFUL, "cst+": cst.IMPROVED, "cst++": cst.IMPROVED_FORMATS, "autojoin": autojoin.AutoJoinConfig()}
+METHODS: dict[str, cst.CSTConfig | autojoin.AutoJoinConfig] = {
+    "cst": cst.FAITHFUL,
+    "cst+": cst.IMPROVED,
+    "cst++": cst.IMPROVED_FORMATS,
+    "autojoin": autojoin.AutoJoinConfig(),
+}
 # The method everything uses when none is named (CLI, join --transform, REST, UI, operators), chosen
 # by bench_transform.py: the best F1 on every dataset and category measured (README).
 DEFAULT_METHOD = "cst++"
@@ -82,7 +87,11 @@ def _learning_sample(n_source: int, n_target: int, seed: int) -> tuple[list[int]
 
 
 def _equi_join(program: Program, source: Sequence[str], target_row: Mapping[str, int]) -> list[tuple[int, int]]:
-    return [(row, target_row[out]) for row, value in enumerate(source) if (out := normalized_output(program, value)) is not None and out in target_row]
+    return [
+        (row, target_row[out])
+        for row, value in enumerate(source)
+        if (out := normalized_output(program, value)) is not None and out in target_row
+    ]
 
 
 def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tuple[list[dict], set, bool]:
@@ -92,25 +101,33 @@ def _run_cst(source: list[str], target: list[str], config: cst.CSTConfig) -> tup
     learn_source, learn_target = _learning_sample(len(source), len(target), config.seed)
     target_row = {value: row for row, value in enumerate(target)}
     joined: set[tuple[int, int]] = set()
-    transformations, claimed = _reformat(source, learn_source, target_row, config, joined) if config.formats else ([], set())
+    transformations, claimed = (
+        _reformat(source, learn_source, target_row, config, joined) if config.formats else ([], set())
+    )
     if config.formats and len(claimed.intersection(learn_source)) >= REFORMAT_SUFFICES * len(learn_source):
         return transformations, joined, True
     if not config.sample_targets:
         learn_target = list(range(len(target)))
-    matched = match_rows([source[i] for i in learn_source], [target[j] for j in learn_target], n_fallback=config.gram_fallback)
+    matched = match_rows(
+        [source[i] for i in learn_source], [target[j] for j in learn_target], n_fallback=config.gram_fallback
+    )
     pairs = [(source[learn_source[s]], target[learn_target[t]]) for s, t in matched]
     if config.max_learn_chars is not None:
         pairs = [(s, t) for s, t in pairs if max(len(s), len(t)) <= config.max_learn_chars]
     result = cst.learn(pairs, config)
     if (
-        config.short_values is not None and max(_mean_length(source), _mean_length(target)) <= config.short_values and _explained(result) < WIDER_BOUNDS_BELOW
+        config.short_values is not None
+        and max(_mean_length(source), _mean_length(target)) <= config.short_values
+        and _explained(result) < WIDER_BOUNDS_BELOW
     ):  # short values afford the wider bounds: retry
         wider = cst.learn(pairs, dataclasses.replace(config, **cst.SHORT_BOUNDS, max_generated=cst.SHORT_BOUNDS_WORK))
         result = wider if _explained(wider) > _explained(result) else result
     for learned in result.cover:
         coverage = len(learned.rows) / result.pairs
         used = coverage >= config.join_support and not is_constant(learned.program)
-        rows = [pair for pair in _equi_join(learned.program, source, target_row) if pair[0] not in claimed] if used else []
+        rows = (
+            [pair for pair in _equi_join(learned.program, source, target_row) if pair[0] not in claimed] if used else []
+        )
         joined.update(rows)
         transformations.append(
             {
@@ -140,7 +157,9 @@ def _explained(result: cst.CSTResult) -> float:
     return len({row for learned in result.cover for row in learned.rows}) / max(1, result.pairs)
 
 
-def _reformat(source: list[str], learn_source: list[int], target_row: Mapping[str, int], config: cst.CSTConfig, joined: set) -> tuple[list[dict], set[int]]:
+def _reformat(
+    source: list[str], learn_source: list[int], target_row: Mapping[str, int], config: cst.CSTConfig, joined: set
+) -> tuple[list[dict], set[int]]:
     """Number, date and character-class programs (:mod:`.reformat`) learned on the sampled
     source rows, each kept when it joins at least the support threshold of rows no program
     before it joined (those rows' pairs are added to ``joined``). Returns the entries and the
@@ -156,11 +175,22 @@ def _reformat(source: list[str], learn_source: list[int], target_row: Mapping[st
             joined.update(rows)
             if any(isinstance(unit, (Number, Date)) for unit in program):
                 claimed.update(row for row, _ in rows)
-            entries.append({"program": program_text(program), "coverage": round(count / len(learn_source), 6), "covered_pairs": count, "gain": gain, "used": True, "joined": len(rows)})
+            entries.append(
+                {
+                    "program": program_text(program),
+                    "coverage": round(count / len(learn_source), 6),
+                    "covered_pairs": count,
+                    "gain": gain,
+                    "used": True,
+                    "joined": len(rows),
+                }
+            )
     return entries, claimed
 
 
-def _run_autojoin(source: list[str], target: list[str], config: autojoin.AutoJoinConfig) -> tuple[list[dict], set, bool]:
+def _run_autojoin(
+    source: list[str], target: list[str], config: autojoin.AutoJoinConfig
+) -> tuple[list[dict], set, bool]:
     learn_source, learn_target = _learning_sample(len(source), len(target), config.seed)
     result = autojoin.learn(source, target, config, learn_source, learn_target)
     examples = [(source[s], target[t]) for s, t in result.example_pairs]
@@ -179,7 +209,13 @@ def _run_autojoin(source: list[str], target: list[str], config: autojoin.AutoJoi
     return transformations, set(result.pairs), False
 
 
-def learn_and_join(source_values: Sequence[str], target_values: Sequence[str], method: str = DEFAULT_METHOD, direction: str = "auto", **params) -> dict:
+def learn_and_join(
+    source_values: Sequence[str],
+    target_values: Sequence[str],
+    method: str = DEFAULT_METHOD,
+    direction: str = "auto",
+    **params,
+) -> dict:
     """Learn transformations from ``source_values`` to ``target_values`` and equi-join with them.
 
     ``method``: "cst" (the paper's web configuration; ``max_placeholders=4`` gives its spreadsheet
@@ -221,7 +257,13 @@ def learn_and_join(source_values: Sequence[str], target_values: Sequence[str], m
             for raw_right in columns["backward" if name == "forward" else "forward"][right[target_row]]:
                 pair = (raw_left, raw_right) if name == "forward" else (raw_right, raw_left)
                 pairs.append({"source": pair[0], "target": pair[1]})
-    return {"method": method, "direction": name, "transformations": transformations, "pairs": pairs, "seconds": round(time.perf_counter() - started, 4)}
+    return {
+        "method": method,
+        "direction": name,
+        "transformations": transformations,
+        "pairs": pairs,
+        "seconds": round(time.perf_counter() - started, 4),
+    }
 
 
 def _directions(direction: str, columns: Mapping[str, Mapping[str, list[str]]]) -> list[str]:

@@ -42,7 +42,9 @@ def ngram_rows(values: Sequence[str], n_min: int = N_MIN, n_max: int = N_MAX) ->
     return index
 
 
-def _representative(value: str, source_index: dict[str, list[int]], target_index: dict[str, list[int]], n_min: int, n_max: int) -> str | None:
+def _representative(
+    value: str, source_index: dict[str, list[int]], target_index: dict[str, list[int]], n_min: int, n_max: int
+) -> str | None:
     """The n-gram of ``value`` with the highest Rscore (Eq. 2); None if it shares none."""
     best_gram, best_score = None, 0.0
     for gram in _row_ngrams(value, n_min, n_max):

@@ -68,7 +68,9 @@ def learn(sources: Sequence[str], targets: Sequence[str], min_rows: int) -> list
     return sorted(kept, key=lambda item: -item[1])  # ties: candidate order, simplest styles first
 
 
-def _scored(program: Program, sources: Sequence[str], screen: Sequence[str], screen_rows: int, target_set: frozenset[str]) -> tuple[int, int]:
+def _scored(
+    program: Program, sources: Sequence[str], screen: Sequence[str], screen_rows: int, target_set: frozenset[str]
+) -> tuple[int, int]:
     """(values joined, values with an output) over ``sources``; (0, 0) when the screening
     sample shows fewer than ``screen_rows`` joins."""
     if _joined(program, screen, target_set)[0] < screen_rows:
@@ -103,7 +105,9 @@ def _date_candidates(sources: Sequence[str], targets: Sequence[str]) -> list[Pro
         return []
     reads = Counter({fmt: sum(parse_date(fmt, value) is not None for value in source_sample) for fmt in readers})
     prints = Counter({fmt: sum(_prints_back(fmt, value) for value in target_sample) for fmt in printers})
-    return [(Date(reader, printer),) for reader in _ranked(reads, MAX_FORMATS) for printer in _ranked(prints, MAX_FORMATS)]
+    return [
+        (Date(reader, printer),) for reader in _ranked(reads, MAX_FORMATS) for printer in _ranked(prints, MAX_FORMATS)
+    ]
 
 
 def _prints_back(fmt: str, value: str) -> bool:
@@ -128,11 +132,19 @@ def _number_candidates(sources: Sequence[str], targets: Sequence[str], linear: b
         for prefix, suffix, decimals, significant, thousands, out_point, width in printers:
             key = (index, point, prefix, suffix, out_point)  # the maps depend on the numbers read only
             if key not in maps:
-                ys = [y for value in target_sample if (y := _printed_number(value, prefix, suffix, out_point)) is not None]
+                ys = [
+                    y for value in target_sample if (y := _printed_number(value, prefix, suffix, out_point)) is not None
+                ]
                 maps[key] = _linear_maps(xs, ys)[1:] if linear else [("1", "0")]
             for scale, offset in maps[key]:
                 number = Number(index, point, scale, offset, decimals, significant, thousands, out_point, width)
-                programs.append(tuple(unit for unit in (Literal(prefix), number, Literal(suffix)) if not isinstance(unit, Literal) or unit.text))
+                programs.append(
+                    tuple(
+                        unit
+                        for unit in (Literal(prefix), number, Literal(suffix))
+                        if not isinstance(unit, Literal) or unit.text
+                    )
+                )
     return programs
 
 
@@ -145,7 +157,12 @@ def _readers(value: str) -> list[tuple[int, str]]:
     """(index, decimal mark) that read a number of ``value``: its first and its last number."""
     tokens = number_tokens(value)
     indices = [0] if len(tokens) == 1 else [0, -1] if tokens else []
-    return [(index, point) for index in indices for point in (".", ",") if read_number(tokens[index].group(), point) is not None]
+    return [
+        (index, point)
+        for index in indices
+        for point in (".", ",")
+        if read_number(tokens[index].group(), point) is not None
+    ]
 
 
 def _printers(value: str) -> list[tuple]:
@@ -165,7 +182,9 @@ def _printers(value: str) -> list[tuple]:
             continue
         fraction = token.rpartition(point)[2] if point in token else ""
         for decimals, significant in ((None, None), (len(fraction), None), (None, _trailing_zero_digits(number))):
-            if (decimals, significant) != (None, 0) and print_number(number, decimals, significant, thousands, point, width) == token:
+            if (decimals, significant) != (None, 0) and print_number(
+                number, decimals, significant, thousands, point, width
+            ) == token:
                 styles.append((prefix, suffix, decimals, significant, thousands, point, width))
     return list(dict.fromkeys(styles))
 

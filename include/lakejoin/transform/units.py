@@ -253,7 +253,19 @@ class Chars(_CharsFields):
         return runs[self.index] if -len(runs) <= self.index < len(runs) else None
 
 
-Unit = Literal | Substr | Split | SplitSubstr | TwoCharSplitSubstr | Substring | SplitSubstring | SplitSplitSubstring | Chars | Number | Date
+Unit = (
+    Literal
+    | Substr
+    | Split
+    | SplitSubstr
+    | TwoCharSplitSubstr
+    | Substring
+    | SplitSubstring
+    | SplitSplitSubstring
+    | Chars
+    | Number
+    | Date
+)
 Program = tuple  # tuple[Unit, ...]
 UNIT_TYPES = {cls.__name__: cls for cls in typing.get_args(Unit)}
 

@@ -12,7 +12,16 @@
 """
 
 from lakejoin.index.josie.cost import ReadCost
-from lakejoin.index.josie.josie import ARRAYS_FORMAT, LOAD_COLUMNS, JosieSearcher, TokenDictionary, from_arrays, load, shared, to_arrays
+from lakejoin.index.josie.josie import (
+    ARRAYS_FORMAT,
+    LOAD_COLUMNS,
+    JosieSearcher,
+    TokenDictionary,
+    from_arrays,
+    load,
+    shared,
+    to_arrays,
+)
 from lakejoin.index.josie.tokens import (
     APPEND_TABLES,
     GLOBAL_TABLES,

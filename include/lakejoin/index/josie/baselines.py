@@ -41,7 +41,22 @@ def mergelist(q, k, list_indptr, post_set, group, counts, touched, out_sets, out
 
 
 @njit(cache=True)
-def probeset(q, k, list_indptr, post_set, post_pos, group, set_indptr, set_tokens, mark, seen, touched, out_sets, out_overlaps, stats):
+def probeset(
+    q,
+    k,
+    list_indptr,
+    post_set,
+    post_pos,
+    group,
+    set_indptr,
+    set_tokens,
+    mark,
+    seen,
+    touched,
+    out_sets,
+    out_overlaps,
+    stats,
+):
     """ProbeSet-D with the position filter. ``seen`` is a zeroed per-set scratch array."""
     nq = q.shape[0]
     n = 0

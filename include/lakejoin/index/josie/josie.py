@@ -112,7 +112,17 @@ LOAD_COLUMNS = {"sets": ["set_id", "size"], "postings": ["token_id", "set_id", "
 # What a searcher holds besides scratch space (``JosieSearcher.arrays``), and the version of that
 # layout: a shard's arrays cached on disk under another version are rebuilt, never read
 # (``lakejoin.query.shard_arrays``). Bump it when what these arrays mean changes.
-ARRAYS = ("set_ids", "set_indptr", "token_of", "list_indptr", "post_set", "post_pos", "post_size", "set_tokens", "group")
+ARRAYS = (
+    "set_ids",
+    "set_indptr",
+    "token_of",
+    "list_indptr",
+    "post_set",
+    "post_pos",
+    "post_size",
+    "set_tokens",
+    "group",
+)
 ARRAYS_FORMAT = 1
 DECISIONS_PER_QUERY = 24  # λ per query = ⌈distinct lists / 24⌉ (24 and ⌈⌉: bench_josie, both lakes)
 MIN_BATCH_SIZE = 2  # estimates (Eq. 3.4) need two lists since first sight to be a rate at all
@@ -339,7 +349,9 @@ def _decide(
             benefit += pruned_cost[min(int(new_theta), cap)] - (read_cost if bound <= new_theta else 0.0)  # Eq. 3.7
             if read_cost - benefit > net_batch:  # Eq. 3.13: the batch is cheaper
                 break
-        n_unread, n_heap = _read_candidate(nq, i, k, set_indptr, set_tokens, mark, hot, s, n_unread, heap_values, heap_ids, n_heap, stats)
+        n_unread, n_heap = _read_candidate(
+            nq, i, k, set_indptr, set_tokens, mark, hot, s, n_unread, heap_values, heap_ids, n_heap, stats
+        )
     # Algorithm 2 reads Best(u) while |h| < k or NetCost(X) ≤ NetCost(B). Benefit(X) ≥ 0
     # (Eq. 3.7), so NetCost(X) ≤ S(|X[j_X+1:]|): a candidate whose read costs no more than
     # the batch's net cost is the cheaper action whatever its estimate, including one seen
@@ -347,13 +359,29 @@ def _decide(
     for c in range(n_cand if n_heap < k or cheapest <= net_batch else 0):
         s = cand[c, _SET]
         if hot[_PARTIAL, s] > 0 and (n_heap < k or s0 + s1 * (cand[c, _SIZE] - 1 - hot[_LAST, s]) <= net_batch):
-            n_unread, n_heap = _read_candidate(nq, i, k, set_indptr, set_tokens, mark, hot, s, n_unread, heap_values, heap_ids, n_heap, stats)
+            n_unread, n_heap = _read_candidate(
+                nq, i, k, set_indptr, set_tokens, mark, hot, s, n_unread, heap_values, heap_ids, n_heap, stats
+            )
     if kth_overlap(heap_values, n_heap, k) >= nq - 1 - i and net_batch >= 0.0:
         # Past the prefix no list brings a new candidate; the lists only resolve U, and
         # the next batch is estimated to cost more than the set reads it saves (Eq. 3.13
         # with NetCost(B) ≥ 0), so reading all of U now is the cheaper way to finish.
         for c in range(n_cand):
-            n_unread, n_heap = _read_candidate(nq, i, k, set_indptr, set_tokens, mark, hot, cand[c, _SET], n_unread, heap_values, heap_ids, n_heap, stats)
+            n_unread, n_heap = _read_candidate(
+                nq,
+                i,
+                k,
+                set_indptr,
+                set_tokens,
+                mark,
+                hot,
+                cand[c, _SET],
+                n_unread,
+                heap_values,
+                heap_ids,
+                n_heap,
+                stats,
+            )
     return n_cand, n_unread, n_heap, net_batch
 
 
@@ -448,7 +476,9 @@ def _read_list(
 
 
 @njit(cache=True)
-def _timed_list_reads(tokens, repeats, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark, hot, touched, cand):
+def _timed_list_reads(
+    tokens, repeats, list_indptr, post_set, post_pos, post_size, set_indptr, set_tokens, mark, hot, touched, cand
+):
     """JOSIE's list reads as the cost fit times them (``cost.fit_read_cost``): ``tokens``
     read as the first lists of a long query, so every set in them is recorded at its first
     match and becomes a candidate at its second (none is read: no decision has priced a
@@ -636,7 +666,9 @@ def josie(
     return n_heap
 
 
-def fit_decision_cost(set_indptr: np.ndarray, set_tokens: np.ndarray, cost: ReadCost, *, samples: int = 1000, seed: int = 0) -> float:
+def fit_decision_cost(
+    set_indptr: np.ndarray, set_tokens: np.ndarray, cost: ReadCost, *, samples: int = 1000, seed: int = 0
+) -> float:
     """Seconds per unread candidate of one decision point (:func:`_decide`), fitted like the
     read costs: time decisions over growing candidate counts (up to ``4·samples``) and take
     the least-squares slope. Every candidate is estimated (Eqs. 3.4, 3.9–3.12) and survives
@@ -660,7 +692,27 @@ def fit_decision_cost(set_indptr: np.ndarray, set_tokens: np.ndarray, cost: Read
             cand = table.copy()
             hot[_PARTIAL, table[:, _SET]] = 1
             started = time.perf_counter()
-            _decide(q, group, i, k, 20, cost.s0, cost.s1, list_cost, set_indptr, set_tokens, mark, hot, cand, n, n, np.full(k, 2, np.int64), np.zeros(k, np.int64), k, np.zeros(4, np.int64))
+            _decide(
+                q,
+                group,
+                i,
+                k,
+                20,
+                cost.s0,
+                cost.s1,
+                list_cost,
+                set_indptr,
+                set_tokens,
+                mark,
+                hot,
+                cand,
+                n,
+                n,
+                np.full(k, 2, np.int64),
+                np.zeros(k, np.int64),
+                k,
+                np.zeros(4, np.int64),
+            )
             best = min(best, time.perf_counter() - started)
         counts.append(n)
         times.append(best)
@@ -747,7 +799,15 @@ class JosieSearcher:
         self._ready(shared, batch_size, read_cost, fit_samples)
 
     @classmethod
-    def from_arrays(cls, arrays: Mapping[str, np.ndarray], *, shared: TokenDictionary, batch_size: int | None = None, read_cost: ReadCost | None = None, fit_samples: int = 1000) -> JosieSearcher:
+    def from_arrays(
+        cls,
+        arrays: Mapping[str, np.ndarray],
+        *,
+        shared: TokenDictionary,
+        batch_size: int | None = None,
+        read_cost: ReadCost | None = None,
+        fit_samples: int = 1000,
+    ) -> JosieSearcher:
         """The searcher whose :meth:`arrays` are ``arrays`` (e.g. memory-mapped from a shard's
         cache, ``lakejoin.query.shard_arrays``): nothing is sorted or grouped again. Raises
         ``ValueError`` when they do not have the shape of one searcher's arrays (a missing one, a
@@ -766,7 +826,9 @@ class JosieSearcher:
         :meth:`from_arrays` give the same searcher back."""
         return {name: getattr(self, name if name == "set_ids" else f"_{name}") for name in ARRAYS}
 
-    def _ready(self, shared: TokenDictionary, batch_size: int | None, read_cost: ReadCost | None, fit_samples: int) -> None:
+    def _ready(
+        self, shared: TokenDictionary, batch_size: int | None, read_cost: ReadCost | None, fit_samples: int
+    ) -> None:
         """The scratch arrays, the lock and the read costs, once the index arrays are set."""
         self.batch_size = batch_size
         self._dictionary = shared
@@ -777,11 +839,22 @@ class JosieSearcher:
         self._touched = np.empty(n_sets, np.int32)
         self._cand = np.empty((n_sets, 4), np.int32)
         self._lock = threading.Lock()
-        self._last_held: tuple[PreparedQuery | None, np.ndarray] = (None, np.empty(0, np.int32))  # _prepare's latest answer
+        self._last_held: tuple[PreparedQuery | None, np.ndarray] = (
+            None,
+            np.empty(0, np.int32),
+        )  # _prepare's latest answer
         read_cost = read_cost or shared.read_cost
         if read_cost is None:
-            read_cost = fit_read_cost(self._time_list_reads, np.diff(self._list_indptr), self._set_indptr, self._set_tokens, samples=fit_samples)
-            read_cost = dataclasses.replace(read_cost, d=fit_decision_cost(self._set_indptr, self._set_tokens, read_cost, samples=fit_samples))
+            read_cost = fit_read_cost(
+                self._time_list_reads,
+                np.diff(self._list_indptr),
+                self._set_indptr,
+                self._set_tokens,
+                samples=fit_samples,
+            )
+            read_cost = dataclasses.replace(
+                read_cost, d=fit_decision_cost(self._set_indptr, self._set_tokens, read_cost, samples=fit_samples)
+            )
             shared.read_cost = read_cost  # the other shards' searchers of this index reuse it
         self.read_cost = read_cost
         self.last_stats: dict[str, object] = {}
@@ -823,12 +896,20 @@ class JosieSearcher:
         if len(token_id) and (token_id.max() >= n_tokens or token_id.min() < 0):
             raise ValueError("JOSIE postings table names a token_id missing from the tokens table")
         # each list by set: one sort of a unique key, several times faster than a stable sort by token
-        order = np.argsort(token_id * len(self.set_ids) + set_index) if n_tokens * len(self.set_ids) < 2**62 else np.lexsort((set_index, token_id))
+        order = (
+            np.argsort(token_id * len(self.set_ids) + set_index)
+            if n_tokens * len(self.set_ids) < 2**62
+            else np.lexsort((set_index, token_id))
+        )
         self._post_set = set_index[order].astype(np.int32)
         self._post_pos = postings["position"].to_numpy()[order].astype(np.int32)
         self._post_size = postings["set_size"].to_numpy()[order].astype(np.int32)
         ordered = token_id[order]
-        starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1]))) if len(ordered) else np.empty(0, np.int64)
+        starts = (
+            np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+            if len(ordered)
+            else np.empty(0, np.int64)
+        )
         self._token_of = ordered[starts]
         self._list_indptr = np.concatenate((starts, [len(ordered)])).astype(np.int64)
         self._set_tokens = self._sets_from_postings()
@@ -839,8 +920,17 @@ class JosieSearcher:
         sizes = np.diff(self._set_indptr)
         slots = self._set_indptr[self._post_set] + self._post_pos
         total = int(self._set_indptr[-1])
-        if len(slots) != total or (total and (np.any(self._post_pos < 0) or np.any(self._post_pos >= sizes[self._post_set]) or np.bincount(slots, minlength=total).max() > 1)):
-            raise ValueError("JOSIE sets and postings disagree: the postings do not fill each set's positions exactly once")
+        if len(slots) != total or (
+            total
+            and (
+                np.any(self._post_pos < 0)
+                or np.any(self._post_pos >= sizes[self._post_set])
+                or np.bincount(slots, minlength=total).max() > 1
+            )
+        ):
+            raise ValueError(
+                "JOSIE sets and postings disagree: the postings do not fill each set's positions exactly once"
+            )
         set_tokens = np.empty(total, np.int32)
         set_tokens[slots] = np.repeat(np.arange(len(self._token_of), dtype=np.int32), np.diff(self._list_indptr))
         return set_tokens
@@ -921,7 +1011,11 @@ class JosieSearcher:
             found = out_sets[:n] >= 0  # a floor's placeholders left in the top-k are no sets
             sets, overlaps = out_sets[:n][found], out_overlaps[:n][found]
             # most shards asked under a floor find nothing: no compiled call for them
-            samples = _matched_samples(sets, self._set_indptr, self._set_tokens, self._mark, MATCHED_SAMPLE) if len(sets) else ()
+            samples = (
+                _matched_samples(sets, self._set_indptr, self._set_tokens, self._mark, MATCHED_SAMPLE)
+                if len(sets)
+                else ()
+            )
             results = [self._result(int(s), int(o), prepared, sample) for s, o, sample in zip(sets, overlaps, samples)]
             self._mark[q] = 0
         self.last_stats = {
@@ -939,7 +1033,18 @@ class JosieSearcher:
 
     def _dispatch(self, algorithm: str, q: np.ndarray, k: int, out_sets, out_overlaps, stats, floor: int) -> int:
         if algorithm == "mergelist":
-            return mergelist(q, k, self._list_indptr, self._post_set, self._group, self._counts, self._touched, out_sets, out_overlaps, stats)
+            return mergelist(
+                q,
+                k,
+                self._list_indptr,
+                self._post_set,
+                self._group,
+                self._counts,
+                self._touched,
+                out_sets,
+                out_overlaps,
+                stats,
+            )
         if algorithm == "probeset":
             return probeset(
                 q,

@@ -39,7 +39,15 @@ def count_suffix(set_indptr: np.ndarray, set_tokens: np.ndarray, mark: np.ndarra
 
 
 @njit(cache=True)
-def scan_list(list_indptr: np.ndarray, post_set: np.ndarray, token: int, weight: int, counts: np.ndarray, touched: np.ndarray, n_touched: int) -> int:
+def scan_list(
+    list_indptr: np.ndarray,
+    post_set: np.ndarray,
+    token: int,
+    weight: int,
+    counts: np.ndarray,
+    touched: np.ndarray,
+    n_touched: int,
+) -> int:
     """Read the posting list of ``token``: add ``weight`` to the count of every set in it,
     append sets counted for the first time to ``touched``; return the new touched count."""
     for e in range(list_indptr[token], list_indptr[token + 1]):

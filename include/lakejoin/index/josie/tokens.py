@@ -123,7 +123,9 @@ def _same_list(indptr: np.ndarray, set_ids: np.ndarray, a: int, b: int) -> bool:
 
 
 @njit(cache=True)
-def _mixed_runs(order: np.ndarray, freq: np.ndarray, hashes: np.ndarray, indptr: np.ndarray, set_ids: np.ndarray) -> np.ndarray:
+def _mixed_runs(
+    order: np.ndarray, freq: np.ndarray, hashes: np.ndarray, indptr: np.ndarray, set_ids: np.ndarray
+) -> np.ndarray:
     """Start/end of each run of equal (length, hash) whose lists are not all identical.
 
     Those runs (hash collisions, rare) still need sorting by the list itself (step 2).
@@ -187,7 +189,9 @@ def _list_sums(indptr: np.ndarray, set_ids: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True)
-def _groups_of_runs(order: np.ndarray, length: np.ndarray, sums: np.ndarray, indptr: np.ndarray, set_ids: np.ndarray) -> np.ndarray:
+def _groups_of_runs(
+    order: np.ndarray, length: np.ndarray, sums: np.ndarray, indptr: np.ndarray, set_ids: np.ndarray
+) -> np.ndarray:
     """Group of every token (named by a member), given ``order``: the tokens with a non-empty
     list, those of equal (length, sums) adjacent. Within a run of equal keys each list is compared
     with the run's distinct lists so far, so a hash collision never merges different lists."""
@@ -284,7 +288,9 @@ def _shard_of(dataset_id: str | None, n_shards: int) -> int:
     return shard_of(dataset_id, n_shards)
 
 
-def _set_tables(entries: _Entries, entry_token: np.ndarray, dataset_ids: Mapping[int, str] | None, n_shards: int) -> tuple[pa.Table, pa.Table]:
+def _set_tables(
+    entries: _Entries, entry_token: np.ndarray, dataset_ids: Mapping[int, str] | None, n_shards: int
+) -> tuple[pa.Table, pa.Table]:
     """Steps 4–5: integer sets sorted by TokenID, then posting entries with positions."""
     entry_set, sizes = entries.entry_set, entries.sizes
     by_set = np.lexsort((entry_token, entry_set))
@@ -324,11 +330,15 @@ def _set_tables(entries: _Entries, entry_token: np.ndarray, dataset_ids: Mapping
 
 def _token_table(tokens: np.ndarray, token_id: np.ndarray) -> pa.Table:
     order = np.argsort(token_id)
-    return pa.table({"token": pa.array(tokens[order].tolist(), pa.string()), "token_id": token_id[order]}, schema=TOKENS_SCHEMA)
+    return pa.table(
+        {"token": pa.array(tokens[order].tolist(), pa.string()), "token_id": token_id[order]}, schema=TOKENS_SCHEMA
+    )
 
 
 def _dictionary(full_build_tokens: int, appended_tokens: int) -> pa.Table:
-    return pa.table({"full_build_tokens": [full_build_tokens], "appended_tokens": [appended_tokens]}, schema=DICTIONARY_SCHEMA)
+    return pa.table(
+        {"full_build_tokens": [full_build_tokens], "appended_tokens": [appended_tokens]}, schema=DICTIONARY_SCHEMA
+    )
 
 
 def build_in_memory(
@@ -385,7 +395,9 @@ def update_in_memory(
     token_id[~new] = old["token_id"].to_numpy()[known[~new]]
     in_new = new[entries.codes]
     renumber = np.cumsum(new) - 1
-    token_id[new] = _numbered(entries.uniques[new], renumber[entries.codes[in_new]], entries.entry_set[in_new], full_build + appended)
+    token_id[new] = _numbered(
+        entries.uniques[new], renumber[entries.codes[in_new]], entries.entry_set[in_new], full_build + appended
+    )
     set_table, postings = _set_tables(entries, token_id[entries.codes], dataset_ids, n_shards)
     gone = pa.array(sorted(set(changed)), pa.string())
 
@@ -401,9 +413,13 @@ def update_in_memory(
     }
 
 
-def update_tables(cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]) -> dict[str, pa.Table]:
+def update_tables(
+    cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
+) -> dict[str, pa.Table]:
     """The incremental build of ``lakejoin.spark.josie.build_tables`` in this process (for an
     update small enough to run here, ``lakejoin.spark.indexing``): ``cells`` are the changed
     datasets' ``lake/cells`` rows, already normalized."""
     sets, dataset_ids = column_sets(cells)
-    return update_in_memory(previous, sets, changed=changed, dataset_ids=dataset_ids, normalize=False, n_shards=n_shards)
+    return update_in_memory(
+        previous, sets, changed=changed, dataset_ids=dataset_ids, normalize=False, n_shards=n_shards
+    )

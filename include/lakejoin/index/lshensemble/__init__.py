@@ -16,4 +16,13 @@ from lakejoin.index.lshensemble.minhash import minhash_signatures
 from lakejoin.index.lshensemble.search import ARRAYS_FORMAT, LshEnsembleSearcher, from_arrays, load, to_arrays
 from lakejoin.index.lshensemble.tables import build_in_memory, update_tables
 
-__all__ = ["ARRAYS_FORMAT", "LshEnsembleSearcher", "build_in_memory", "from_arrays", "load", "minhash_signatures", "to_arrays", "update_tables"]
+__all__ = [
+    "ARRAYS_FORMAT",
+    "LshEnsembleSearcher",
+    "build_in_memory",
+    "from_arrays",
+    "load",
+    "minhash_signatures",
+    "to_arrays",
+    "update_tables",
+]

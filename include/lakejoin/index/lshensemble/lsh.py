@@ -85,15 +85,33 @@ class PrefixForest:
         self.directory = _directory(self.keys, self.segments, self.bits, self.offsets)
 
     @classmethod
-    def from_arrays(cls, num_perm: int, segments: np.ndarray, keys: np.ndarray, ids: np.ndarray, bits: np.ndarray, offsets: np.ndarray, directory: np.ndarray) -> PrefixForest:
+    def from_arrays(
+        cls,
+        num_perm: int,
+        segments: np.ndarray,
+        keys: np.ndarray,
+        ids: np.ndarray,
+        bits: np.ndarray,
+        offsets: np.ndarray,
+        directory: np.ndarray,
+    ) -> PrefixForest:
         """The forest whose attributes are these arrays (as a forest built over ``num_perm``-slot
         signatures made them): nothing is sorted again."""
         forest = cls.__new__(cls)
         forest.num_perm, forest.num_sets = num_perm, keys.shape[1]
-        forest.segments, forest.keys, forest.ids, forest.bits, forest.offsets, forest.directory = segments, keys, ids, bits, offsets, directory
+        forest.segments, forest.keys, forest.ids, forest.bits, forest.offsets, forest.directory = (
+            segments,
+            keys,
+            ids,
+            bits,
+            offsets,
+            directory,
+        )
         return forest
 
-    def query(self, signature: np.ndarray, partitions: np.ndarray, b: np.ndarray, r: np.ndarray, min_row: int = 0) -> np.ndarray:
+    def query(
+        self, signature: np.ndarray, partitions: np.ndarray, b: np.ndarray, r: np.ndarray, min_row: int = 0
+    ) -> np.ndarray:
         """Rows ``>= min_row`` that share a depth-``r[i]`` prefix with the query in one of the
         first ``b[i]`` bands of partition ``partitions[i]`` (the union over partitions, Alg. 1),
         sorted, unique."""

@@ -57,7 +57,9 @@ def hash_values(values: Iterable[str]) -> np.ndarray:
     return np.frombuffer(digest, dtype="<u4").astype(np.uint32)
 
 
-def signatures_from_hashes(hashes: np.ndarray, set_index: np.ndarray, num_sets: int, num_perm: int, seed: int) -> np.ndarray:
+def signatures_from_hashes(
+    hashes: np.ndarray, set_index: np.ndarray, num_sets: int, num_perm: int, seed: int
+) -> np.ndarray:
     """Signatures ``(num_sets, num_perm)`` uint32 of sets given as flat value hashes.
 
     ``set_index[v]`` is the row (set) of value ``v``.

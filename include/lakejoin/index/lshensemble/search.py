@@ -116,7 +116,11 @@ class LshEnsembleSearcher:
         ``ValueError`` when they do not have the shape of one searcher's arrays."""
         _check_arrays(arrays)
         searcher = cls.__new__(cls)
-        searcher.column_ids, searcher.sizes, searcher.signatures = arrays["column_ids"], arrays["sizes"], arrays["signatures"]
+        searcher.column_ids, searcher.sizes, searcher.signatures = (
+            arrays["column_ids"],
+            arrays["sizes"],
+            arrays["signatures"],
+        )
         searcher.segments, searcher.uppers = arrays["segments"], arrays["uppers"]
         searcher.num_perm = searcher.signatures.shape[1] if len(searcher.signatures) else 0
         searcher.seed, searcher.max_r = (int(v) for v in arrays["seed_max_r"])
@@ -156,7 +160,9 @@ class LshEnsembleSearcher:
             return np.empty(0, dtype=np.int64)
         return self.column_ids[self._candidates(prepared.signature, len(prepared.tokens), threshold)]
 
-    def search(self, query: Iterable[str] | PreparedQuery, threshold: float, verify: bool = False, k: int | None = None) -> list[dict]:
+    def search(
+        self, query: Iterable[str] | PreparedQuery, threshold: float, verify: bool = False, k: int | None = None
+    ) -> list[dict]:
         """Columns whose containment of ``query`` is at least ``threshold``.
 
         Each result is ``{"column_id", "containment_estimate"}`` plus the exact ``"containment"``
@@ -166,7 +172,9 @@ class LshEnsembleSearcher:
         """
         return merge_threshold_steps([self.search_steps(query, threshold, verify, k)], k)
 
-    def search_steps(self, query: Iterable[str] | PreparedQuery, threshold: float, verify: bool = False, k: int | None = None) -> list[dict]:
+    def search_steps(
+        self, query: Iterable[str] | PreparedQuery, threshold: float, verify: bool = False, k: int | None = None
+    ) -> list[dict]:
         """The steps of :meth:`search` on this index, for a merge with other shards' steps
         (``lakejoin.index.merge.merge_threshold_steps``): per threshold tried, descending,
         ``{"threshold", "reached": results scoring at least it, "results": the top k so far}``;
@@ -188,7 +196,9 @@ class LshEnsembleSearcher:
             scores = self._scores(rows, signature, tokens, verify)
             keep = scores["containment"] >= threshold if verify else slice(None)
             reached = int(np.count_nonzero(scores["rank_score"][keep] >= t))
-            steps.append({"threshold": t, "reached": reached, "results": _ranked(self.column_ids[rows], scores, keep, k)})
+            steps.append(
+                {"threshold": t, "reached": reached, "results": _ranked(self.column_ids[rows], scores, keep, k)}
+            )
             if k is None or reached >= k:
                 break
         return steps
@@ -266,7 +276,11 @@ class _Verifier:
         strings = pa.LargeStringArray if offsets.dtype == np.int64 else pa.StringArray
         verifier = cls.__new__(cls)
         verifier.dictionary = strings.from_buffers(len(offsets) - 1, pa.py_buffer(offsets), pa.py_buffer(data))
-        verifier.tokens, verifier.starts, verifier.ends = arrays["verify_tokens"], arrays["verify_starts"], arrays["verify_ends"]
+        verifier.tokens, verifier.starts, verifier.ends = (
+            arrays["verify_tokens"],
+            arrays["verify_starts"],
+            arrays["verify_ends"],
+        )
         return verifier
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -275,7 +289,9 @@ class _Verifier:
         _, offsets, data = dictionary.buffers()
         width = np.int64 if pa.types.is_large_string(dictionary.type) else np.int32
         return {
-            "verify_offsets": np.frombuffer(offsets, width)[dictionary.offset : dictionary.offset + len(dictionary) + 1] if offsets is not None else np.zeros(1, width),
+            "verify_offsets": np.frombuffer(offsets, width)[dictionary.offset : dictionary.offset + len(dictionary) + 1]
+            if offsets is not None
+            else np.zeros(1, width),
             "verify_data": np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8),
             "verify_tokens": self.tokens,
             "verify_starts": self.starts,
@@ -299,20 +315,58 @@ def _check_arrays(arrays: Mapping[str, np.ndarray]) -> None:
     """Raise ``ValueError`` unless ``arrays`` have the shape of one searcher's arrays: every one
     present, and lengths, end offsets and table shapes that agree (contents are not scanned;
     the shard cache checks a CRC-32 of what it wrote)."""
-    names = ("column_ids", "sizes", "signatures", "segments", "uppers", "seed_max_r", "weights", "forest_keys", "forest_ids", "forest_bits", "forest_offsets", "forest_directory")
+    names = (
+        "column_ids",
+        "sizes",
+        "signatures",
+        "segments",
+        "uppers",
+        "seed_max_r",
+        "weights",
+        "forest_keys",
+        "forest_ids",
+        "forest_bits",
+        "forest_offsets",
+        "forest_directory",
+    )
     verifier = ("verify_offsets", "verify_data", "verify_tokens", "verify_starts", "verify_ends")
-    missing = [name for name in names if name not in arrays] + ([name for name in verifier if name not in arrays] if any(name in arrays for name in verifier) else [])
+    missing = [name for name in names if name not in arrays] + (
+        [name for name in verifier if name not in arrays] if any(name in arrays for name in verifier) else []
+    )
     if missing:
         raise ValueError(f"LSH Ensemble arrays are missing {missing}")
     n, keys, offsets = len(arrays["column_ids"]), arrays["forest_keys"], arrays["forest_offsets"]
-    if len(arrays["sizes"]) != n or arrays["signatures"].ndim != 2 or arrays["signatures"].shape[0] != n or keys.ndim != 2 or keys.shape[1] != n or arrays["forest_ids"].shape != keys.shape:
-        raise ValueError("LSH Ensemble arrays disagree: columns, sizes, signatures and the forest hold different numbers of sets")
+    if (
+        len(arrays["sizes"]) != n
+        or arrays["signatures"].ndim != 2
+        or arrays["signatures"].shape[0] != n
+        or keys.ndim != 2
+        or keys.shape[1] != n
+        or arrays["forest_ids"].shape != keys.shape
+    ):
+        raise ValueError(
+            "LSH Ensemble arrays disagree: columns, sizes, signatures and the forest hold different numbers of sets"
+        )
     segments, bits = arrays["segments"], arrays["forest_bits"]
-    if len(segments) != len(arrays["uppers"]) + 1 or len(bits) + 1 != len(segments) or len(offsets) != len(segments) or segments[0] != 0 or segments[-1] != n:
+    if (
+        len(segments) != len(arrays["uppers"]) + 1
+        or len(bits) + 1 != len(segments)
+        or len(offsets) != len(segments)
+        or segments[0] != 0
+        or segments[-1] != n
+    ):
         raise ValueError("LSH Ensemble arrays disagree: the partitions' segments, bounds and directories")
-    if arrays["forest_directory"].shape != (keys.shape[0], offsets[-1]) or arrays["seed_max_r"].shape != (2,) or arrays["weights"].shape != (2,):
+    if (
+        arrays["forest_directory"].shape != (keys.shape[0], offsets[-1])
+        or arrays["seed_max_r"].shape != (2,)
+        or arrays["weights"].shape != (2,)
+    ):
         raise ValueError("LSH Ensemble arrays disagree: the forest's directory or the parameters have another shape")
-    if "verify_tokens" in arrays and (len(arrays["verify_starts"]) != n or len(arrays["verify_ends"]) != n or arrays["verify_offsets"][-1] > len(arrays["verify_data"])):
+    if "verify_tokens" in arrays and (
+        len(arrays["verify_starts"]) != n
+        or len(arrays["verify_ends"]) != n
+        or arrays["verify_offsets"][-1] > len(arrays["verify_data"])
+    ):
         raise ValueError("LSH Ensemble arrays disagree: the verifier's sets")
 
 

@@ -46,7 +46,9 @@ SIGNATURES_SCHEMA = pa.schema(
         (SHARD, pa.int32()),
     ]
 )
-SETS_SCHEMA = pa.schema([("column_id", pa.int64()), ("dataset_id", pa.string()), ("values", pa.list_(pa.string())), (SHARD, pa.int32())])
+SETS_SCHEMA = pa.schema(
+    [("column_id", pa.int64()), ("dataset_id", pa.string()), ("values", pa.list_(pa.string())), (SHARD, pa.int32())]
+)
 SIZES_SCHEMA = pa.schema([("size", pa.int64()), ("count", pa.int64())])
 PARTITIONS_SCHEMA = pa.schema(
     [
@@ -185,7 +187,9 @@ def build_in_memory(
     values = [distinct[cid] for cid in column_ids]
     datasets = [dataset_ids.get(int(cid)) if dataset_ids else None for cid in column_ids]
     sizes = np.array([len(v) for v in values], dtype=np.int64)
-    signatures = signatures_table(column_ids, datasets, sizes, minhash_signatures(values, num_perm, seed), seed, n_shards)
+    signatures = signatures_table(
+        column_ids, datasets, sizes, minhash_signatures(values, num_perm, seed), seed, n_shards
+    )
     sets_rows = pa.table(
         {
             "column_id": pa.array(column_ids, pa.int64()),
@@ -216,7 +220,10 @@ def build_in_memory(
 
 def check_hash_family(signatures: pa.Table, num_perm: int, seed: int) -> None:
     """Refuse to mix signatures of another ``num_perm`` or ``seed`` with new ones."""
-    if signatures.num_rows and (signature_matrix(signatures["minhash"].slice(0, 1)).shape[1] != num_perm or signatures["seed"][0].as_py() != seed):
+    if signatures.num_rows and (
+        signature_matrix(signatures["minhash"].slice(0, 1)).shape[1] != num_perm
+        or signatures["seed"][0].as_py() != seed
+    ):
         raise ValueError("previous signatures were built with another num_perm or seed; rebuild them all")
 
 
@@ -233,9 +240,13 @@ def _carry_over(old: pa.Table, new: pa.Table, changed: Collection[str]) -> pa.Ta
     return pa.concat_tables([old.select(new.schema.names).cast(new.schema), new])
 
 
-def update_tables(cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str], **params: Any) -> dict[str, pa.Table]:
+def update_tables(
+    cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str], **params: Any
+) -> dict[str, pa.Table]:
     """The incremental build of ``lakejoin.spark.lshensemble.build_tables`` in this process (for
     an update small enough to run here, ``lakejoin.spark.indexing``): ``cells`` are the changed
     datasets' ``lake/cells`` rows; ``params`` as :func:`build_in_memory` takes them."""
     sets, dataset_ids = column_sets(cells)
-    return build_in_memory(sets, dataset_ids=dataset_ids, n_shards=n_shards, previous=previous, changed=changed, **params)
+    return build_in_memory(
+        sets, dataset_ids=dataset_ids, n_shards=n_shards, previous=previous, changed=changed, **params
+    )

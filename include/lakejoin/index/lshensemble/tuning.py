@@ -119,7 +119,9 @@ def _argmin_table(ratios: np.ndarray, b: np.ndarray, r: np.ndarray, max_r: int, 
     return best
 
 
-def optimal_params(threshold: float, ratios: np.ndarray, num_perm: int, max_r: int, weights: tuple[float, float] = (0.5, 0.5)) -> tuple[np.ndarray, np.ndarray]:
+def optimal_params(
+    threshold: float, ratios: np.ndarray, num_perm: int, max_r: int, weights: tuple[float, float] = (0.5, 0.5)
+) -> tuple[np.ndarray, np.ndarray]:
     """``(b, r)`` arrays minimising ``w_fp FP + w_fn FN`` (rates) at each ``x/q`` ratio (Eq. 2.26)."""
     t_index = min(max(round(threshold * 100), 1), 100) - 1
     params = band_params(num_perm, max_r)

@@ -13,7 +13,17 @@
 """
 
 from lakejoin.index.mate.build import build_from_cells, build_in_memory, cells_from_frames, choose_bits, update_tables
-from lakejoin.index.mate.search import ARRAYS_FORMAT, ARRAYS_GLOBALS, KeyQuery, MateSearcher, SearchStats, from_arrays, key_query, load, to_arrays
+from lakejoin.index.mate.search import (
+    ARRAYS_FORMAT,
+    ARRAYS_GLOBALS,
+    KeyQuery,
+    MateSearcher,
+    SearchStats,
+    from_arrays,
+    key_query,
+    load,
+    to_arrays,
+)
 from lakejoin.index.mate.xash import super_key, xash
 
 __all__ = [

@@ -129,7 +129,9 @@ def width_quantile(widths: pa.Table, q: float = ROW_WIDTH_QUANTILE) -> float:
         return 0.0
     position = q * (counts.sum() - 1)
     ends = np.cumsum(counts)  # rows 0..ends[i]-1 have width values[<= i]
-    below, above = (values[np.searchsorted(ends, int(i), side="right")] for i in (np.floor(position), np.ceil(position)))
+    below, above = (
+        values[np.searchsorted(ends, int(i), side="right")] for i in (np.floor(position), np.ceil(position))
+    )
     return float(below + (position - np.floor(position)) * (above - below))
 
 
@@ -182,10 +184,16 @@ def build_from_cells(
         new_widths, old_widths = row_widths(cells), row_widths(old)
         widths = widths_table(
             np.concatenate([previous["widths"]["width"].to_numpy(), new_widths, old_widths]),
-            np.concatenate([previous["widths"]["rows"].to_numpy(), np.ones_like(new_widths), -np.ones_like(old_widths)]),
+            np.concatenate(
+                [previous["widths"]["rows"].to_numpy(), np.ones_like(new_widths), -np.ones_like(old_widths)]
+            ),
         )
     bits = params["bits"][0].as_py()
-    postings = cells.select(["value", "dataset_id", "column_id", "row_id"]).append_column(SHARD, shard_column(cells["dataset_id"], n_shards)).cast(POSTINGS_SCHEMA)
+    postings = (
+        cells.select(["value", "dataset_id", "column_id", "row_id"])
+        .append_column(SHARD, shard_column(cells["dataset_id"], n_shards))
+        .cast(POSTINGS_SCHEMA)
+    )
     superkeys = row_superkeys(cells, bits, n_shards)
     if previous is not None:
         postings = _carry_over(previous["postings"], postings, changed)
@@ -209,7 +217,9 @@ def row_superkeys(cells: pa.Table, bits: int, n_shards: int) -> pa.Table:
     row_codes, row_keys = pd.factorize((datasets.indices.to_numpy().astype(np.int64) << 32) | row_ids)
     words = np.zeros((len(row_keys), value_words.shape[1]), np.uint64)
     _or_rows(row_codes, encoded.indices.to_numpy(), value_words, words)
-    keys = pa.FixedSizeBinaryArray.from_buffers(pa.binary(bits // 8), len(row_keys), [None, pa.py_buffer(words.astype(">u8").tobytes())])
+    keys = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(bits // 8), len(row_keys), [None, pa.py_buffer(words.astype(">u8").tobytes())]
+    )
     dataset_ids = datasets.dictionary.take(pa.array(row_keys >> 32)).cast(pa.string())
     return pa.table(
         {
@@ -243,12 +253,21 @@ def _carry_over(old: pa.Table, new: pa.Table, changed: Collection[str]) -> pa.Ta
     return pa.concat_tables([old.filter(pc.invert(_of(old, changed))).select(new.schema.names).cast(new.schema), new])
 
 
-def build_in_memory(tables: Mapping[str, pd.DataFrame], bits: int | None = None, n_shards: int = 1) -> dict[str, pa.Table]:
+def build_in_memory(
+    tables: Mapping[str, pd.DataFrame], bits: int | None = None, n_shards: int = 1
+) -> dict[str, pa.Table]:
     """MATE's index tables for data frames keyed by dataset id, without Spark."""
     return build_from_cells(cells_from_frames(tables), bits, n_shards=n_shards)
 
 
-def update_tables(cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str], bits: int | None = None) -> dict[str, pa.Table]:
+def update_tables(
+    cells: pa.Table,
+    *,
+    n_shards: int,
+    previous: Mapping[str, pa.Table],
+    changed: Collection[str],
+    bits: int | None = None,
+) -> dict[str, pa.Table]:
     """The incremental build of ``lakejoin.spark.mate.build_tables`` in this process (for an
     update small enough to run here, ``lakejoin.spark.indexing``): ``cells`` are the changed
     datasets' ``lake/cells`` rows."""

@@ -28,7 +28,9 @@ class DuckDBJoin:
         self.con.execute("CREATE TABLE cells AS SELECT * FROM cells_arrow")
         self.con.unregister("cells_arrow")
 
-    def joinability(self, query: pd.DataFrame, columns: list[str], exclude_datasets: Iterable[str] = ()) -> pd.DataFrame:
+    def joinability(
+        self, query: pd.DataFrame, columns: list[str], exclude_datasets: Iterable[str] = ()
+    ) -> pd.DataFrame:
         """One row per dataset with ȷ > 0: dataset_id, joinability, m0..m{m-1} (best mapping).
 
         Ties between mappings go to the smallest column-id tuple, as in ``MateSearcher``.
@@ -41,7 +43,9 @@ class DuckDBJoin:
         joins = ["JOIN cells c0 ON c0.value = q.k0"]
         for i in range(1, m):
             earlier = ", ".join(f"c{j}.column_id" for j in range(i))
-            joins.append(f"JOIN cells c{i} ON c{i}.dataset_id = c0.dataset_id AND c{i}.row_id = c0.row_id AND c{i}.value = q.k{i} AND c{i}.column_id NOT IN ({earlier})")
+            joins.append(
+                f"JOIN cells c{i} ON c{i}.dataset_id = c0.dataset_id AND c{i}.row_id = c0.row_id AND c{i}.value = q.k{i} AND c{i}.column_id NOT IN ({earlier})"
+            )
         mapping = ", ".join(f"c{i}.column_id AS m{i}" for i in range(m))
         ordered = ", ".join(f"m{i}" for i in range(m))
         excluded = list(exclude_datasets)
@@ -61,7 +65,9 @@ class DuckDBJoin:
         finally:
             self.con.unregister("q")
 
-    def search(self, query: pd.DataFrame, columns: list[str], k: int = 10, exclude_datasets: Iterable[str] = ()) -> list[dict]:
+    def search(
+        self, query: pd.DataFrame, columns: list[str], k: int = 10, exclude_datasets: Iterable[str] = ()
+    ) -> list[dict]:
         """Top-k in ``MateSearcher.search``'s shape (without sample and rows verified)."""
         best = self.joinability(query, columns, exclude_datasets).head(k)
         return [

@@ -56,7 +56,22 @@ def _contains(item_keys, i, bucket_keys, j):
 
 
 @njit(cache=True, nogil=True)
-def _item_pairs(i, first_only, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, out_item, out_j, n):
+def _item_pairs(
+    i,
+    first_only,
+    item_keys,
+    item_rows,
+    item_slots,
+    slot_start,
+    slot_count,
+    bucket_keys,
+    probe,
+    row_offsets,
+    cell_values,
+    out_item,
+    out_j,
+    n,
+):
     """Lines 21-25 for PL item i: appends to ``out_item``/``out_j`` from ``n`` the bucket positions
     j (ascending) whose key is in the item's super key S, only the first when ``first_only``;
     returns the new count.
@@ -98,7 +113,21 @@ def _item_pairs(i, first_only, item_keys, item_rows, item_slots, slot_start, slo
 
 
 @njit(cache=True, nogil=True)
-def row_filter(lo, hi, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, out_item, out_j):
+def row_filter(
+    lo,
+    hi,
+    item_keys,
+    item_rows,
+    item_slots,
+    slot_start,
+    slot_count,
+    bucket_keys,
+    probe,
+    row_offsets,
+    cell_values,
+    out_item,
+    out_j,
+):
     """Lines 20-25 for items ``lo:hi``: the pairs (item, bucket position j) whose key is in S
     (``_item_pairs``).
 
@@ -108,19 +137,51 @@ def row_filter(lo, hi, item_keys, item_rows, item_slots, slot_start, slot_count,
     """
     n = 0
     for i in range(lo, hi):
-        n = _item_pairs(i, False, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, out_item, out_j, n)
+        n = _item_pairs(
+            i,
+            False,
+            item_keys,
+            item_rows,
+            item_slots,
+            slot_start,
+            slot_count,
+            bucket_keys,
+            probe,
+            row_offsets,
+            cell_values,
+            out_item,
+            out_j,
+            n,
+        )
     return n
 
 
 @njit(cache=True, nogil=True)
-def _passed_rows(lo, hi, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, seen):
+def _passed_rows(
+    lo, hi, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, seen
+):
     """Rule 2's r_match without keeping the pairs: distinct candidate rows among items ``lo:hi``
     with some pair passing the row filter. ``seen`` (one flag per lake row, all False) is left as
     it was found."""
     distinct = 0
     one_item, one_j = np.empty(1, np.int64), np.empty(1, np.int64)
     for i in range(lo, hi):
-        if not seen[item_rows[i]] and _item_pairs(i, True, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, one_item, one_j, 0):
+        if not seen[item_rows[i]] and _item_pairs(
+            i,
+            True,
+            item_keys,
+            item_rows,
+            item_slots,
+            slot_start,
+            slot_count,
+            bucket_keys,
+            probe,
+            row_offsets,
+            cell_values,
+            one_item,
+            one_j,
+            0,
+        ):
             seen[item_rows[i]] = True
             distinct += 1
     for i in range(lo, hi):
@@ -155,7 +216,9 @@ def _first_cell(cell_values, lo, hi, value):
 
 
 @njit(cache=True, nogil=True)
-def _verify_pair(g, c0, x, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, n, first, count, pick, combo):
+def _verify_pair(
+    g, c0, x, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, n, first, count, pick, combo
+):
     """calculateJ's comparison for pair (row g, initial column c0, query row x).
 
     Every other key value ``value_ids[x, p]`` must sit in some cell of row g, looked up for
@@ -237,12 +300,16 @@ def _pair_mappings(g, x, value_ids, initial, checks, row_offsets, cell_values):
 
 
 @njit(cache=True, nogil=True)
-def _refuse_early(n, items, positions, start, item_rows, query_rows, value_ids, initial, checks, row_offsets, cell_values):
+def _refuse_early(
+    n, items, positions, start, item_rows, query_rows, value_ids, initial, checks, row_offsets, cell_values
+):
     """Whether ``_verify_pair`` would refuse: the ``n`` rows so far and those of pairs ``start:``
     pass ``SUPPORTED_LIMIT`` (the count stops once they do)."""
     total = n
     for p in range(start, len(items)):
-        total += _pair_mappings(item_rows[items[p]], query_rows[positions[p]], value_ids, initial, checks, row_offsets, cell_values)
+        total += _pair_mappings(
+            item_rows[items[p]], query_rows[positions[p]], value_ids, initial, checks, row_offsets, cell_values
+        )
         if total > SUPPORTED_LIMIT:
             return True
     return False
@@ -355,18 +422,39 @@ def best_mapping(supported, n_query):
 
 
 @njit(cache=True, nogil=True)
-def _verify_passed(items, positions, item_rows, item_columns, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, n):
+def _verify_passed(
+    items,
+    positions,
+    item_rows,
+    item_columns,
+    query_rows,
+    value_ids,
+    initial,
+    checks,
+    row_offsets,
+    cell_values,
+    cell_columns,
+    out,
+    n,
+):
     """calculateJ's comparison for the pairs that passed the row filter, appending to the ``n``
     supported mappings already in ``out``: (``out``, their count or ``REFUSED``, pairs supporting
     some mapping). Once ``COUNT_FROM`` rows are there, the rest are counted before they are
     written (``_refuse_early``): the same refusal, before most of its rows are built."""
     m = value_ids.shape[1]
-    first, count, pick, combo = np.zeros(m, np.int64), np.ones(m, np.int64), np.zeros(m, np.int64), np.empty(m, np.int64)
+    first, count, pick, combo = (
+        np.zeros(m, np.int64),
+        np.ones(m, np.int64),
+        np.zeros(m, np.int64),
+        np.empty(m, np.int64),
+    )
     joinable = 0
     counted = False
     for p in range(len(items)):
         if not counted and n >= COUNT_FROM:
-            if _refuse_early(n, items, positions, p, item_rows, query_rows, value_ids, initial, checks, row_offsets, cell_values):
+            if _refuse_early(
+                n, items, positions, p, item_rows, query_rows, value_ids, initial, checks, row_offsets, cell_values
+            ):
                 return out, REFUSED, joinable
             counted = True
         i = items[p]
@@ -426,8 +514,36 @@ def _verify_slices(
         while b < hi and (b == a or pairs + slot_count[item_slots[b]] <= len(items)):
             pairs += slot_count[item_slots[b]]
             b += 1
-        got = row_filter(a, b, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, items, positions)
-        out, n, ok = _verify_passed(items[:got], positions[:got], item_rows, item_columns, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, n)
+        got = row_filter(
+            a,
+            b,
+            item_keys,
+            item_rows,
+            item_slots,
+            slot_start,
+            slot_count,
+            bucket_keys,
+            probe,
+            row_offsets,
+            cell_values,
+            items,
+            positions,
+        )
+        out, n, ok = _verify_passed(
+            items[:got],
+            positions[:got],
+            item_rows,
+            item_columns,
+            query_rows,
+            value_ids,
+            initial,
+            checks,
+            row_offsets,
+            cell_values,
+            cell_columns,
+            out,
+            n,
+        )
         passed += got
         if n == REFUSED:
             return out, n, passed, joinable
@@ -437,10 +553,31 @@ def _verify_slices(
 
 
 @njit(cache=True, nogil=True)
-def _verify_items(lo, hi, item_rows, item_columns, item_slots, slot_start, slot_count, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out):
+def _verify_items(
+    lo,
+    hi,
+    item_rows,
+    item_columns,
+    item_slots,
+    slot_start,
+    slot_count,
+    query_rows,
+    value_ids,
+    initial,
+    checks,
+    row_offsets,
+    cell_values,
+    cell_columns,
+    out,
+):
     """``_verify_passed`` for SCR: every pair of items ``lo:hi``, read straight from the buckets."""
     m = value_ids.shape[1]
-    first, count, pick, combo = np.zeros(m, np.int64), np.ones(m, np.int64), np.zeros(m, np.int64), np.empty(m, np.int64)
+    first, count, pick, combo = (
+        np.zeros(m, np.int64),
+        np.ones(m, np.int64),
+        np.zeros(m, np.int64),
+        np.empty(m, np.int64),
+    )
     n = joinable = 0
     for i in range(lo, hi):
         s = item_slots[i]
@@ -550,16 +687,57 @@ def scan_tables(
         at[0] = r
         counters[3] += table_pairs[r]
         if use_superkeys and table_pairs[r] <= most:
-            passed = row_filter(lo, hi, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, items, positions)
+            passed = row_filter(
+                lo,
+                hi,
+                item_keys,
+                item_rows,
+                item_slots,
+                slot_start,
+                slot_count,
+                bucket_keys,
+                probe,
+                row_offsets,
+                cell_values,
+                items,
+                positions,
+            )
             if passed == 0:
                 continue  # no row passed the filter: ȷ_t = 0
             if worst >= 0 and _distinct_rows(item_rows, items[:passed], seen) <= worst:  # rule 2
                 counters[2] += 1
                 continue
-            out, n, joinable = _verify_passed(items[:passed], positions[:passed], item_rows, item_columns, query_rows, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, 0)
+            out, n, joinable = _verify_passed(
+                items[:passed],
+                positions[:passed],
+                item_rows,
+                item_columns,
+                query_rows,
+                value_ids,
+                initial,
+                checks,
+                row_offsets,
+                cell_values,
+                cell_columns,
+                out,
+                0,
+            )
         elif use_superkeys:  # more pairs than the buffer holds
             if worst >= 0:
-                matching = _passed_rows(lo, hi, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, seen)
+                matching = _passed_rows(
+                    lo,
+                    hi,
+                    item_keys,
+                    item_rows,
+                    item_slots,
+                    slot_start,
+                    slot_count,
+                    bucket_keys,
+                    probe,
+                    row_offsets,
+                    cell_values,
+                    seen,
+                )
                 if matching == 0:
                     continue
                 if matching <= worst:  # rule 2
@@ -629,4 +807,11 @@ def scan_tables(
         top_sample[e] = -1
         shown = min(sample_size, len(matched))
         top_sample[e, :shown] = matched[:shown]
-    return top_score[:filled], top_rank[:filled], top_mapping[:filled], top_sample[:filled], top_verified[:filled], counters
+    return (
+        top_score[:filled],
+        top_rank[:filled],
+        top_mapping[:filled],
+        top_sample[:filled],
+        top_verified[:filled],
+        counters,
+    )

@@ -179,7 +179,11 @@ def load_index(tables: dict[str, pa.Table]) -> MateIndex:
 
     sk_codes, sk_datasets = dictionary_codes(superkeys["dataset_id"])
     pl_codes, pl_datasets = dictionary_codes(postings["dataset_id"])
-    dataset_ids = np.sort(pc.unique(pa.concat_arrays([sk_datasets.cast(pa.string()), pl_datasets.cast(pa.string())])).to_numpy(zero_copy_only=False).astype(object))
+    dataset_ids = np.sort(
+        pc.unique(pa.concat_arrays([sk_datasets.cast(pa.string()), pl_datasets.cast(pa.string())]))
+        .to_numpy(zero_copy_only=False)
+        .astype(object)
+    )
     dataset_values = pa.array(dataset_ids, pa.string())
     row_span = int(max(pc.max(superkeys["row_id"]).as_py() or 0, pc.max(postings["row_id"]).as_py() or 0)) + 1
 
@@ -250,7 +254,9 @@ def _superkey_words(column: pa.ChunkedArray, bits: int, order: np.ndarray) -> np
         if fixed.null_count:
             raise ValueError("superkeys has a row without a key")
         if len(fixed):
-            data = np.frombuffer(fixed.buffers()[1], np.uint8)[fixed.offset * width : (fixed.offset + len(fixed)) * width]
+            data = np.frombuffer(fixed.buffers()[1], np.uint8)[
+                fixed.offset * width : (fixed.offset + len(fixed)) * width
+            ]
             words[position[start : start + len(fixed)]] = data.view(">u8").reshape(len(fixed), -1)
         start += len(fixed)
     return words
@@ -308,7 +314,9 @@ def check_order(codes: np.ndarray, initial: int) -> np.ndarray:
     mostly stops at the first lookup (weather's hour and day before its month and its one year).
     The order changes only the work: a pair joins when every value is found."""
     cardinality = [len(np.unique(codes[:, p])) for p in range(codes.shape[1])]
-    return np.array(sorted((p for p in range(codes.shape[1]) if p != initial), key=lambda p: (-cardinality[p], p)), np.int64)
+    return np.array(
+        sorted((p for p in range(codes.shape[1]) if p != initial), key=lambda p: (-cardinality[p], p)), np.int64
+    )
 
 
 def initial_column_selection(index: MateIndex, codes: np.ndarray, value_ids: np.ndarray, rule: str) -> int:
@@ -323,7 +331,9 @@ def initial_column_selection(index: MateIndex, codes: np.ndarray, value_ids: np.
     cardinality = [len(np.unique(codes[:, p])) for p in range(codes.shape[1])]
     if rule == "cardinality":
         return int(np.argmin(cardinality))
-    pl_items = [int(_pl_lengths(index, v[v >= 0]).sum()) for v in (np.unique(value_ids[:, p]) for p in range(codes.shape[1]))]
+    pl_items = [
+        int(_pl_lengths(index, v[v >= 0]).sum()) for v in (np.unique(value_ids[:, p]) for p in range(codes.shape[1]))
+    ]
     return min(range(len(pl_items)), key=lambda p: (pl_items[p], cardinality[p]))
 
 
@@ -339,7 +349,10 @@ def _key_tuples(query: pd.DataFrame | pa.Table, columns: list[str]) -> np.ndarra
     Arrow table goes through the cells' own ``NormalizedColumn``, which tests most texts in Arrow).
     """
     if isinstance(query, pa.Table):
-        normalized = [column.values().to_numpy(zero_copy_only=False) for column in NormalizedColumn.of_columns([query.column(c) for c in columns])]
+        normalized = [
+            column.values().to_numpy(zero_copy_only=False)
+            for column in NormalizedColumn.of_columns([query.column(c) for c in columns])
+        ]
     else:
         normalized = []
         for column in columns:
@@ -376,11 +389,15 @@ class Candidates:
     slot_start: np.ndarray
     slot_count: np.ndarray
     bucket_keys: np.ndarray
-    probe: np.ndarray  # each bucket row's value id in the first column calculateJ checks, ascending within a bucket; empty: no probe
+    probe: (
+        np.ndarray
+    )  # each bucket row's value id in the first column calculateJ checks, ascending within a bucket; empty: no probe
     item_keys: np.ndarray
 
 
-def fetch_candidates(index: MateIndex, query: PreparedQuery, exclude_datasets: Iterable[str] = (), with_superkeys: bool = True) -> Candidates:
+def fetch_candidates(
+    index: MateIndex, query: PreparedQuery, exclude_datasets: Iterable[str] = (), with_superkeys: bool = True
+) -> Candidates:
     """Lines 4-6: every PL item of q''s values (one bulk fetch) with its row's super key unless
     ``with_superkeys`` is False (SCR), grouped and ordered by table."""
     exclude = np.flatnonzero(np.isin(index.dataset_ids, list(exclude_datasets)))
@@ -407,7 +424,11 @@ def fetch_candidates(index: MateIndex, query: PreparedQuery, exclude_datasets: I
     item_rows = index.pl_row[items]
     slot_start, slot_count = slot_start.astype(np.int64), slot_count.astype(np.int64)
     bucket_keys = query.keys[query_rows]
-    words = filter_word_order(index.superkeys, item_rows, item_slots, slot_start, slot_count, bucket_keys) if with_superkeys else np.arange(bucket_keys.shape[1])
+    words = (
+        filter_word_order(index.superkeys, item_rows, item_slots, slot_start, slot_count, bucket_keys)
+        if with_superkeys
+        else np.arange(bucket_keys.shape[1])
+    )
     return Candidates(
         tables=tables[table_order],
         table_start=np.r_[0, np.cumsum(sizes[table_order])].astype(np.int64),
@@ -427,7 +448,14 @@ FILTER_SAMPLE_ITEMS = 256  # PL items, each with up to FILTER_SAMPLE_ROWS of its
 FILTER_SAMPLE_ROWS = 16
 
 
-def filter_word_order(superkeys: np.ndarray, item_rows: np.ndarray, item_slots: np.ndarray, slot_start: np.ndarray, slot_count: np.ndarray, bucket_keys: np.ndarray) -> np.ndarray:
+def filter_word_order(
+    superkeys: np.ndarray,
+    item_rows: np.ndarray,
+    item_slots: np.ndarray,
+    slot_start: np.ndarray,
+    slot_count: np.ndarray,
+    bucket_keys: np.ndarray,
+) -> np.ndarray:
     """The super-key words in the order the row filter tests them: only words where some query
     key has a bit (a word of zeros never rejects), the ones that reject most pairs of a sample
     first. A pair passes when every word does, so the order changes only the work: with small
@@ -439,7 +467,9 @@ def filter_word_order(superkeys: np.ndarray, item_rows: np.ndarray, item_slots: 
     items = np.unique(np.linspace(0, len(item_rows) - 1, min(FILTER_SAMPLE_ITEMS, len(item_rows))).astype(np.int64))
     taken = np.minimum(slot_count[item_slots[items]], FILTER_SAMPLE_ROWS)
     pair_items = np.repeat(items, taken)
-    pair_rows = np.repeat(slot_start[item_slots[items]] - np.r_[0, np.cumsum(taken)[:-1]], taken) + np.arange(taken.sum())
+    pair_rows = np.repeat(slot_start[item_slots[items]] - np.r_[0, np.cumsum(taken)[:-1]], taken) + np.arange(
+        taken.sum()
+    )
     rejects = (bucket_keys[pair_rows][:, words] & ~superkeys[item_rows[pair_items]][:, words] != 0).sum(axis=0)
     return words[np.argsort(-rejects, kind="stable")]
 
@@ -480,7 +510,14 @@ def _joining_rows(index: MateIndex, query: PreparedQuery, c: Candidates, rank: i
     return len(found)
 
 
-def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int, use_superkeys: bool = True, min_score: int = 0) -> tuple[list[dict], SearchStats]:
+def scan(
+    index: MateIndex,
+    query: PreparedQuery,
+    candidates: Candidates,
+    k: int,
+    use_superkeys: bool = True,
+    min_score: int = 0,
+) -> tuple[list[dict], SearchStats]:
     """Lines 7-30 (table filtering, row filtering, calculateJ) in one compiled pass,
     ``kernels.scan_tables``; tables that cannot reach ``min_score`` are pruned."""
     if k < 1:
@@ -517,7 +554,9 @@ def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int,
         at,
     )
     if at[1]:
-        raise MateRefused(kernels.REFUSAL, str(index.dataset_ids[c.tables[int(at[0])]]), _joining_rows(index, query, c, int(at[0])))
+        raise MateRefused(
+            kernels.REFUSAL, str(index.dataset_ids[c.tables[int(at[0])]]), _joining_rows(index, query, c, int(at[0]))
+        )
     for name, value in zip(STATS, counters.tolist()):
         setattr(stats, name, value)
     results = [
@@ -529,7 +568,9 @@ def scan(index: MateIndex, query: PreparedQuery, candidates: Candidates, k: int,
             "matched_sample": [list(query.key.distinct[query.key.codes[i]]) for i in sample if i >= 0],
             "rows_verified": pairs,
         }
-        for score, rank, mapping, sample, pairs in zip(scores.tolist(), ranks.tolist(), mappings.tolist(), samples.tolist(), verified.tolist())
+        for score, rank, mapping, sample, pairs in zip(
+            scores.tolist(), ranks.tolist(), mappings.tolist(), samples.tolist(), verified.tolist()
+        )
     ]
     return sorted(results, key=lambda res: (-res["joinability"], res["dataset_id"])), stats
 
@@ -543,7 +584,9 @@ def discover(
     min_score: int = 0,
 ) -> tuple[list[dict], SearchStats]:
     """Algorithm 1 after initialization; ``use_superkeys=False`` is SCR (no row filter)."""
-    return scan(index, query, fetch_candidates(index, query, exclude_datasets, use_superkeys), k, use_superkeys, min_score)
+    return scan(
+        index, query, fetch_candidates(index, query, exclude_datasets, use_superkeys), k, use_superkeys, min_score
+    )
 
 
 class MateSearcher:
@@ -588,7 +631,9 @@ class MateSearcher:
         ``min_score``: only tables joining at least that many tuples are wanted (the top k of
         those); the others are pruned unverified.
         """
-        return self.search_with_stats(query, columns, k, initial_column, exclude_datasets, True, initial_rule, min_score)[0]
+        return self.search_with_stats(
+            query, columns, k, initial_column, exclude_datasets, True, initial_rule, min_score
+        )[0]
 
     def search_with_stats(
         self,
@@ -630,7 +675,17 @@ ARRAYS_FORMAT = 1
 # The global tables a shard's arrays depend on (``lakejoin.query.shard_arrays``): none, since the
 # hash size travels in the arrays and a new one rewrites every shard's super keys.
 ARRAYS_GLOBALS: frozenset[str] = frozenset()
-_INDEX_ARRAYS = ("pl_offsets", "column_ids", "pl_column", "pl_row", "superkeys", "dataset_rows", "row_offsets", "cell_values", "cell_columns")
+_INDEX_ARRAYS = (
+    "pl_offsets",
+    "column_ids",
+    "pl_column",
+    "pl_row",
+    "superkeys",
+    "dataset_rows",
+    "row_offsets",
+    "cell_values",
+    "cell_columns",
+)
 
 
 def to_arrays(searcher: MateSearcher) -> dict[str, np.ndarray]:
@@ -660,7 +715,11 @@ def from_arrays(arrays: Mapping[str, np.ndarray], shared: object = None) -> Mate
         )
     except (KeyError, IndexError, TypeError, pa.ArrowException) as error:
         raise ValueError(f"these arrays are not one MATE index's: {error}") from error
-    if len(index.pl_offsets) != len(index.values) + 1 or len(index.row_offsets) != len(index.superkeys) + 1 or len(index.dataset_rows) != len(index.dataset_ids) + 1:
+    if (
+        len(index.pl_offsets) != len(index.values) + 1
+        or len(index.row_offsets) != len(index.superkeys) + 1
+        or len(index.dataset_rows) != len(index.dataset_ids) + 1
+    ):
         raise ValueError("these arrays are not one MATE index's: their lengths disagree")
     return MateSearcher(index)
 

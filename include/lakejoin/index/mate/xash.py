@@ -145,7 +145,9 @@ def _xash_ascii(data, offsets, beta, chars, length_bits, segment_of, out, ascii_
                 best, slot = -1, -1
                 for j in range(m):
                     ch = present[j]
-                    if ch >= 0 and (best < 0 or counts[ch] < counts[best] or (counts[ch] == counts[best] and ch < best)):
+                    if ch >= 0 and (
+                        best < 0 or counts[ch] < counts[best] or (counts[ch] == counts[best] and ch < best)
+                    ):
                         best, slot = ch, j
                 present[slot] = -1
                 if segment_of[best] >= 0:

@@ -77,7 +77,15 @@ MAPPED_SCHEMA = pa.schema(
         ("inserted", pa.bool_()),  # mapped after the last full build, with its kept pivots (update.py)
     ]
 )
-CELLS_SCHEMA = pa.schema([(SHARD, pa.int32()), ("partition", pa.int32()), ("cell", pa.int64()), ("column_id", pa.int64()), ("vector_ids", pa.list_(pa.int64()))])
+CELLS_SCHEMA = pa.schema(
+    [
+        (SHARD, pa.int32()),
+        ("partition", pa.int32()),
+        ("cell", pa.int64()),
+        ("column_id", pa.int64()),
+        ("vector_ids", pa.list_(pa.int64())),
+    ]
+)
 
 
 def check_metric(metric: str) -> float:
@@ -141,7 +149,9 @@ class PartitionPlan:
         return np.asarray(((mapped < self.lo) | (mapped > self.hi)).any(axis=1))
 
 
-def plan_partition(partition: int, sample: np.ndarray, metric: str, n_pivots: int | None = None, levels: int | None = None) -> PartitionPlan:
+def plan_partition(
+    partition: int, sample: np.ndarray, metric: str, n_pivots: int | None = None, levels: int | None = None
+) -> PartitionPlan:
     """Pivots by the PCA-based method; ``|P|``/``m`` by the cost model unless given."""
     sample = np.asarray(sample, dtype=np.float32)
     ranked = select_pivots(sample, n_pivots or min(MAX_PIVOTS, sample.shape[1]))
@@ -150,7 +160,9 @@ def plan_partition(partition: int, sample: np.ndarray, metric: str, n_pivots: in
         # imported here: Spark executors, which only map vectors, then never load numba
         from lakejoin.index.pexeso.cost import LEVEL_CHOICES, choose_shape
 
-        max_distance = METRICS["l2-unit"] if metric == "l2-unit" else float(map_to_pivot_space(sample, ranked[:1]).max())
+        max_distance = (
+            METRICS["l2-unit"] if metric == "l2-unit" else float(map_to_pivot_space(sample, ranked[:1]).max())
+        )
         n_pivots, levels = choose_shape(
             sample,
             ranked,
@@ -165,17 +177,23 @@ def plan_partition(partition: int, sample: np.ndarray, metric: str, n_pivots: in
     return PartitionPlan(partition, pivots, mapped.min(axis=0), mapped.max(axis=0), levels, chosen_by, len(sample))
 
 
-def assign_partitions(vectors: np.ndarray, column_ids: np.ndarray, order: np.ndarray, n_partitions: int, iterations: int) -> np.ndarray:
+def assign_partitions(
+    vectors: np.ndarray, column_ids: np.ndarray, order: np.ndarray, n_partitions: int, iterations: int
+) -> np.ndarray:
     """The partition of every row: column clustering over region histograms (§IV)."""
     if n_partitions <= 1:
         return np.zeros(len(vectors), dtype=np.int32)
     references = vectors[order[:REFERENCES]]
     regions = nearest_region(vectors, references)
-    columns, labels = column_partitions(column_ids, regions, np.ones(len(regions), np.int64), len(references), n_partitions, iterations)
+    columns, labels = column_partitions(
+        column_ids, regions, np.ones(len(regions), np.int64), len(references), n_partitions, iterations
+    )
     return labels[np.searchsorted(columns, column_ids)]
 
 
-def column_partitions(column_ids: np.ndarray, regions: np.ndarray, counts: np.ndarray, n_regions: int, n_partitions: int, iterations: int) -> tuple[np.ndarray, np.ndarray]:
+def column_partitions(
+    column_ids: np.ndarray, regions: np.ndarray, counts: np.ndarray, n_regions: int, n_partitions: int, iterations: int
+) -> tuple[np.ndarray, np.ndarray]:
     """(sorted distinct column ids, their partitions) from (column, region, count) rows."""
     columns, column_index = np.unique(column_ids, return_inverse=True)
     histograms = np.zeros((len(columns), n_regions), dtype=np.int64)
@@ -183,7 +201,16 @@ def column_partitions(column_ids: np.ndarray, regions: np.ndarray, counts: np.nd
     return columns, cluster_columns(histograms, n_partitions, iterations).astype(np.int32)
 
 
-def params_row(plan: PartitionPlan, metric: str, model: str | None, dim: int, n_vectors: int, n_columns: int, inserted: int = 0, outside: int = 0) -> dict:
+def params_row(
+    plan: PartitionPlan,
+    metric: str,
+    model: str | None,
+    dim: int,
+    n_vectors: int,
+    n_columns: int,
+    inserted: int = 0,
+    outside: int = 0,
+) -> dict:
     """A partition's ``params`` row; ``inserted``/``outside`` count since the last full build."""
     return {
         "partition": plan.partition,
@@ -207,12 +234,18 @@ def pivot_rows(plan: PartitionPlan) -> list[dict]:
     return [{"partition": plan.partition, "pivot": i, "vector": p.tolist()} for i, p in enumerate(plan.pivots)]
 
 
-def cells_table(shards: np.ndarray, partition: np.ndarray, cells: np.ndarray, column_ids: np.ndarray, vector_ids: np.ndarray) -> pa.Table:
+def cells_table(
+    shards: np.ndarray, partition: np.ndarray, cells: np.ndarray, column_ids: np.ndarray, vector_ids: np.ndarray
+) -> pa.Table:
     """The inverted index: vector ids grouped by (partition, leaf cell, column), sorted; a
     column's shard is its vectors' shard."""
     order = np.lexsort((vector_ids, column_ids, cells, partition))
     p, c, s, v = partition[order], cells[order], column_ids[order], vector_ids[order]
-    start = np.flatnonzero(np.r_[True, (p[1:] != p[:-1]) | (c[1:] != c[:-1]) | (s[1:] != s[:-1])]) if len(p) else np.zeros(0, np.int64)
+    start = (
+        np.flatnonzero(np.r_[True, (p[1:] != p[:-1]) | (c[1:] != c[:-1]) | (s[1:] != s[:-1])])
+        if len(p)
+        else np.zeros(0, np.int64)
+    )
     offsets = pa.array(np.r_[start, len(v)].astype(np.int32))
     return pa.table(
         {
@@ -290,7 +323,9 @@ def build_in_memory(
         {
             SHARD: pa.array(shards[rows], pa.int32()),
             "partition": pa.array(partition[rows], pa.int32()),
-            "dataset_id": pa.array([None if dataset_ids is None else dataset_ids[c] for c in column_ids[rows].tolist()], pa.string()),
+            "dataset_id": pa.array(
+                [None if dataset_ids is None else dataset_ids[c] for c in column_ids[rows].tolist()], pa.string()
+            ),
             "column_id": pa.array(column_ids[rows], pa.int64()),
             "vector_id": pa.array(vector_ids[rows], pa.int64()),
             "value": pa.array([texts[r] for r in rows.tolist()], pa.string()),

@@ -56,7 +56,9 @@ def sorted_grid(mapped: np.ndarray, lo: np.ndarray, hi: np.ndarray, levels: int)
     return HierarchicalGrid(keys[order], mapped[order], mapped.shape[1], levels), order
 
 
-def estimated_cost(sample_mapped: np.ndarray, dim: int, levels: int, max_distance: float, workload: np.ndarray) -> float:
+def estimated_cost(
+    sample_mapped: np.ndarray, dim: int, levels: int, max_distance: float, workload: np.ndarray
+) -> float:
     """The cost E above, summed over the workload's τ values."""
     n_pivots = sample_mapped.shape[1]
     lo, hi = sample_mapped.min(axis=0), sample_mapped.max(axis=0)
@@ -90,7 +92,12 @@ def choose_shape(
     rng = np.random.default_rng(seed)
     workload = rng.choice(len(sample), size=min(WORKLOAD_SIZE, len(sample)), replace=False)
     mapped = map_to_pivot_space(sample, pivots)
-    shapes = [(n_pivots, levels) for n_pivots in (pivot_counts or [p for p in PIVOT_CHOICES if p <= len(pivots)]) for levels in level_counts if n_pivots * levels <= MAX_KEY_BITS]
+    shapes = [
+        (n_pivots, levels)
+        for n_pivots in (pivot_counts or [p for p in PIVOT_CHOICES if p <= len(pivots)])
+        for levels in level_counts
+        if n_pivots * levels <= MAX_KEY_BITS
+    ]
     if not shapes:
         raise ValueError("no grid shape fits: |P|·m must stay within 62 key bits")
     costs = [estimated_cost(mapped[:, :p], sample.shape[1], m, max_distance, workload) for p, m in shapes]

@@ -48,7 +48,9 @@ def leaf_keys(mapped: np.ndarray, lo: np.ndarray, hi: np.ndarray, levels: int) -
     return keys
 
 
-def cross_ranges(a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def cross_ranges(
+    a_start: np.ndarray, a_end: np.ndarray, b_start: np.ndarray, b_end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """All ``(i, j)`` with ``i ∈ [a_start, a_end)`` and ``j ∈ [b_start, b_end)``, per row.
 
     The block nested-loop step of Algorithm 1, vectorised over many cell pairs.
@@ -93,7 +95,11 @@ class HierarchicalGrid:
         next_keys = None
         for level in range(m, 0, -1):
             keys_here = sorted_keys >> (n_pivots * (m - level))
-            first = np.flatnonzero(np.r_[True, keys_here[1:] != keys_here[:-1]]) if len(keys_here) else np.zeros(0, np.int64)
+            first = (
+                np.flatnonzero(np.r_[True, keys_here[1:] != keys_here[:-1]])
+                if len(keys_here)
+                else np.zeros(0, np.int64)
+            )
             keys = keys_here[first]
             end = np.r_[first[1:], len(sorted_keys)].astype(np.int64)
             if len(first):

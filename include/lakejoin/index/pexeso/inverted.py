@@ -31,14 +31,18 @@ class InvertedIndex:
     hi: np.ndarray
 
     @classmethod
-    def build(cls, sorted_leaf_keys: np.ndarray, sorted_columns: np.ndarray, sorted_mapped: np.ndarray, leaf_keys: np.ndarray) -> InvertedIndex:
+    def build(
+        cls, sorted_leaf_keys: np.ndarray, sorted_columns: np.ndarray, sorted_mapped: np.ndarray, leaf_keys: np.ndarray
+    ) -> InvertedIndex:
         """From per-vector leaf keys, column indices and mapped vectors, sorted by (leaf, column)."""
         n = len(sorted_leaf_keys)
         if n == 0:
             empty = np.zeros(0, dtype=np.int64)
             box = np.zeros((0, sorted_mapped.shape[1]))
             return cls(np.zeros(1, dtype=np.int64), empty, empty, empty, box, box)
-        change = np.r_[True, (sorted_leaf_keys[1:] != sorted_leaf_keys[:-1]) | (sorted_columns[1:] != sorted_columns[:-1])]
+        change = np.r_[
+            True, (sorted_leaf_keys[1:] != sorted_leaf_keys[:-1]) | (sorted_columns[1:] != sorted_columns[:-1])
+        ]
         start = np.flatnonzero(change).astype(np.int64)
         end = np.r_[start[1:], n].astype(np.int64)
         leaf_of_posting = sorted_leaf_keys[start]

@@ -54,7 +54,9 @@ def lemma3_survives(cell_lo: np.ndarray, cell_hi: np.ndarray, q: np.ndarray, tau
     return ~(gap > tau + eps).any(axis=1)
 
 
-def lemma4_survives(q_lo: np.ndarray, q_hi: np.ndarray, c_lo: np.ndarray, c_hi: np.ndarray, tau: float, eps: float) -> np.ndarray:
+def lemma4_survives(
+    q_lo: np.ndarray, q_hi: np.ndarray, c_lo: np.ndarray, c_hi: np.ndarray, tau: float, eps: float
+) -> np.ndarray:
     """Lemma 4 (cell–cell filtering): False where no (x ∈ c, q ∈ c_q) pair can match.
 
     Pruned iff ∃i: the gap between ``[c_q.lo_i, c_q.hi_i]`` and ``[c.lo_i, c.hi_i]`` exceeds

@@ -78,7 +78,9 @@ class PartitionIndex:
 
     def __post_init__(self) -> None:
         self.magnitude = largest_norm(self.vectors)
-        self.repository = Repository(self.vectors, self.mapped, self.vector_heads[:, 0].astype(np.float64), self.vector_heads)
+        self.repository = Repository(
+            self.vectors, self.mapped, self.vector_heads[:, 0].astype(np.float64), self.vector_heads
+        )
         self.grid = HierarchicalGrid(self.keys, self.mapped, len(self.pivots), self.levels)
         self.inverted = InvertedIndex.build(self.keys, self.columns, self.mapped, self.grid.leaves.keys)
         self.eps = tolerance(float(np.abs(np.r_[self.lo, self.hi]).max(initial=1.0)))
@@ -190,14 +192,25 @@ class PexesoSearcher:
         self.last_stats = SearchStats()
         results: list[dict[str, Any]] = []
         for part in self.partitions:
-            verified, order = part.search(unique, counts.astype(np.int64), tau * self.tau_scale, required, top_k, lower_bound, use_lemmas, self.last_stats)
+            verified, order = part.search(
+                unique,
+                counts.astype(np.int64),
+                tau * self.tau_scale,
+                required,
+                top_k,
+                lower_bound,
+                use_lemmas,
+                self.last_stats,
+            )
             found = (verified.status != PRUNED) & (verified.matched >= max(required, 1))
             for col in np.flatnonzero(found).tolist():
                 results.append(self._result(part, col, verified, first[order], n_records, query_values, exact))
         results.sort(key=lambda r: (-r["matched"], r["column_id"]))  # by jn: one |Q| for all
         return results[:k] if mode == "topk" else results
 
-    def search_text(self, values: Sequence[Any], model: str, tau: float = 0.06, T: float = 0.6, **options: Any) -> list[dict[str, Any]]:
+    def search_text(
+        self, values: Sequence[Any], model: str, tau: float = 0.06, T: float = 0.6, **options: Any
+    ) -> list[dict[str, Any]]:
         """Embed the query column's non-null values with ``model`` and search."""
         kept, vectors = self.embed_query(values, model)
         return self.search(vectors, tau, T, query_values=kept, **options)
@@ -208,7 +221,9 @@ class PexesoSearcher:
         if self.model is None:
             raise ValueError("this PEXESO index was built from numeric vectors, not text embeddings")
         if model != self.model:
-            raise ValueError(f"the index was built with embedding model {self.model!r}, not {model!r}; embed the query with {self.model!r}")
+            raise ValueError(
+                f"the index was built with embedding model {self.model!r}, not {model!r}; embed the query with {self.model!r}"
+            )
         from lakejoin.embed import embed
 
         kept = [v for v in map(normalize_value, values) if v is not None]
@@ -216,7 +231,9 @@ class PexesoSearcher:
             raise ValueError("the query column has no non-null values")
         return kept, embed(kept, model)
 
-    def _check_query(self, queries: np.ndarray, tau: float, T: float, mode: str, k: int, values: Sequence[Any] | None) -> int:
+    def _check_query(
+        self, queries: np.ndarray, tau: float, T: float, mode: str, k: int, values: Sequence[Any] | None
+    ) -> int:
         if len(queries) == 0:
             raise ValueError("the query column is empty")
         if not tau >= 0 or (self.metric == "l2-unit" and tau > 1):
@@ -232,7 +249,15 @@ class PexesoSearcher:
         return len(queries)
 
     @staticmethod
-    def _result(part: PartitionIndex, col: int, verified: Verified, record_of: np.ndarray, n_records: int, values: Sequence[Any] | None, exact: bool) -> dict[str, Any]:
+    def _result(
+        part: PartitionIndex,
+        col: int,
+        verified: Verified,
+        record_of: np.ndarray,
+        n_records: int,
+        values: Sequence[Any] | None,
+        exact: bool,
+    ) -> dict[str, Any]:
         hits = np.flatnonzero(verified.hit_column == col)
         hits = hits[np.argsort(record_of[verified.hit_query[hits]], kind="stable")]
         if not exact:
@@ -310,11 +335,15 @@ def load(tables: Mapping[str, pa.Table], *, partitions: Sequence[int] | None = N
             "vector_id": pc.list_flatten(cells["vector_ids"]),
         }
     )
-    indexed = vectors.select(["partition", "column_id", "vector_id"]).append_column("row", pa.array(np.arange(vectors.num_rows)))
+    indexed = vectors.select(["partition", "column_id", "vector_id"]).append_column(
+        "row", pa.array(np.arange(vectors.num_rows))
+    )
     joined = exploded.join(indexed, ["partition", "column_id", "vector_id"])
     if joined.num_rows != vectors.num_rows:
         raise ValueError("PEXESO tables 'cells' and 'mapped' do not list the same vectors")
-    joined = joined.sort_by([("partition", "ascending"), ("cell", "ascending"), ("column_id", "ascending"), ("vector_id", "ascending")])
+    joined = joined.sort_by(
+        [("partition", "ascending"), ("cell", "ascending"), ("column_id", "ascending"), ("vector_id", "ascending")]
+    )
     rows = joined["row"].to_numpy()
     all_vectors = _flat(vectors["vector"], np.float32).reshape(vectors.num_rows, dim)  # in table order
     mapped_length = pc.list_value_length(vectors["mapped"]).to_numpy()

@@ -82,7 +82,9 @@ def staleness_of(params: Iterable[Mapping[str, Any]]) -> float:
     return inserted / total if total else float("inf")
 
 
-def updated_sizes(before: Mapping[str, Any], removed: tuple[int, int, int, int], added: tuple[int, int, int, int]) -> dict[str, int]:
+def updated_sizes(
+    before: Mapping[str, Any], removed: tuple[int, int, int, int], added: tuple[int, int, int, int]
+) -> dict[str, int]:
     """A partition's sizes after an update, from the (vectors, columns, outside the bounds,
     inserted since the full build) of the changed datasets' old rows (``removed``) and new rows
     (``added``; all of them inserted)."""
@@ -94,7 +96,9 @@ def updated_sizes(before: Mapping[str, Any], removed: tuple[int, int, int, int],
     }
 
 
-def update_tables(vectors: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]) -> dict[str, pa.Table]:
+def update_tables(
+    vectors: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
+) -> dict[str, pa.Table]:
     """The incremental build of ``lakejoin.spark.pexeso.build_tables`` in this process, for an
     update small enough to run here (``lakejoin.spark.indexing``): the same tables.
 
@@ -112,18 +116,30 @@ def update_tables(vectors: pa.Table, *, n_shards: int, previous: Mapping[str, pa
     plans = _kept_plans(settings, previous["pivots"], dim)
     gone = pc.is_in(previous["mapped"]["dataset_id"], value_set=pa.array(sorted(changed), pa.string()))
     old = previous["mapped"].filter(gone)
-    removed = _partition_sizes(old["partition"].to_numpy(), old["column_id"].to_numpy(), np.zeros(old.num_rows, bool), old["inserted"].to_numpy(zero_copy_only=False))
-    kept_cells = previous["cells"].filter(pc.invert(pc.is_in(previous["cells"]["column_id"], value_set=pc.unique(old["column_id"]))))
+    removed = _partition_sizes(
+        old["partition"].to_numpy(),
+        old["column_id"].to_numpy(),
+        np.zeros(old.num_rows, bool),
+        old["inserted"].to_numpy(zero_copy_only=False),
+    )
+    kept_cells = previous["cells"].filter(
+        pc.invert(pc.is_in(previous["cells"]["column_id"], value_set=pc.unique(old["column_id"])))
+    )
     added: dict[int, tuple[int, int, int, int]] = {}
     mapped_parts, cells_parts = [previous["mapped"].filter(pc.invert(gone))], [kept_cells]
     if vectors.num_rows:
         new_mapped, new_cells, added = _map_new(vectors, plans, metric, dim, n_shards)
         mapped_parts.append(new_mapped)
         cells_parts.append(new_cells)
-    params = [{**s, **updated_sizes(s, removed.get(p, (0, 0, 0, 0)), added.get(p, (0, 0, 0, 0)))} for p, s in sorted(settings.items())]
+    params = [
+        {**s, **updated_sizes(s, removed.get(p, (0, 0, 0, 0)), added.get(p, (0, 0, 0, 0)))}
+        for p, s in sorted(settings.items())
+    ]
     return {
         "params": pa.Table.from_pylist(params, schema=PARAMS_SCHEMA),
-        "pivots": pa.Table.from_pylist([row for p in sorted(plans) for row in pivot_rows(plans[p])], schema=PIVOTS_SCHEMA),
+        "pivots": pa.Table.from_pylist(
+            [row for p in sorted(plans) for row in pivot_rows(plans[p])], schema=PIVOTS_SCHEMA
+        ),
         "mapped": pa.concat_tables([t.select(MAPPED_SCHEMA.names).cast(MAPPED_SCHEMA) for t in mapped_parts]),
         "cells": pa.concat_tables([t.select(CELLS_SCHEMA.names).cast(CELLS_SCHEMA) for t in cells_parts]),
     }
@@ -135,11 +151,15 @@ def _kept_plans(settings: Mapping[int, Mapping[str, Any]], pivots: pa.Table, dim
     plans = {}
     for p, s in settings.items():
         kept = np.asarray([r["vector"] for r in rows if r["partition"] == p], dtype=np.float32).reshape(-1, dim)
-        plans[p] = PartitionPlan(p, kept, np.asarray(s["lo"]), np.asarray(s["hi"]), s["levels"], s["chosen_by"], s["sample_size"])
+        plans[p] = PartitionPlan(
+            p, kept, np.asarray(s["lo"]), np.asarray(s["hi"]), s["levels"], s["chosen_by"], s["sample_size"]
+        )
     return plans
 
 
-def _map_new(vectors: pa.Table, plans: Mapping[int, PartitionPlan], metric: str, dim: int, n_shards: int) -> tuple[pa.Table, pa.Table, dict[int, tuple[int, int, int, int]]]:
+def _map_new(
+    vectors: pa.Table, plans: Mapping[int, PartitionPlan], metric: str, dim: int, n_shards: int
+) -> tuple[pa.Table, pa.Table, dict[int, tuple[int, int, int, int]]]:
     """The new rows' ``mapped`` and ``cells`` rows, and their sizes per partition."""
     flat = pc.list_flatten(vectors["vector"]).to_numpy(zero_copy_only=False)
     if flat.size != vectors.num_rows * dim:
@@ -187,6 +207,12 @@ def _nearest_partitions(vectors: np.ndarray, column_ids: np.ndarray, plans: Mapp
     return order[counts.argmax(axis=1)][column_index]
 
 
-def _partition_sizes(partition: np.ndarray, column_ids: np.ndarray, outside: np.ndarray, inserted: np.ndarray) -> dict[int, tuple[int, int, int, int]]:
+def _partition_sizes(
+    partition: np.ndarray, column_ids: np.ndarray, outside: np.ndarray, inserted: np.ndarray
+) -> dict[int, tuple[int, int, int, int]]:
     """Per partition: (vectors, distinct columns, outside the bounds, inserted since the full build)."""
-    return {int(p): (int(rows.sum()), len(np.unique(column_ids[rows])), int(outside[rows].sum()), int(inserted[rows].sum())) for p in np.unique(partition).tolist() for rows in [partition == p]}
+    return {
+        int(p): (int(rows.sum()), len(np.unique(column_ids[rows])), int(outside[rows].sum()), int(inserted[rows].sum()))
+        for p in np.unique(partition).tolist()
+        for rows in [partition == p]
+    }

@@ -73,7 +73,9 @@ def lemma1_filters(x_mapped: np.ndarray, v: int, q_mapped: np.ndarray, q: int, t
 
 
 @numba.njit(cache=True, inline="always")
-def lemma3_filters(box_lo: np.ndarray, box_hi: np.ndarray, p: int, q_mapped: np.ndarray, q: int, tau: float, eps: float) -> bool:
+def lemma3_filters(
+    box_lo: np.ndarray, box_hi: np.ndarray, p: int, q_mapped: np.ndarray, q: int, tau: float, eps: float
+) -> bool:
     """Lemma 3 for box ``p``: ∃i ``lo_i > q'_i + τ`` or ``hi_i < q'_i − τ`` means nothing in it matches."""
     for i in range(q_mapped.shape[1]):
         if box_lo[p, i] - q_mapped[q, i] > tau + eps or q_mapped[q, i] - box_hi[p, i] > tau + eps:
@@ -170,7 +172,23 @@ def _next_candidate(v, stop, filtered, pivot_match_possible, q, q_mapped, q_head
 
 
 @numba.njit(cache=True)
-def _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, q_heads, repo, tau, tau2, head_bound, eps, use_lemmas):
+def _first_match(
+    q,
+    p,
+    post_vstart,
+    post_vend,
+    post_lo,
+    post_hi,
+    q_vectors,
+    q_mapped,
+    q_heads,
+    repo,
+    tau,
+    tau2,
+    head_bound,
+    eps,
+    use_lemmas,
+):
     """The first vector of posting ``p`` that matches ``q`` (or -1), and the distances computed."""
     start, stop = post_vstart[p], post_vend[p]
     pivot_match_possible = False
@@ -188,7 +206,9 @@ def _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_ma
     computed = 0
     v = start
     while v < stop:
-        v, more, by_pivot = _next_candidate(v, stop, use_lemmas, pivot_match_possible, q, q_mapped, q_heads, repo, tau, head_bound, eps)
+        v, more, by_pivot = _next_candidate(
+            v, stop, use_lemmas, pivot_match_possible, q, q_mapped, q_heads, repo, tau, head_bound, eps
+        )
         computed += more
         if v < stop and (by_pivot or exact_match(q_vectors, q, repo.vectors, v, tau2)):
             return v, computed
@@ -262,7 +282,23 @@ def _verify_column(
             continue
         v = post_vstart[p]
         if ev_kind[e] == _B:
-            v, computed = _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, q_heads, repo, tau, tau2, head_bound, eps, use_lemmas)
+            v, computed = _first_match(
+                q,
+                p,
+                post_vstart,
+                post_vend,
+                post_lo,
+                post_hi,
+                q_vectors,
+                q_mapped,
+                q_heads,
+                repo,
+                tau,
+                tau2,
+                head_bound,
+                eps,
+                use_lemmas,
+            )
             distances += computed
         if v >= 0:
             hit_q[hit_start + n_hits], hit_v[hit_start + n_hits] = q, v
@@ -289,7 +325,23 @@ def _verify_column(
                 continue
             if use_lemmas and lemma7_unjoinable(matched, undecided, bound):
                 return matched, undecided, PRUNED, n_hits, distances
-            v, computed = _first_match(q, p, post_vstart, post_vend, post_lo, post_hi, q_vectors, q_mapped, q_heads, repo, tau, tau2, head_bound, eps, use_lemmas)
+            v, computed = _first_match(
+                q,
+                p,
+                post_vstart,
+                post_vend,
+                post_lo,
+                post_hi,
+                q_vectors,
+                q_mapped,
+                q_heads,
+                repo,
+                tau,
+                tau2,
+                head_bound,
+                eps,
+                use_lemmas,
+            )
             distances += computed
             if v >= 0:
                 hit_q[hit_start + n_hits], hit_v[hit_start + n_hits] = q, v
@@ -377,7 +429,9 @@ def verify(
     """
     (m_ptr, m_leaf), (b_ptr, b_leaf), (c_ptr, c_leaf) = pair_lists
     leaf_start, post_column, post_vstart, post_vend, post_lo, post_hi = postings
-    ev_start, ev_q, ev_p, ev_kind, reach, n_reaching = _column_events(weights, leaf_start, post_column, m_ptr, m_leaf, b_ptr, b_leaf, c_ptr, c_leaf, n_columns)
+    ev_start, ev_q, ev_p, ev_kind, reach, n_reaching = _column_events(
+        weights, leaf_start, post_column, m_ptr, m_leaf, b_ptr, b_leaf, c_ptr, c_leaf, n_columns
+    )
     hit_start = np.r_[0, np.cumsum(n_reaching)]
     hit_q, hit_v = np.empty(hit_start[-1], np.int64), np.empty(hit_start[-1], np.int64)
     matched, undecided = np.zeros(n_columns, np.int64), reach.copy()

@@ -94,7 +94,9 @@ def build_in_memory(cells: pa.Table, *, n_shards: int = 1) -> dict[str, pa.Table
     return josie.build_in_memory(sets, dataset_ids=dataset_ids, normalize=False, n_shards=n_shards)
 
 
-def update_tables(cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]) -> dict[str, pa.Table]:
+def update_tables(
+    cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
+) -> dict[str, pa.Table]:
     """The incremental build of ``lakejoin.spark.qgram.build_tables`` in this process: ``cells``
     are the changed datasets' ``lake/cells`` rows of the columns the family indexes."""
     return josie.update_tables(column_tokens(cells), n_shards=n_shards, previous=previous, changed=changed)

@@ -139,14 +139,19 @@ def tokenize_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBat
     distinct token of each row's value (Spark's ``mapInArrow`` runs it on the executors)."""
     for batch in batches:
         datasets, columns, tokens = [], [], []
-        for dataset_id, column_id, value in zip(*(batch.column(n).to_pylist() for n in ("dataset_id", "column_id", "value"))):
+        for dataset_id, column_id, value in zip(
+            *(batch.column(n).to_pylist() for n in ("dataset_id", "column_id", "value"))
+        ):
             if value is None:
                 continue
             for token in value_tokens(value):
                 datasets.append(dataset_id)
                 columns.append(column_id)
                 tokens.append(token)
-        yield pa.RecordBatch.from_arrays([pa.array(datasets, pa.string()), pa.array(columns, pa.int64()), pa.array(tokens, pa.string())], schema=TOKEN_SCHEMA)
+        yield pa.RecordBatch.from_arrays(
+            [pa.array(datasets, pa.string()), pa.array(columns, pa.int64()), pa.array(tokens, pa.string())],
+            schema=TOKEN_SCHEMA,
+        )
 
 
 def column_tokens(cells: pa.Table) -> pa.Table:
@@ -155,9 +160,18 @@ def column_tokens(cells: pa.Table) -> pa.Table:
     present = cells.filter(pc.is_valid(cells["value"]))
     grouped = present.group_by(["column_id", "dataset_id"]).aggregate([("value", "distinct")]).sort_by("column_id")
     datasets, columns, tokens = [], [], []
-    for column_id, dataset_id, values in zip(grouped["column_id"].to_pylist(), grouped["dataset_id"].to_pylist(), grouped["value_distinct"].to_pylist()):
+    for column_id, dataset_id, values in zip(
+        grouped["column_id"].to_pylist(), grouped["dataset_id"].to_pylist(), grouped["value_distinct"].to_pylist()
+    ):
         kept = bottom_k((t for v in bottom_k(values, MAX_VALUES) for t in value_tokens(v)), MAX_TOKENS)
         datasets.extend([dataset_id] * len(kept))
         columns.extend([column_id] * len(kept))
         tokens.extend(kept)
-    return pa.table({"dataset_id": pa.array(datasets, pa.string()), "column_id": pa.array(columns, pa.int64()), "value": pa.array(tokens, pa.string())}, schema=TOKEN_SCHEMA)
+    return pa.table(
+        {
+            "dataset_id": pa.array(datasets, pa.string()),
+            "column_id": pa.array(columns, pa.int64()),
+            "value": pa.array(tokens, pa.string()),
+        },
+        schema=TOKEN_SCHEMA,
+    )
