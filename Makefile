@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install system-deps demo test test-install lint bench airflow-setup clean
+.PHONY: install system-deps demo test test-install lint bench docs airflow-setup clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -45,6 +45,11 @@ test-install: install
 
 bench: install
 	for b in tests/benchmarks/bench_*.py; do echo "== $$b"; $(PY) $$b --quick || exit 1; done
+
+# The documentation site (mkdocs.yml, docs/) into site/; its CLI and REST pages are generated from the code
+# while it builds. `make test` builds it too (tests/test_docs.py), with --strict like this.
+docs: install
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 # Apply airflow_settings.yaml (connections, pools, variables) to the configured Airflow DB.
 airflow-setup: install

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from report import run_with_docs
+
 from lakejoin.portal import serve
 from lakejoin.portal.realdata import write_real_tables
 from lakejoin.sources import open_source
@@ -95,4 +97,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from report import run_with_docs
 
 from lakejoin.embed import MODELS, PEXESO_MODEL, embed, load_model
 from lakejoin.normalize import normalize_set
@@ -102,4 +103,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

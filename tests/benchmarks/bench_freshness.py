@@ -26,6 +26,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
+from report import run_with_docs
 
 from lakejoin.config import LakeConfig
 from lakejoin.progress import Progress
@@ -141,4 +142,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+from report import run_with_docs
 
 import lakejoin.graph.build as graph_build
 from lakejoin.config import LakeConfig
@@ -220,4 +221,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

@@ -20,6 +20,8 @@ import tempfile
 import time
 from datetime import date
 
+from report import run_with_docs
+
 from lakejoin.config import LakeConfig
 from lakejoin.index import FAMILIES
 from lakejoin.progress import Progress
@@ -63,4 +65,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

@@ -30,6 +30,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from report import run_with_docs
 
 from lakejoin.index.josie import (
     APPEND_TABLES,
@@ -368,4 +369,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_with_docs(main))

@@ -42,6 +42,7 @@ import datasketch
 import datasketch.lshensemble
 import numpy as np
 import pandas as pd
+from report import run_with_docs
 
 from lakejoin.index.lshensemble import build_in_memory, load
 from lakejoin.index.lshensemble.lsh import MAX_DEPTH
@@ -299,4 +300,4 @@ def incremental_insert(sets: dict[int, list[str]], num_perm: int, num_part: int)
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

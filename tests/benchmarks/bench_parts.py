@@ -42,6 +42,7 @@ import pandas as pd
 import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
+from report import run_with_docs
 
 from lakejoin.config import LakeConfig
 from lakejoin.embed import value_hash
@@ -210,4 +211,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

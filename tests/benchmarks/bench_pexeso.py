@@ -50,6 +50,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from report import run_with_docs
 
 from lakejoin.embed import PEXESO_MODEL, embed
 from lakejoin.index.pexeso import build_in_memory, load
@@ -353,4 +354,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

@@ -18,6 +18,7 @@ import argparse
 
 import numpy as np
 import pyarrow as pa
+from report import run_with_docs
 
 from lakejoin.index.pexeso import build_in_memory, load
 from lakejoin.index.pexeso.build import MAPPED_SCHEMA, PartitionPlan, cells_table, vector_list
@@ -125,4 +126,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+from report import run_with_docs
 
 from lakejoin.normalize import NormalizedColumn
 from lakejoin.profile import finish_profile, profile_values, table_aggregates
@@ -97,4 +98,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

@@ -59,6 +59,7 @@ import psutil
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+from report import run_with_docs
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "tests"))
@@ -537,4 +538,4 @@ def interactive_step(config: LakeConfig, queries: list[tuple[str, str]], full_bu
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

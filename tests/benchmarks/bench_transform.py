@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from report import run_with_docs
 
 from lakejoin.normalize import normalize_value
 from lakejoin.transform import METHODS, cst, learn_and_join, parse_program
@@ -209,4 +210,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

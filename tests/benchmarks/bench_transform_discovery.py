@@ -28,6 +28,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
+from report import run_with_docs
+
 sys.path.insert(0, str(Path(__file__).parent))
 
 from transform_lake import KINDS, Plant, planted_lake
@@ -136,4 +138,4 @@ def report(
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)

@@ -60,6 +60,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from report import run_with_docs
 
 from lakejoin.embed import embed
 from lakejoin.index import josie, pexeso
@@ -532,4 +533,4 @@ def report(lake: LabelledLake, domain: str, runs: Sequence[Matches], thresholds:
 
 
 if __name__ == "__main__":
-    main()
+    run_with_docs(main)
