@@ -6,12 +6,15 @@
   ``/lakejoin``;
 - ``<!-- lakejoin:params METHOD -->`` in any page becomes the table of that method's parameters
   from ``lakejoin.query.params`` (the one place the CLI flags, the REST docs and the search page
-  read them from).
+  read them from);
+- ``<!-- lakejoin:packages -->`` becomes the table of every package and module under
+  ``include/lakejoin`` with the first sentence of its docstring.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
 import re
@@ -24,6 +27,7 @@ from mkdocs.structure.files import File, Files
 ROOT = Path(__file__).resolve().parents[2]
 MOUNT = "/lakejoin"  # where plugins/lakejoin_plugin.py mounts the app in the Airflow API server
 PARAMS_MARKER = re.compile(r"<!-- lakejoin:params (\w+) -->")
+PACKAGES_MARKER = "<!-- lakejoin:packages -->"
 
 
 def on_files(files: Files, config: Any) -> Files:
@@ -33,6 +37,8 @@ def on_files(files: Files, config: Any) -> Files:
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    if PACKAGES_MARKER in markdown:
+        markdown = markdown.replace(PACKAGES_MARKER, packages_table())
     return PARAMS_MARKER.sub(lambda match: params_table(match.group(1)), markdown)
 
 
@@ -202,6 +208,28 @@ def _resolve(schema: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
 def _cell(text: str) -> str:
     """A description in one table cell: its list items and paragraphs kept apart by line breaks."""
     return _md_text(text.strip()).replace("\n\n", "<br>").replace("\n", "<br>")
+
+
+# --- packages ----------------------------------------------------------------------------------
+
+
+def packages_table() -> str:
+    """Every package and module of the library, in file order, with the first sentence of its docstring."""
+    library = ROOT / "include" / "lakejoin"
+    rows = ["| module | what it is |", "|---|---|"]
+    for path in sorted(library.rglob("*.py")):
+        if "__pycache__" in path.parts or (path.name.startswith("_") and path.name != "__init__.py"):
+            continue
+        parts = path.relative_to(library.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if path.name == "__init__.py" else parts)
+        label = f"**`{name}`**" if path.name == "__init__.py" else f"`{name}`"
+        rows.append(f"| {label} | {_md_text(_first_sentence(ast.get_docstring(ast.parse(path.read_text())) or ''))} |")
+    return "\n".join(rows)
+
+
+def _first_sentence(doc: str) -> str:
+    paragraph = doc.split("\n\n")[0].replace("\n", " ")
+    return re.split(r"(?<=[a-z)`])\. ", paragraph, maxsplit=1)[0].rstrip(":")
 
 
 # --- method parameters -------------------------------------------------------------------------
