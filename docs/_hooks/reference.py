@@ -98,7 +98,7 @@ def _arguments_table(parser: argparse.ArgumentParser) -> list[str]:
         default = action.default
         shown = "" if default in (None, False, [], argparse.SUPPRESS) else f"`{default}`"
         rows.append(f"| {name} | {_md_text(action.help or '')} | {shown} |")
-    return rows
+    return rows if len(rows) > 2 else ["Only the options every command takes."]
 
 
 def _md_text(text: str) -> str:
