@@ -67,6 +67,14 @@ def test_a_method_page_shows_its_parameters_from_the_code(site: Path) -> None:
         assert f"<code>{spec.name}</code>" in page, spec.name
 
 
+def test_the_architecture_page_names_every_package(site: Path) -> None:
+    page = (site / "architecture" / "index.html").read_text()
+    library = ROOT / "include"
+    for init in (library / "lakejoin").rglob("__init__.py"):
+        package = ".".join(init.parent.relative_to(library).parts)
+        assert f"<code>{package}</code>" in page, package
+
+
 def test_a_broken_link_fails_the_build(tmp_path: Path) -> None:
     copy = tmp_path / "repo"
     shutil.copytree(ROOT / "docs", copy / "docs", ignore=shutil.ignore_patterns("__pycache__"))
