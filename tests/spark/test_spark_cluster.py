@@ -25,7 +25,7 @@ from lakejoin.spark.pipeline import RunOptions, run
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 SPARK_HOME = Path(pyspark.__file__).parent
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:

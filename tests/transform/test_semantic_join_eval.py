@@ -21,7 +21,7 @@ TAU = 0.15
 
 
 def _load_eval():
-    path = Path(__file__).parent / "benchmarks" / "eval_semantic_join.py"
+    path = Path(__file__).parents[1] / "benchmarks" / "eval_semantic_join.py"
     spec = importlib.util.spec_from_file_location("eval_semantic_join", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # dataclasses look their module up there

@@ -170,7 +170,7 @@ def test_results_are_deterministic_within_a_process():
 
 
 def _bench():
-    sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
     import bench_transform
 
     return bench_transform
@@ -202,7 +202,7 @@ def outputs_across_hash_seeds(folder: Path, expression: str, seeds: tuple[str, .
         f"s, t, _ = b.load_case(b.Path({str(folder)!r})); "
         f"print(json.dumps({expression}, sort_keys=True))"
     )
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     return [
         subprocess.run(
             [sys.executable, "-c", script],

@@ -39,7 +39,7 @@ from lakejoin.query.engine import QueryEngine
 from lakejoin.transform import apply_transformation
 from lakejoin.transform.discover import NO_TRANSFORMATION, DiscoveryParams, discover
 
-sys.path.insert(0, str(Path(__file__).parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
 from transform_lake import KINDS, planted_lake
 
 N_SHARDS = 3
