@@ -29,9 +29,9 @@ system-deps:
 demo: install
 	$(VENV)/bin/lakejoin run
 
-# The whole check CI runs: lint and types first (a minute), then every test.
+# The whole check CI runs: lint and types first (a minute), then every test; the 15 slowest are listed at the end.
 test: lint
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q --durations=15
 
 # Code hygiene (configured in pyproject.toml): lint, formatting and types. Fails on any finding.
 lint: install
