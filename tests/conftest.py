@@ -1,11 +1,16 @@
-"""Shared fixtures: one Spark session for the whole test run (starting one costs ~10 s)."""
+"""Shared fixtures: one Spark session for the whole test run (starting one costs ~10 s) and the small
+real query lake the query, plugin and search-page tests read."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:  # imported at run time only after the environment below is set
+    from lakejoin.config import LakeConfig
 
 os.environ.setdefault("LAKEJOIN_SHUFFLE_PARTITIONS", "4")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -26,3 +31,11 @@ def shared_dir() -> Path:
     if not SHARED.exists():
         pytest.skip("../shared is not beside this checkout")
     return SHARED
+
+
+@pytest.fixture(scope="session")
+def query_lake(tmp_path_factory: pytest.TempPathFactory, spark) -> LakeConfig:
+    """The small real lake (testkit.query_lake) built once per session; tests that change it copy it first."""
+    from testkit.query_lake import build_query_lake
+
+    return build_query_lake(tmp_path_factory.getbasetemp() / "query-lake")

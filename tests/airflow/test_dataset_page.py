@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 import requests
-from test_plugin import ApiServer, start_api_server
-from test_search_ui import screenshot, signed_in_chromium, wait_for, wait_for_text
+from testkit.api_server import ApiServer, start_api_server
+from testkit.browser import screenshot, signed_in_chromium, wait_for, wait_for_text
 
 from lakejoin.config import LakeConfig
 from lakejoin.graph import refresh

@@ -5,127 +5,18 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
-from dataclasses import dataclass
-from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import requests
-from airflow_harness import prepare_airflow
-from test_query import run_cli, without_timing
-from test_query_lake import build_query_lake
+from testkit.api_server import MAX_UPLOAD_BYTES, ApiServer
+from testkit.cli import run_cli, without_timing
 
-from lakejoin.config import LakeConfig
 from lakejoin.query import QueryEngine
 from lakejoin.query.join import provenance_of
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
-
-USER, PASSWORD = "lake", "lake-test-password"
-MAX_UPLOAD_BYTES = 256 * 1024  # small, so the 413 test uploads little
-
-
-@dataclass
-class ApiServer:
-    url: str
-    token: str
-    process: subprocess.Popen
-    log: Path
-
-    def headers(self) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}"}
-
-    def post(self, path: str, headers: dict[str, str] | None = None, **kwargs) -> requests.Response:
-        return requests.post(f"{self.url}{path}", headers={**self.headers(), **(headers or {})}, timeout=300, **kwargs)
-
-    def get(self, path: str, **kwargs) -> requests.Response:
-        return requests.get(f"{self.url}{path}", headers=self.headers(), timeout=300, **kwargs)
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_api_server(root: Path, lake_home: Path, timeout: float = 240) -> ApiServer:
-    """``airflow api-server`` with the plugin, SimpleAuthManager user ``lake`` and a fixed JWT
-    secret; returns once ``/auth/token`` issued a token (Airflow 3's simple-auth login)."""
-    root.mkdir(parents=True, exist_ok=True)
-    passwords = root / "passwords.json"
-    passwords.write_text(json.dumps({USER: PASSWORD}))
-    env = prepare_airflow(root / "airflow")
-    env.update(
-        AIRFLOW__CORE__AUTH_MANAGER="airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
-        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=f"{USER}:admin",
-        AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE=str(passwords),
-        AIRFLOW__API_AUTH__JWT_SECRET="lakejoin-test-secret-" + "x" * 32,
-        LAKEJOIN_HOME=str(lake_home),
-        LAKEJOIN_MAX_UPLOAD_BYTES=str(MAX_UPLOAD_BYTES),
-    )
-    port = free_port()
-    log = root / "api-server.log"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "airflow", "api-server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1"],
-        env=env,
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"api-server exited with {process.returncode}:\n{log.read_text()[-3000:]}")
-        try:
-            response = requests.post(f"{url}/auth/token", json={"username": USER, "password": PASSWORD}, timeout=5)
-            if response.status_code == 201:
-                return ApiServer(url, response.json()["access_token"], process, log)
-        except requests.ConnectionError:
-            pass
-        time.sleep(1)
-    os.killpg(process.pid, signal.SIGTERM)
-    raise RuntimeError(f"api-server did not answer within {timeout} s:\n{log.read_text()[-3000:]}")
-
-
-_servers: dict[Path, ApiServer] = {}
-
-
-@pytest.fixture(scope="session")
-def api_server(tmp_path_factory: pytest.TempPathFactory, spark) -> ApiServer:
-    """One server per test session, shared by every module that imports this fixture."""
-    base = tmp_path_factory.getbasetemp()
-    lake = build_query_lake(base / "query-lake")
-    if base not in _servers:
-        _servers[base] = start_api_server(base / "api-server", lake.home)
-    yield _servers[base]
-    _servers[base].stop()  # idempotent: the last module's teardown finds it stopped
-
-
-@pytest.fixture(scope="module")
-def engine(api_server: ApiServer, tmp_path_factory: pytest.TempPathFactory) -> QueryEngine:
-    return QueryEngine(LakeConfig(home=tmp_path_factory.getbasetemp() / "query-lake" / "home"))
-
-
-@pytest.fixture(scope="module")
-def ids(engine: QueryEngine) -> dict[str, str]:
-    return {row["title"]: dataset_id for dataset_id, row in engine.snapshot().datasets.items()}
-
 
 CASES = [
     ("josie", "bakeoff_challenges.csv", ["baker"], {}),

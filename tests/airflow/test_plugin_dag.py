@@ -8,7 +8,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from airflow_harness import prepare_airflow, run_dag_test
-from test_query_lake import query_lake  # noqa: F401  (the shared session fixture)
 
 from lakejoin.config import LakeConfig
 from lakejoin.query import QueryEngine
@@ -17,13 +16,13 @@ pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
 
 @pytest.fixture(scope="module")
-def env(query_lake: LakeConfig, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:  # noqa: F811
+def env(query_lake: LakeConfig, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     env = prepare_airflow(tmp_path_factory.mktemp("airflow"))
     env["LAKEJOIN_HOME"] = str(query_lake.home)
     return env
 
 
-def test_the_search_dag_searches_and_joins(env: dict, query_lake: LakeConfig, tmp_path: Path) -> None:  # noqa: F811
+def test_the_search_dag_searches_and_joins(env: dict, query_lake: LakeConfig, tmp_path: Path) -> None:
     engine = QueryEngine(query_lake)
     challenges = next(d for d, row in engine.snapshot().datasets.items() if row["title"] == "bakeoff_challenges.csv")
     out = tmp_path / "joined.csv"
@@ -44,7 +43,7 @@ def test_the_search_dag_searches_and_joins(env: dict, query_lake: LakeConfig, tm
     assert provenance["dataset_id"] == expected["results"][0]["dataset_id"] and provenance["policy"] == "aggregate"
 
 
-def test_the_search_dag_can_stop_after_the_search(env: dict, query_lake: LakeConfig, tmp_path: Path) -> None:  # noqa: F811
+def test_the_search_dag_can_stop_after_the_search(env: dict, query_lake: LakeConfig, tmp_path: Path) -> None:
     source = tmp_path / "query.parquet"
     engine = QueryEngine(query_lake)
     weather = next(d for d, row in engine.snapshot().datasets.items() if row["title"] == "weather.csv")

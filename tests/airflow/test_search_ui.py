@@ -7,127 +7,36 @@ and ``selenium`` in the venv; skipped when they are missing.
 
 from __future__ import annotations
 
-import base64
 import math
-import shutil
 import time
 from pathlib import Path
 
 import pytest
-from test_plugin import ApiServer, api_server, engine, ids  # noqa: F401  (shared fixtures)
+from testkit.api_server import MAX_UPLOAD_BYTES, ApiServer
+from testkit.browser import check_columns, choose_table, screenshot, search, signed_in_chromium, wait_for, wait_for_text
 
 from lakejoin.query import QueryEngine
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
 
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--window-size=1400,1000",
-)
 CHALLENGES = "bakeoff_challenges.csv"
 
 
-def signed_in_chromium(server: ApiServer):
-    """Headless Chromium holding ``server``'s token as the Airflow UI does (skips when missing)."""
-    webdriver = pytest.importorskip("selenium.webdriver")
-    if not (Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists()):
-        pytest.skip("apt-get install -y chromium chromium-driver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in FLAGS:
-        options.add_argument(flag)
-    driver = webdriver.Chrome(
-        options=options, service=webdriver.ChromeService(executable_path=shutil.which("chromedriver") or CHROMEDRIVER)
-    )
-    driver.set_page_load_timeout(120)
-    # The Airflow UI keeps its JWT in the `_token` cookie; the page's fetches send it.
-    driver.get(f"{server.url}/lakejoin/docs")
-    driver.add_cookie({"name": "_token", "value": server.token, "path": "/"})
-    return driver
-
-
 @pytest.fixture(scope="module")
-def browser(api_server: ApiServer):  # noqa: F811
+def browser(api_server: ApiServer):
     driver = signed_in_chromium(api_server)
     yield driver
     driver.quit()
 
 
 @pytest.fixture
-def page(browser, api_server: ApiServer):  # noqa: F811
+def page(browser, api_server: ApiServer):
     """The search page, freshly loaded in light mode, its methods' forms built."""
     browser.get(f"{api_server.url}/lakejoin/docs")
     browser.execute_script("window.localStorage.removeItem('theme')")
     browser.get(f"{api_server.url}/lakejoin/search")
     wait_for(browser, "#method option")
     return browser
-
-
-def wait_for(driver, css: str, timeout: float = 180):
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    return WebDriverWait(driver, timeout).until(
-        expected_conditions.presence_of_all_elements_located((By.CSS_SELECTOR, css))
-    )
-
-
-def wait_for_text(driver, css: str, text: str, timeout: float = 180) -> str:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    WebDriverWait(driver, timeout).until(
-        expected_conditions.text_to_be_present_in_element((By.CSS_SELECTOR, css), text)
-    )
-    return driver.find_element(By.CSS_SELECTOR, css).text
-
-
-def screenshot(driver, path: Path) -> Path:
-    """The whole page (not just the viewport) as PNG."""
-    shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True})
-    path.write_bytes(base64.b64decode(shot["data"]))
-    return path
-
-
-def choose_table(driver, typed: str, title: str) -> None:
-    """Type part of a title into the picker, then pick ``title`` with the keyboard."""
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
-
-    box = driver.find_element(By.ID, "table-search")
-    box.clear()
-    box.send_keys(typed)
-    wait_for(driver, f"#table-list[data-query='{typed}']:not([hidden])")
-    options = driver.execute_script(
-        "return [...document.querySelectorAll('#table-list li[role=option] .title')].map((t) => t.textContent)"
-    )
-    box.send_keys(*[Keys.ARROW_DOWN] * (options.index(title) + 1), Keys.ENTER)
-    wait_for_text(driver, "#chosen-table", title)
-    wait_for(driver, "input.column")
-
-
-def check_columns(driver, columns: list[str]) -> None:
-    for box in wait_for(driver, "input.column"):
-        if (box.get_attribute("value") in columns) != box.is_selected():
-            box.click()
-
-
-def search(driver, method: str, columns: list[str]) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import Select
-
-    check_columns(driver, columns)
-    Select(driver.find_element(By.ID, "method")).select_by_value(method)
-    driver.find_element(By.ID, "search").click()
 
 
 def result_rows(driver) -> list[list[str]]:
@@ -152,7 +61,7 @@ def percent(share: float) -> str:
     return f"{min(whole, 99)} %" if whole else "< 1 %"
 
 
-def test_the_engine_is_loaded_at_startup(api_server: ApiServer, engine: QueryEngine) -> None:  # noqa: F811
+def test_the_engine_is_loaded_at_startup(api_server: ApiServer, engine: QueryEngine) -> None:
     """The API server's start loads the snapshot and every index: the status says so before any
     search (the status route itself loads nothing)."""
     status = api_server.get("/lakejoin/api/status").json()
@@ -167,7 +76,7 @@ def test_the_engine_is_loaded_at_startup(api_server: ApiServer, engine: QueryEng
     assert status["loaded_families"] == sorted(loaded.families()) and not status["warmup"]["skipped"]
 
 
-def test_find_a_table_by_typing_part_of_its_title(page, engine: QueryEngine, ids: dict, tmp_path: Path) -> None:  # noqa: F811
+def test_find_a_table_by_typing_part_of_its_title(page, engine: QueryEngine, ids: dict, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
     choose_table(page, "challen", CHALLENGES)
@@ -192,7 +101,7 @@ def test_find_a_table_by_typing_part_of_its_title(page, engine: QueryEngine, ids
     screenshot(page, tmp_path / "picker.png")
 
 
-def test_each_methods_form(page, api_server: ApiServer, tmp_path: Path) -> None:  # noqa: F811
+def test_each_methods_form(page, api_server: ApiServer, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
@@ -237,7 +146,7 @@ def test_each_methods_form(page, api_server: ApiServer, tmp_path: Path) -> None:
     assert "from 0 to 1" in wait_for_text(page, "#param-threshold-message", "must be")
 
 
-def test_a_results_score_sorting_and_join_preview(page, engine: QueryEngine, ids: dict, tmp_path: Path) -> None:  # noqa: F811
+def test_a_results_score_sorting_and_join_preview(page, engine: QueryEngine, ids: dict, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
     choose_table(page, "challen", CHALLENGES)
@@ -277,7 +186,7 @@ def test_a_results_score_sorting_and_join_preview(page, engine: QueryEngine, ids
     screenshot(page, tmp_path / "results-and-join.png")
 
 
-def test_upload_a_table_and_let_auto_pick_mate(page, engine: QueryEngine, ids: dict, tmp_path: Path) -> None:  # noqa: F811
+def test_upload_a_table_and_let_auto_pick_mate(page, engine: QueryEngine, ids: dict, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
     from lakejoin.query import read_table_file
@@ -303,7 +212,6 @@ def test_upload_a_table_and_let_auto_pick_mate(page, engine: QueryEngine, ids: d
 
 def test_bad_input_is_explained_next_to_its_control(page, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
-    from test_plugin import MAX_UPLOAD_BYTES
 
     page.find_element(By.ID, "search").click()
     assert "choose a table" in wait_for_text(page, "#table-message", "first").lower()
@@ -329,7 +237,7 @@ def test_bad_input_is_explained_next_to_its_control(page, tmp_path: Path) -> Non
     screenshot(page, tmp_path / "bad-input.png")
 
 
-def test_dark_mode_follows_airflows_setting(page, api_server: ApiServer, tmp_path: Path) -> None:  # noqa: F811
+def test_dark_mode_follows_airflows_setting(page, api_server: ApiServer, tmp_path: Path) -> None:
     from selenium.webdriver.common.by import By
 
     def background() -> list[int]:
@@ -350,7 +258,7 @@ def test_dark_mode_follows_airflows_setting(page, api_server: ApiServer, tmp_pat
     page.execute_script("window.localStorage.removeItem('theme')")
 
 
-def test_the_page_is_in_airflows_navigation(browser, api_server: ApiServer) -> None:  # noqa: F811
+def test_the_page_is_in_airflows_navigation(browser, api_server: ApiServer) -> None:
     """Airflow's React UI renders the plugin's external view at /plugin/<url_route> in an iframe."""
     from selenium.webdriver.common.by import By
 

@@ -27,8 +27,8 @@ from report import run_with_docs
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
-from test_plugin import start_api_server  # noqa: E402
-from test_query_lake import build_query_lake  # noqa: E402
+from testkit.api_server import start_api_server  # noqa: E402
+from testkit.query_lake import build_query_lake  # noqa: E402
 
 from lakejoin.lake import snapshots  # noqa: E402
 from lakejoin.query import QueryEngine  # noqa: E402

@@ -469,7 +469,7 @@ def header(n_sets: int, built: dict | None, families: dict) -> None:
 
 
 def batch_step(config: LakeConfig, spec: str, folder: Path, shards: int, n_sets: int) -> None:
-    from test_spark_cluster import standalone_cluster
+    from testkit.spark_cluster import standalone_cluster
 
     runs = {
         "local[2]": batch(config.home, "local[2]", spec, folder / "out-local", "org.apache.spark.deploy.SparkSubmit")

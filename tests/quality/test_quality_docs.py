@@ -12,8 +12,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import requests
-from test_plugin import ApiServer, start_api_server
-from test_search_ui import choose_table, search, signed_in_chromium, wait_for
+from testkit.api_server import ApiServer, start_api_server
+from testkit.browser import choose_table, search, signed_in_chromium, wait_for
 
 from lakejoin.commands.run import summarize
 from lakejoin.config import LakeConfig

@@ -20,8 +20,8 @@ from contextlib import redirect_stdout
 from pathlib import Path
 
 import pytest
-from test_query import run_cli, without_timing
-from test_query_lake import write_sources
+from testkit.cli import run_cli, without_timing
+from testkit.query_lake import write_sources
 
 from lakejoin import cli
 from lakejoin.config import LakeConfig
@@ -131,7 +131,7 @@ def test_past_the_budget_cli_and_rest_answer_as_in_memory(
 
 
 def _cli_and_rest_answer_as_in_memory(sharded_lake: LakeConfig, ids: dict, cases: list, api_root: Path) -> None:
-    from test_plugin import start_api_server
+    from testkit.api_server import start_api_server
 
     server = start_api_server(api_root, sharded_lake.home)
     try:
@@ -339,7 +339,7 @@ for family, (spec, columns, params) in batches.items():
 
 @pytest.fixture(scope="module")
 def two_workers(tmp_path_factory: pytest.TempPathFactory):
-    from test_spark_cluster import standalone_cluster
+    from testkit.spark_cluster import standalone_cluster
 
     logs = tmp_path_factory.mktemp("discover-cluster")
     with standalone_cluster(logs, workers=2, cores=1, memory="1g") as url:

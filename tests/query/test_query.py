@@ -10,13 +10,12 @@ import shutil
 import threading
 from contextlib import redirect_stdout
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from test_query_lake import query_lake  # noqa: F401  (the shared session fixture)
+from testkit.cli import run_cli, without_timing
 
 from lakejoin import cli
 from lakejoin.config import LakeConfig
@@ -40,7 +39,7 @@ pytestmark = pytest.mark.spark
 
 
 @pytest.fixture(scope="module")
-def engine(query_lake: LakeConfig) -> QueryEngine:  # noqa: F811
+def engine(query_lake: LakeConfig) -> QueryEngine:
     return QueryEngine(query_lake)
 
 
@@ -210,7 +209,7 @@ def test_bad_sources_are_named(engine: QueryEngine, lake: dict, tmp_path: Path) 
         engine.search("josie", ["baker"], dataset_id=lake["ids"]["bakeoff_challenges.csv"], snapshot_id=999)
 
 
-def test_a_publish_swaps_the_snapshot_and_queries_stay_consistent(query_lake: LakeConfig, tmp_path: Path) -> None:  # noqa: F811
+def test_a_publish_swaps_the_snapshot_and_queries_stay_consistent(query_lake: LakeConfig, tmp_path: Path) -> None:
     config = LakeConfig(home=tmp_path / "home")
     shutil.copytree(query_lake.home, config.home)
     engine = QueryEngine(config, refresh_seconds=0.0)
@@ -336,24 +335,6 @@ def test_engine_join_writes_provenance(engine: QueryEngine, lake: dict, tmp_path
         engine.join("josie", ["baker"], dataset_id=dataset_id, rank=100, k=100)
 
 
-def run_cli(*argv: str) -> dict:
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = cli.main(list(argv))
-    result = json.loads(out.getvalue())
-    assert code == 0, result
-    return result
-
-
-def without_timing(response: Any) -> Any:
-    """``response`` without its ``seconds`` fields, at any depth (transform times each result's learning)."""
-    if isinstance(response, dict):
-        return {k: without_timing(v) for k, v in response.items() if k != "seconds"}
-    if isinstance(response, list):
-        return [without_timing(v) for v in response]
-    return response
-
-
 def cli_text(*argv: str) -> str:
     out = io.StringIO()
     with redirect_stdout(out):
@@ -448,7 +429,7 @@ def test_the_cli_goes_through_the_engine(engine: QueryEngine, lake: dict, tmp_pa
 
 
 def test_an_index_too_large_for_memory_is_refused_and_nothing_else_breaks(
-    query_lake: LakeConfig,  # noqa: F811
+    query_lake: LakeConfig,
     lake: dict,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -170,7 +170,6 @@ def test_results_are_deterministic_within_a_process():
 
 
 def _bench():
-    sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
     import bench_transform
 
     return bench_transform

@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 import pyarrow as pa
 import pytest
+from transform_lake import KINDS, planted_lake
 
 from lakejoin import cli
 from lakejoin.config import LakeConfig
@@ -38,9 +39,6 @@ from lakejoin.progress import Progress
 from lakejoin.query.engine import QueryEngine
 from lakejoin.transform import apply_transformation
 from lakejoin.transform.discover import NO_TRANSFORMATION, DiscoveryParams, discover
-
-sys.path.insert(0, str(Path(__file__).parents[1] / "benchmarks"))
-from transform_lake import KINDS, planted_lake
 
 N_SHARDS = 3
 

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from test_pexeso import check_threshold, planted_lake, same_answers, unit
+from testkit.pexeso import check_threshold, planted_lake, same_answers, unit
 
 from lakejoin.index.pexeso import build_in_memory, load
 from lakejoin.index.pexeso.update import APPEND_TABLES, GLOBAL_TABLES, update_tables
