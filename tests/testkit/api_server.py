@@ -14,6 +14,7 @@ from pathlib import Path
 
 import requests
 from airflow_harness import prepare_airflow
+
 from testkit.ports import free_port
 
 USER, PASSWORD = "lake", "lake-test-password"

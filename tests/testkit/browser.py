@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from testkit.api_server import ApiServer
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pyspark
+
 from testkit.ports import free_port, wait_for_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
