@@ -316,10 +316,12 @@ async def dataset_quality(request: Request, dataset_id: str, snapshot_id: int | 
     "/api/datasets/{dataset_id:path}/related",
     summary="The tables that join with a dataset, from the snapshot's join graph",
 )
-async def dataset_related(dataset_id: str, snapshot_id: int | None = None) -> dict[str, Any]:
-    """``lakejoin related --dataset ID --json``; ``graph.current`` false: the graph is an earlier snapshot's."""
+async def dataset_related(dataset_id: str, snapshot_id: int | None = None, rank: str = "quality") -> dict[str, Any]:
+    """``lakejoin related --dataset ID [--rank quality|overlap] --json``: each neighbour table once,
+    best join first (``rank=overlap``: every edge by raw overlap); ``graph.current`` false: the
+    graph is an earlier snapshot's."""
     loaded = await run_in_threadpool(engine().snapshot, snapshot_id)
-    return await run_in_threadpool(join_graph.related, loaded, dataset_id)
+    return await run_in_threadpool(join_graph.related, loaded, dataset_id, rank)
 
 
 @app.get("/quality/{dataset_id:path}", include_in_schema=False)

@@ -216,22 +216,28 @@ class LakeDiscoverOperator(SparkSubmitOperator):
 
 class LakeRelatedOperator(BaseOperator):
     """The tables that join with a lake dataset, from the snapshot's join graph (``lakejoin
-    related --dataset ID --json``) to XCom; ``graph.current`` false says the graph is an earlier
-    snapshot's."""
+    related --dataset ID [--rank quality|overlap] --json``: each neighbour table once, best join
+    first) to XCom; ``graph.current`` false says the graph is an earlier snapshot's."""
 
-    template_fields: Sequence[str] = ("dataset_id", "snapshot_id", "home")
+    template_fields: Sequence[str] = ("dataset_id", "snapshot_id", "home", "rank")
 
     def __init__(
-        self, *, dataset_id: str, snapshot_id: int | None = None, home: str | None = None, **kwargs: Any
+        self,
+        *,
+        dataset_id: str,
+        snapshot_id: int | None = None,
+        home: str | None = None,
+        rank: str = "quality",
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.dataset_id, self.snapshot_id, self.home = dataset_id, snapshot_id, home
+        self.dataset_id, self.snapshot_id, self.home, self.rank = dataset_id, snapshot_id, home, rank
 
     def execute(self, context: Any) -> dict[str, Any]:
         from lakejoin.graph import related
 
         snapshot_id = int(self.snapshot_id) if self.snapshot_id not in (None, "") else None
-        answer = related(LakeHook(self.home).get_engine().snapshot(snapshot_id), self.dataset_id)
+        answer = related(LakeHook(self.home).get_engine().snapshot(snapshot_id), self.dataset_id, rank=self.rank)
         self.log.info(
             "snapshot %s, %s: %d related (graph current: %s)",
             answer["snapshot_id"],

@@ -71,7 +71,7 @@ def ingest_and_publish(config: LakeConfig, sources: Path) -> None:
     progress = Progress(quiet=True)
     ingest(config, RunOptions(sources=[f"folder:{sources}"], families=FAMILIES), progress)
     build_indexes(config, progress, families=FAMILIES, shards=SHARDS)
-    publish(config, {}, progress)
+    publish(config, {}, progress, graph=False)
 
 
 def change_batch(rng: np.random.Generator, sources: Path, reserve: Path) -> list[str]:
@@ -242,8 +242,8 @@ def test_incremental_graph_equals_full_after_random_change_batches(lake, monkeyp
                     changes,
                 )  # refused again without a search
                 kept_refused += 1
-        searched = result["stats"]["josie"]["searched"]
-        assert searched < result["stats"]["josie"]["queries"], (
+        searched = result["stats"]["mate"]["searched"]
+        assert searched < result["stats"]["mate"]["queries"], (
             batch,
             changes,
         )  # only what the change touched was searched
@@ -260,8 +260,20 @@ def test_related_names_real_joins_from_both_sides(lake, capsys) -> None:
         pytest.skip("a change batch removed airports")
     answer = related(loaded, airports)
     assert answer["graph"]["current"] and answer["dataset_id"] == airports
-    assert all(set(r) == {"dataset_id", "table", "method", "columns", "evidence"} for r in answer["related"])
+    listed = answer["related"] + answer["weak"]
+    assert len({r["dataset_id"] for r in listed}) == len(listed)  # each neighbour table once
+    assert all(
+        {"dataset_id", "table", "method", "columns", "quality", "reason", "evidence", "also"} <= set(r) for r in listed
+    )
+    scores = [r["quality"] for r in listed]
+    assert scores[: len(answer["related"])] == sorted(scores[: len(answer["related"])], reverse=True)
+    assert all(0.0 <= r["evidence"]["quality"]["score"] <= 1.0 for r in listed)
+    raw = related(loaded, airports, rank="overlap")["related"]
+    assert all(set(r) == {"dataset_id", "table", "method", "columns", "evidence"} for r in raw)
+    assert {r["dataset_id"] for r in raw} <= {r["dataset_id"] for r in listed}  # raw lists: the best k by overlap
     assert main(["related", "--home", str(config.home), "--table", str(sources / "airports.csv"), "--json"]) == 0
     assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(answer))
     with pytest.raises(LookupError):
         related(loaded, "no-such-dataset")
+    with pytest.raises(ValueError, match="unknown rank"):
+        related(loaded, airports, rank="size")

@@ -5,13 +5,14 @@ composite keys from ``catalog/keys``) is searched against the whole snapshot.
 
 *Incremental*: a dataset is *changed* when its set of column ids differs from the one the
 previous graph recorded (new, re-parsed with other content, or removed: column ids follow the
-content). Then, per kind,
+content). JOSIE's lists are always computed in full: they rank by join quality, whose
+informativeness part depends on every column of the lake (``_josie``), and the whole lake's sparse
+products are cheap. Then, for MATE and PEXESO,
 
 - the changed datasets' queries are searched against the whole snapshot;
 - every unchanged query keeps its list without its edges to changed datasets and merges into it
   the neighbours found by the *reverse search*: the query searched against the changed datasets
-  alone (their shards, ``LoadedSnapshot.load_shards``, and in those only their rows; for JOSIE the
-  changed datasets' sets), then the best k of the union by the kinds' total order
+  alone (their shards, ``LoadedSnapshot.load_shards``, and in those only their rows), then the best k of the union by the kinds' total order
   (``edges.best``). A neighbour the previous list did not hold ranks after its k-th, so the
   union's best k is the new list unless an edge to a changed dataset left a place that such a
   neighbour could take (the union short of k, or its k-th ranking after the previous k-th): only
@@ -67,6 +68,7 @@ from lakejoin.graph.edges import (
     Edge,
     OverlapIndex,
     Query,
+    SetProfiles,
     best,
     mate_edges,
     mate_key,
@@ -370,20 +372,21 @@ def _josie(
     force: Mapping[Query, str | None],
     skipped: dict[Query, str | None],
 ) -> tuple[Lists, int]:
-    index = OverlapIndex.of_sets(loaded.read("index/josie/sets"))
-    queries = _Queries(
-        JOSIE, {(JOSIE, (int(c),)): d for c, d in zip(index.column_ids.tolist(), index.dataset_ids.tolist())}
-    )
-    changed_rows = index.rows_of(c for d in changed for c in columns.get(d, ()))
+    """Every JOSIE list is computed in full, incremental graph or not: a list ranks by join quality,
+    and a value's informativeness depends on every column of the lake, so a change anywhere may
+    reorder any list; the sparse products cost seconds even for the whole lake."""
+    index = OverlapIndex.of_sets(loaded.read("index/josie/sets"), functools.partial(set_profiles, loaded))
+    lists = index.top_k(np.arange(len(index.column_ids)), k)
+    return lists, len(lists)
 
-    def forward(wanted: list[Query]) -> Lists:
-        return index.top_k(index.rows_of(q[1][0] for q in wanted), k)
 
-    def reverse(start: Lists) -> Lists:
-        found = index.top_k(index.rows_of(q[1][0] for q in start), k, candidates=changed_rows)
-        return {q: best([*edges, *found.get(q, [])], k) for q, edges in start.items()}
-
-    return _merge(queries, changed, previous, k, forward, reverse)
+def set_profiles(loaded: LoadedSnapshot, column_ids: np.ndarray) -> SetProfiles:
+    """The catalog's profiles of JOSIE's sets (``column_ids``), for their join quality."""
+    catalog = loaded.columns
+    dataset_ids = catalog.field_of(column_ids, "dataset_id")
+    titles = np.array([(loaded.datasets.get(d) or {}).get("title") or "" for d in dataset_ids], dtype=object)
+    rows = np.array([r or 0 for r in catalog.field_of(column_ids, "count")], dtype=np.int64)
+    return SetProfiles(rows, catalog.field_of(column_ids, "type"), catalog.field_of(column_ids, "name"), titles)
 
 
 def _mate(

@@ -21,7 +21,7 @@ whoever computes it), and keeps the best ``k``:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,6 +32,14 @@ import pyarrow.compute as pc
 from scipy import sparse
 
 from lakejoin.index.mate import KeyQuery, key_query
+from lakejoin.profile.join_quality import (
+    DECIMAL_SHAPE,
+    KEY_UNIQUENESS,
+    MEASURE_SHAPE,
+    Side,
+    content_scores,
+    quality,
+)
 
 JOSIE, MATE, PEXESO = "josie", "mate", "pexeso"
 KINDS = (JOSIE, MATE, PEXESO)
@@ -54,6 +62,8 @@ EDGES_SCHEMA = pa.schema(
         ("containment_reverse", pa.float64()),
         ("jaccard", pa.float64()),
         ("semantic", pa.bool_()),
+        ("quality", pa.float64()),  # JOSIE: the join's quality (lakejoin.profile.join_quality), its rank order
+        ("informativeness", pa.float64()),  # JOSIE: the shared values' mean informativeness
     ]
 )
 
@@ -69,10 +79,14 @@ class Edge:
     containment: float
     containment_reverse: float | None = None
     jaccard: float | None = None
+    quality: float | None = None
+    informativeness: float | None = None
 
     @property
     def order(self) -> tuple:
-        return (-self.overlap, self.dataset_id, self.column_ids)
+        """JOSIE edges rank by quality, MATE's and PEXESO's by overlap (their searches prune by it)."""
+        strength = -self.quality if self.quality is not None else -self.overlap
+        return (strength, self.dataset_id, self.column_ids)
 
     @property
     def neighbour(self) -> tuple[str, tuple[int, ...]]:
@@ -103,6 +117,8 @@ def edges_table(lists: Mapping[Query, list[Edge]]) -> pa.Table:
             "containment_reverse": e.containment_reverse,
             "jaccard": e.jaccard,
             "semantic": e.kind == PEXESO,
+            "quality": e.quality,
+            "informativeness": e.informativeness,
         }
         for query in sorted(lists)
         for rank, e in enumerate(lists[query], 1)
@@ -124,93 +140,169 @@ def edge_lists(table: pa.Table) -> dict[Query, list[Edge]]:
             row["containment"],
             row["containment_reverse"],
             row["jaccard"],
+            row.get("quality"),
+            row.get("informativeness"),
         )
         lists.setdefault((edge.kind, edge.query_column_ids), []).append(edge)
     return lists
 
 
 @dataclass
+class SetProfiles:
+    """What the catalog knows of each JOSIE set (a column), aligned with the sets: the parts of
+    its join quality (``lakejoin.profile.join_quality``) that do not depend on the other side."""
+
+    rows: np.ndarray  # non-null cells
+    types: np.ndarray  # object: the column's type
+    names: np.ndarray  # object: the column's name
+    titles: np.ndarray  # object: its dataset's title
+
+    @classmethod
+    def unknown(cls, n: int) -> SetProfiles:
+        """Profiles of sets the catalog does not describe: every set a key of unknown type."""
+        return cls(np.zeros(n, np.int64), np.full(n, None, object), np.full(n, "", object), np.full(n, "", object))
+
+    def side(self, row: int, distinct: int) -> Side:
+        rows = int(self.rows[row]) or distinct
+        return Side(self.names[row] or "", self.types[row], rows, distinct, self.titles[row] or "")
+
+
+@dataclass
 class OverlapIndex:
     """The JOSIE index's integer sets as a sparse 0/1 matrix (sets x tokens), for exact
-    overlaps of many query sets with many candidate sets at once."""
+    overlaps of many query sets with many candidate sets at once, ranked by join quality.
+
+    A token's informativeness is ``1 - ln f / ln N``, ``f`` the number of the ``N`` sets holding
+    it (its posting-list length), so a second product with the matrix's entries weighted by it
+    gives each pair's summed informativeness beside its overlap."""
 
     column_ids: np.ndarray
     dataset_ids: np.ndarray
     sizes: np.ndarray
     matrix: sparse.csr_matrix
+    profiles: SetProfiles
+    weighted: sparse.csr_matrix = field(default_factory=lambda: sparse.csr_matrix((0, 0)))
     _row_of: dict[int, int] = field(default_factory=dict)
     _dataset_codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # each set's dataset as an int
-    _tie_rank: np.ndarray = field(
-        default_factory=lambda: np.zeros(0, np.int64)
-    )  # each set's place by (dataset id, column id)
+    _tie_rank: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # place by (dataset id, column id)
+    _uniqueness: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    _numeric_shape: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per set: its type's shape factor
 
     @classmethod
-    def of_sets(cls, sets: pa.Table) -> OverlapIndex:
-        """From JOSIE's ``sets`` table (set_id = column_id, dataset_id, size, tokens)."""
+    def of_sets(cls, sets: pa.Table, profiles: Callable[[np.ndarray], SetProfiles] | None = None) -> OverlapIndex:
+        """From JOSIE's ``sets`` table (set_id = column_id, dataset_id, size, tokens) and the
+        catalog's profiles of those columns (``profiles(column_ids)``; unknown when not given)."""
         sets = sets.sort_by("set_id")
         lengths = pc.list_value_length(sets["tokens"]).to_numpy(zero_copy_only=False).astype(np.int64)
         tokens = pc.list_flatten(sets["tokens"].combine_chunks()).to_numpy(zero_copy_only=False)
         indptr = np.concatenate(([0], np.cumsum(lengths)))
         n_tokens = int(tokens.max()) + 1 if len(tokens) else 0
         matrix = sparse.csr_matrix((np.ones(len(tokens), np.int32), tokens, indptr), shape=(sets.num_rows, n_tokens))
-        index = cls(sets["set_id"].to_numpy(), np.array(sets["dataset_id"].to_pylist(), dtype=object), lengths, matrix)
-        index._row_of = {int(c): i for i, c in enumerate(index.column_ids)}
+        column_ids = sets["set_id"].to_numpy()
+        index = cls(
+            column_ids,
+            np.array(sets["dataset_id"].to_pylist(), dtype=object),
+            lengths,
+            matrix,
+            profiles(column_ids) if profiles else SetProfiles.unknown(len(column_ids)),
+        )
+        frequency = np.asarray(matrix.sum(axis=0)).ravel()
+        weights = 1.0 - np.log(np.maximum(frequency, 1)) / np.log(max(sets.num_rows, 2))
+        index.weighted = sparse.csr_matrix((weights[tokens], tokens, indptr), shape=matrix.shape)
+        index._row_of = {int(c): i for i, c in enumerate(column_ids)}
         index._dataset_codes = (
             np.unique(index.dataset_ids, return_inverse=True)[1].astype(np.int64).ravel()
             if len(index.dataset_ids)
             else np.zeros(0, np.int64)
         )
-        index._tie_rank = np.empty(len(index.column_ids), np.int64)
-        index._tie_rank[np.lexsort((index.column_ids, index._dataset_codes))] = np.arange(len(index.column_ids))
+        index._tie_rank = np.empty(len(column_ids), np.int64)
+        index._tie_rank[np.lexsort((column_ids, index._dataset_codes))] = np.arange(len(column_ids))
+        rows = np.where(index.profiles.rows > 0, index.profiles.rows, lengths)
+        index._uniqueness = np.minimum(1.0, lengths / np.maximum(rows, 1))
+        types = index.profiles.types
+        index._numeric_shape = np.where(types == "decimal", DECIMAL_SHAPE, np.where(types == "integer", -1.0, 1.0))
         return index
 
-    def rows_of(self, column_ids: Iterable[int]) -> np.ndarray:
-        return np.array([self._row_of[c] for c in column_ids if c in self._row_of], dtype=np.int64)
-
-    def top_k(self, query_rows: np.ndarray, k: int, candidates: np.ndarray | None = None) -> dict[Query, list[Edge]]:
-        """For each query row, its best ``k`` candidate sets of other datasets (``candidates``:
-        rows to consider, default all) by overlap."""
-        candidates = np.arange(len(self.column_ids)) if candidates is None else candidates
-        target = (
-            self.matrix[candidates].T.tocsr() if len(candidates) else None
-        )  # CSR: the product does not convert it again per block
+    def top_k(self, query_rows: np.ndarray, k: int) -> dict[Query, list[Edge]]:
+        """For each query row, its best ``k`` sets of other datasets by join quality (and by
+        overlap: ``_ranked``)."""
+        target = self.matrix.T.tocsr()  # CSR: not converted again per block
+        weighted = self.weighted.T.tocsr()
         lists: dict[Query, list[Edge]] = {}
         for start in range(0, len(query_rows), QUERY_BLOCK):
             block = query_rows[start : start + QUERY_BLOCK]
-            products = (
-                (self.matrix[block] @ target).tocsr() if target is not None else sparse.csr_matrix((len(block), 0))
-            )
+            products = (self.matrix[block] @ target).tocsr()
+            informative = (self.matrix[block] @ weighted).tocsr()
             for i, row in enumerate(block.tolist()):
-                lists[(JOSIE, (int(self.column_ids[row]),))] = self._ranked(row, candidates, products, i, k)
+                lists[(JOSIE, (int(self.column_ids[row]),))] = self._ranked(row, products, informative, i, k)
         return lists
 
-    def _ranked(self, row: int, candidates: np.ndarray, products: sparse.csr_matrix, i: int, k: int) -> list[Edge]:
-        """The row's best ``k`` by the total order, chosen in arrays: a column shares a value
-        with most of the lake's columns (small integers, codes), and an ``Edge`` per candidate
-        would cost more than the product."""
+    def _ranked(
+        self, row: int, products: sparse.csr_matrix, informative: sparse.csr_matrix, i: int, k: int
+    ) -> list[Edge]:
+        """The row's best ``k`` by overlap (the raw order ``--rank overlap`` shows) and its best
+        ``k`` by quality, in one list by quality. Content scores are computed in arrays (a column
+        shares a value with most of the lake's columns, and an ``Edge`` per candidate would cost
+        more than the product); the name part, which only lowers a score, is computed for the
+        best by content until the next one's content cannot reach the k-th score."""
         lo, hi = products.indptr[i], products.indptr[i + 1]
-        found, overlaps = candidates[products.indices[lo:hi]], products.data[lo:hi].astype(np.int64)
+        found, overlaps = products.indices[lo:hi], products.data[lo:hi].astype(np.int64)
+        informativeness = informative.data[lo:hi] / np.maximum(overlaps, 1)  # same sparsity pattern as products
         other = self._dataset_codes[found] != self._dataset_codes[row]
-        found, overlaps = found[other], overlaps[other]
-        if len(found) > k:  # overlap descending, then (dataset id, column id): one int64 key per candidate
-            top = np.argpartition(-overlaps * len(self._tie_rank) + self._tie_rank[found], k - 1)[:k]
-            found, overlaps = found[top], overlaps[top]
-        size = int(self.sizes[row])
-        edges = [
-            Edge(
-                JOSIE,
-                self.dataset_ids[row],
-                (int(self.column_ids[row]),),
-                self.dataset_ids[x],
-                (int(self.column_ids[x]),),
-                int(o),
-                o / size,
-                o / int(self.sizes[x]),
-                o / (size + int(self.sizes[x]) - o),
+        found, overlaps, informativeness = found[other], overlaps[other], informativeness[other]
+        content = content_scores(
+            overlaps.astype(np.float64),
+            np.full(len(found), float(self.sizes[row])),
+            self.sizes[found].astype(np.float64),
+            np.full(len(found), self._uniqueness[row]),
+            self._uniqueness[found],
+            self._shape(row, found),
+            informativeness,
+        )
+        chosen: dict[int, Edge] = {}
+        for position in self._by_overlap(found, overlaps, k):  # today's raw order, kept for `--rank overlap`
+            chosen[position] = self._edge(row, int(found[position]), int(overlaps[position]), informativeness[position])
+        by_quality: list[Edge] = []
+        for position in np.lexsort((self._tie_rank[found], -content)).tolist():
+            if len(by_quality) >= k and content[position] < (by_quality[k - 1].quality or 0.0):
+                break
+            edge = chosen.get(position) or self._edge(
+                row, int(found[position]), int(overlaps[position]), informativeness[position]
             )
-            for x, o in zip(found.tolist(), overlaps.tolist())
-        ]
-        return best(edges, k)
+            chosen[position] = edge
+            by_quality = sorted([*by_quality, edge], key=lambda e: e.order)[:k]
+        return sorted(chosen.values(), key=lambda e: e.order)
+
+    def _by_overlap(self, found: np.ndarray, overlaps: np.ndarray, k: int) -> list[int]:
+        """Positions of the best ``k`` by overlap, then (dataset id, column id)."""
+        order = -overlaps * len(self._tie_rank) + self._tie_rank[found]  # one int64 key per candidate
+        top = np.argpartition(order, k - 1)[:k] if len(found) > k else np.arange(len(found))
+        return top[np.argsort(order[top])].tolist()
+
+    def _shape(self, row: int, found: np.ndarray) -> np.ndarray:
+        """The type part of each pair (``quality.shape_of`` in arrays)."""
+        mine, theirs = self._numeric_shape[row], self._numeric_shape[found]
+        decimal = np.minimum(mine, theirs) == DECIMAL_SHAPE
+        numeric = (mine < 0) | (theirs < 0)
+        key_like = np.maximum(self._uniqueness[row], self._uniqueness[found]) >= KEY_UNIQUENESS
+        return np.where(decimal, DECIMAL_SHAPE, np.where(numeric & ~key_like, MEASURE_SHAPE, 1.0))
+
+    def _edge(self, row: int, x: int, overlap: int, informativeness: float) -> Edge:
+        size, other = int(self.sizes[row]), int(self.sizes[x])
+        judged = quality(self.profiles.side(row, size), self.profiles.side(x, other), overlap, float(informativeness))
+        return Edge(
+            JOSIE,
+            self.dataset_ids[row],
+            (int(self.column_ids[row]),),
+            self.dataset_ids[x],
+            (int(self.column_ids[x]),),
+            overlap,
+            overlap / size,
+            overlap / other,
+            overlap / (size + other - overlap),
+            judged.score,
+            float(informativeness),
+        )
 
 
 def mate_key(query: pa.Table, key: Mapping[str, int]) -> KeyQuery:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,18 +23,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakejoin.config import LakeConfig
+from lakejoin.graph import neighbours
 from lakejoin.graph.build import Graph
 from lakejoin.graph.edges import (
     EDGES_SCHEMA,
     JOSIE,
     KINDS,
     MATE,
+    Edge,
     edge_lists,
     edges_table,
 )
 from lakejoin.index.shards import MANIFEST
 from lakejoin.lake import delta
 from lakejoin.lake.schemas import COLUMNS, GRAPH_TABLES, KEYS
+from lakejoin.profile.join_quality import Side, key_order
 from lakejoin.query.snapshot import LoadedSnapshot
 
 EDGES, TABLES, META = GRAPH_TABLES
@@ -135,7 +139,11 @@ def _graph(edges: pa.Table, tables: pa.Table, meta: pa.Table) -> Graph:
         "snapshot_id": row["snapshot_id"],
         "source_versions": json.loads(row["source_versions"]),
     }
-    return Graph(edge_lists(edges.cast(EDGES_SCHEMA)), columns, tuple(row["kinds"]), row["k"], stats)
+    for missing in (f for f in EDGES_SCHEMA if f.name not in edges.column_names):  # a graph written before the field
+        edges = edges.append_column(missing, pa.nulls(edges.num_rows, missing.type))
+    return Graph(
+        edge_lists(edges.select(EDGES_SCHEMA.names).cast(EDGES_SCHEMA)), columns, tuple(row["kinds"]), row["k"], stats
+    )
 
 
 def graph_status(loaded: LoadedSnapshot, graph: Graph | None) -> dict[str, Any]:
@@ -155,57 +163,86 @@ def graph_status(loaded: LoadedSnapshot, graph: Graph | None) -> dict[str, Any]:
     return status
 
 
-def related(loaded: LoadedSnapshot, dataset_id: str) -> dict[str, Any]:
-    """The ``lakejoin related`` answer: every edge from or to one of the dataset's columns, as
-    ``{"dataset_id", "table", "method", "columns": [[its column, other column], ...], "evidence"}``,
-    strongest first (an edge found both ways is listed once, from this dataset's side)."""
+RANKS = ("quality", "overlap")
+SHOWN_KEYS = 5  # composite keys listed per table: a handful a person reads, not every accidental one
+
+
+def related(loaded: LoadedSnapshot, dataset_id: str, rank: str = "quality") -> dict[str, Any]:
+    """The ``lakejoin related`` answer.
+
+    ``rank="quality"`` (the default): each neighbour table once, best join first
+    (``lakejoin.graph.neighbours``: ``{"dataset_id", "table", "method", "columns", "quality",
+    "reason", "evidence", "also", "subsumed"}``), and the tables whose best join is weak apart
+    (``weak``). ``rank="overlap"``: every edge of each column's raw list (its best ``k`` by overlap)
+    as ``{"dataset_id", "table", "method", "columns", "evidence"}``, by kind then overlap (an edge
+    found both ways is listed once, from this dataset's side)."""
+    if rank not in RANKS:
+        raise ValueError(f"unknown rank {rank!r}; known: {', '.join(RANKS)}")
     loaded.dataset(dataset_id)
     graph = pinned_graph(loaded)
+    answer: dict[str, Any] = {
+        "snapshot_id": loaded.snapshot_id,
+        "dataset_id": dataset_id,
+        "table": (loaded.datasets.get(dataset_id) or {}).get("title"),
+        "rank": rank,
+        "graph": graph_status(loaded, graph),
+        "composite_keys": composite_keys(loaded, dataset_id),
+    }
+    if rank == "overlap":
+        return {**answer, "related": _by_overlap(loaded, graph, dataset_id)}
+    joins = neighbours.joins_of(loaded, dataset_id, _touching(graph, dataset_id) if graph else ())
+    good, weak = neighbours.by_table(loaded, joins)
+    return {**answer, "related": good, "weak": weak}
+
+
+def _touching(graph: Graph, dataset_id: str, k: int | None = None) -> Iterator[tuple[Edge, bool]]:
+    """Every edge from one of the dataset's query units, then every edge into its columns (of
+    each list only its best ``k`` by overlap, when given: the raw lists)."""
+    lists = [sorted(edges, key=_overlap_order)[:k] if k is not None else edges for edges in graph.lists.values()]
+    for edges in lists:
+        yield from ((e, True) for e in edges if e.query_dataset_id == dataset_id)
+    for edges in lists:
+        yield from ((e, False) for e in edges if e.dataset_id == dataset_id)
+
+
+def _by_overlap(loaded: LoadedSnapshot, graph: Graph | None, dataset_id: str) -> list[dict[str, Any]]:
+    """The raw order: each list's best ``k`` by overlap (a JOSIE list also holds its best by
+    quality), every edge once, by kind then overlap."""
     entries: dict[tuple, dict[str, Any]] = {}
-    for edges in graph.lists.values() if graph else ():
-        for e in edges:
-            if e.query_dataset_id == dataset_id:
-                key = (e.kind, e.dataset_id, e.query_column_ids, e.column_ids)
-                entries[key] = _entry(
-                    loaded, e.kind, e.dataset_id, e.query_column_ids, e.column_ids, _evidence(e, outgoing=True)
-                )
-    for edges in graph.lists.values() if graph else ():
-        for e in edges:
-            if e.dataset_id == dataset_id:
-                key = (e.kind, e.query_dataset_id, e.column_ids, e.query_column_ids)
-                entries.setdefault(
-                    key,
-                    _entry(
-                        loaded,
-                        e.kind,
-                        e.query_dataset_id,
-                        e.column_ids,
-                        e.query_column_ids,
-                        _evidence(e, outgoing=False),
-                    ),
-                )
+    for e, outgoing in _touching(graph, dataset_id, graph.k) if graph else ():
+        own, other = (e.query_column_ids, e.column_ids) if outgoing else (e.column_ids, e.query_column_ids)
+        neighbour = e.dataset_id if outgoing else e.query_dataset_id
+        entries.setdefault(
+            (e.kind, neighbour, own, other), _entry(loaded, e.kind, neighbour, own, other, _evidence(e, outgoing))
+        )
     ranked = sorted(
         entries.values(),
         key=lambda r: (KINDS.index(r["method"]), -r["evidence"]["strength"], r["dataset_id"], r["columns"]),
     )
     for r in ranked:
         del r["evidence"]["strength"]
-    return {
-        "snapshot_id": loaded.snapshot_id,
-        "dataset_id": dataset_id,
-        "graph": graph_status(loaded, graph),
-        "composite_keys": composite_keys(loaded, dataset_id),
-        "related": ranked,
-    }
+    return ranked
 
 
-def composite_keys(loaded: LoadedSnapshot, dataset_id: str) -> list[list[str]]:
-    """The dataset's composite keys in ``catalog/keys`` (tightest first)."""
+def _overlap_order(e: Edge) -> tuple:
+    return (-e.overlap, e.dataset_id, e.column_ids)
+
+
+def composite_keys(loaded: LoadedSnapshot, dataset_id: str, most: int | None = SHOWN_KEYS) -> list[list[str]]:
+    """The dataset's composite keys in ``catalog/keys`` that a person would recognise, the
+    smallest first (``quality.key_order``), at most ``most`` (None: all)."""
     if loaded.snapshot.version_of(KEYS) is None:
         return []
     table = loaded.read(KEYS)
-    keys = table.filter(pc.equal(table["dataset_id"], dataset_id)).sort_by("key_index")
-    return [list(columns) for columns in keys["columns"].to_pylist()]
+    keys = table.filter(pc.equal(table["dataset_id"], dataset_id)).sort_by("key_index").to_pylist()
+    ranked = sorted(keys, key=lambda key: _key_order(loaded, key["column_ids"]))
+    return [list(key["columns"]) for key in ranked[:most]]
+
+
+def _key_order(loaded: LoadedSnapshot, column_ids: list[int]) -> tuple:
+    infos = [loaded.columns.get(c) for c in column_ids]
+    sides = [Side(i.name, i.type, i.count or i.distinct or 0, i.distinct or 0) for i in infos if i is not None]
+    return key_order(sides, [i.ordinal for i in infos if i is not None])
 
 
 def _entry(

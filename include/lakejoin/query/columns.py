@@ -35,6 +35,7 @@ class ColumnInfo:
     null_fraction: float | None = None
     key_candidate: bool | None = None
     semantic_type: str | None = None
+    count: int | None = None  # non-null cells
 
 
 class ColumnCatalog(Mapping[int, ColumnInfo]):
@@ -88,6 +89,18 @@ class ColumnCatalog(Mapping[int, ColumnInfo]):
         order, spans = self._by_dataset
         start, end = spans.get(dataset_id, (0, 0))
         return self._ids[order[start:end]]
+
+    def field_of(self, column_ids: np.ndarray, name: str) -> np.ndarray:
+        """One catalog field of ``column_ids``, aligned with them (None where the catalog lacks
+        the column or the field), without building a ColumnInfo."""
+        out = np.full(len(column_ids), None, dtype=object)
+        if not len(self._ids) or name not in self._table.column_names:
+            return out
+        positions = np.minimum(np.searchsorted(self._ids, column_ids), len(self._ids) - 1)
+        found = self._ids[positions] == column_ids
+        if found.any():
+            out[found] = np.array(self._table[name].take(positions[found]).to_pylist(), dtype=object)
+        return out
 
     def _position(self, column_id: int) -> int | None:
         position = int(np.searchsorted(self._ids, column_id))

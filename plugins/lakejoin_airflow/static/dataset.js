@@ -55,34 +55,72 @@ function groupByColumns(related) {
   return groups;
 }
 
+function relatedTable(headers) {
+  const table = document.createElement("table");
+  table.className = "data related";
+  const head = table.createTHead().insertRow();
+  for (const text of headers) { const th = document.createElement("th"); th.scope = "col"; th.textContent = text; head.append(th); }
+  return table;
+}
+
+function tableRow(body, entry, cells) {
+  const row = body.insertRow();
+  row.dataset.dataset = entry.dataset_id;
+  const link = document.createElement("a");
+  link.href = `dataset?id=${encodeURIComponent(entry.dataset_id)}`;
+  link.textContent = entry.table || entry.dataset_id;
+  row.insertCell().append(link);
+  for (const [text, className] of cells) cell(row, text, className);
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "preview-join";
+  button.textContent = "Preview join";
+  button.addEventListener("click", () => previewJoin(entry));
+  row.insertCell().append(button);
+  return row;
+}
+
+function methodText(entry) { return (entry.semantic ? "semantic " : "") + entry.method; }
+
+function alsoText(entry) {
+  const folded = entry.also.map((j) => `${methodText(j)} ${pairsText(j.columns)} (${j.quality.toFixed(2)})`);
+  return folded.length ? `Also: ${folded.join("; ")}` : "";
+}
+
+// Quality order: each neighbour table once, best join first, its other joins folded under it.
+function showByQuality(box, answer) {
+  const table = relatedTable(["Table", "Quality", "Method", "Joins on", "Why", ""]);
+  const body = table.createTBody();
+  for (const entry of answer.related) {
+    const row = tableRow(body, entry, [[entry.quality.toFixed(2), "num"], [methodText(entry)], [pairsText(entry.columns)], [entry.reason]]);
+    row.title = alsoText(entry);
+  }
+  box.append(table);
+  if (answer.weak.length) {
+    const note = document.createElement("p");
+    note.className = "hint";
+    note.textContent = `${answer.weak.length} more tables join weakly: ${answer.weak.slice(0, 8).map((e) => `${e.table || e.dataset_id} (${e.reason})`).join("; ")}${answer.weak.length > 8 ? "; …" : ""}`;
+    box.append(note);
+  }
+}
+
+// Raw overlap order: every edge, grouped by this table's joining columns.
+function showByOverlap(box, answer) {
+  for (const [columns, entries] of groupByColumns(answer.related)) {
+    const heading = document.createElement("h3");
+    heading.textContent = columns;
+    const table = relatedTable(["Table", "Method", "Joins on", "Evidence", ""]);
+    const body = table.createTBody();
+    for (const entry of entries) tableRow(body, entry, [[entry.method], [pairsText(entry.columns)], [evidenceText(entry)]]);
+    box.append(heading, table);
+  }
+}
+
 function showRelated(answer) {
   const box = $("related");
   box.replaceChildren();
   if (!answer.related.length) { box.textContent = "No related table in this snapshot's join graph."; return; }
-  for (const [columns, entries] of groupByColumns(answer.related)) {
-    const heading = document.createElement("h3");
-    heading.textContent = columns;
-    const table = document.createElement("table");
-    table.className = "data related";
-    table.createTHead().innerHTML = "<tr><th scope='col'>Table</th><th scope='col'>Method</th><th scope='col'>Joins on</th><th scope='col'>Evidence</th><th scope='col'></th></tr>";
-    const body = table.createTBody();
-    for (const entry of entries) {
-      const row = body.insertRow();
-      row.dataset.dataset = entry.dataset_id;
-      const link = document.createElement("a");
-      link.href = `dataset?id=${encodeURIComponent(entry.dataset_id)}`;
-      link.textContent = entry.table || entry.dataset_id;
-      row.insertCell().append(link);
-      cell(row, entry.method); cell(row, pairsText(entry.columns)); cell(row, evidenceText(entry));
-      const button = document.createElement("button");
-      button.type = "button";
-      button.className = "preview-join";
-      button.textContent = "Preview join";
-      button.addEventListener("click", () => previewJoin(entry));
-      row.insertCell().append(button);
-    }
-    box.append(heading, table);
-  }
+  (answer.rank === "overlap" ? showByOverlap : showByQuality)(box, answer);
 }
 
 function svg(name, attributes, text) {
@@ -100,11 +138,11 @@ function showNeighbourhood(answer, title) {
     if (!strongest.has(entry.dataset_id)) strongest.set(entry.dataset_id, []);
     strongest.get(entry.dataset_id).push(entry);
   }
-  const neighbours = [...strongest.entries()].slice(0, 24);
+  const neighbours = [...strongest.entries()].slice(0, answer.rank === "overlap" ? 24 : 12);
   neighbours.forEach(([dataset, entries], i) => {
     const angle = (2 * Math.PI * i) / neighbours.length - Math.PI / 2;
     const x = 270 * Math.cos(angle), y = 190 * Math.sin(angle);
-    const width = 1 + 9 * Math.max(...entries.map(containmentOf));
+    const width = 1 + 9 * Math.max(...entries.map((e) => (answer.rank === "overlap" ? containmentOf(e) : e.quality)));
     const line = svg("line", { x1: 0, y1: 0, x2: x, y2: y, "stroke-width": width.toFixed(1), stroke: "currentColor", "stroke-opacity": "0.45", class: "edge" });
     line.append(svg("title", {}, entries.map((e) => `${e.method}: ${pairsText(e.columns)}`).join("\n")));
     picture.append(line);
@@ -149,10 +187,18 @@ async function showJoin(entry) {
   $("preview").replaceChildren(table);
 }
 
+async function load(rank) {
+  const answer = await getJson(`api/datasets/${encodeURIComponent(datasetId)}/related?rank=${rank}`);
+  showRelated(answer);
+  showNeighbourhood(answer, $("title").textContent);
+  return answer;
+}
+
 async function main() {
   if (!datasetId) { $("status").textContent = "No dataset given: open this page as dataset?id=…"; return; }
   try {
-    const [profile, answer] = await Promise.all([getJson(`api/datasets/${encodeURIComponent(datasetId)}/columns`), getJson(`api/datasets/${encodeURIComponent(datasetId)}/related`)]);
+    const [profile, answer] = await Promise.all([getJson(`api/datasets/${encodeURIComponent(datasetId)}/columns`), getJson(`api/datasets/${encodeURIComponent(datasetId)}/related?rank=${$("rank").value}`)]);
+    $("rank").addEventListener("change", () => load($("rank").value).catch((error) => { $("status").textContent = `Could not rank: ${error.message}`; }));
     showProfile(profile);
     $("keys").textContent = answer.composite_keys.length ? `Composite keys: ${answer.composite_keys.map((k) => `(${k.join(", ")})`).join("; ")}` : "No composite key found.";
     const graph = answer.graph;

@@ -1,0 +1,154 @@
+"""A dataset's neighbour tables, each once, best join first (``lakejoin related``'s default order).
+
+Every edge of the graph that starts or ends at one of the dataset's columns (or composite keys)
+is a *join* with another table, scored by ``lakejoin.profile.join_quality`` on one scale whatever found
+it: JOSIE's equal values, MATE's composite keys, PEXESO's semantic matches. A neighbour table is
+listed once, by its best join; its other joins are folded under it (``also``), and a composite key
+join subsumes the single-column joins whose column pair it holds. Tables whose best join scores
+below ``quality.MIN_QUALITY`` are listed apart, as ``weak``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from lakejoin.graph.edges import JOSIE, MATE, Edge
+from lakejoin.profile.join_quality import (
+    MIN_QUALITY,
+    Quality,
+    Side,
+    composite_quality,
+    quality,
+    semantic_quality,
+)
+from lakejoin.query.snapshot import LoadedSnapshot
+
+FLIPPED = {"n:1": "1:n", "1:n": "n:1", "1:1": "1:1", "m:n": "m:n"}
+
+
+@dataclass(frozen=True)
+class Join:
+    """One join between this dataset and a neighbour, as seen from this dataset."""
+
+    dataset_id: str
+    method: str
+    own_ids: tuple[int, ...]
+    other_ids: tuple[int, ...]
+    quality: Quality
+    raw: dict[str, Any]  # the method's own numbers (overlap, containment, ...)
+
+    @property
+    def pairs(self) -> set[tuple[int, int]]:
+        return set(zip(self.own_ids, self.other_ids))
+
+    @property
+    def order(self) -> tuple:
+        return (-self.quality.score, self.method != MATE, self.dataset_id, self.own_ids, self.other_ids)
+
+
+def joins_of(loaded: LoadedSnapshot, dataset_id: str, edges: Iterable[tuple[Edge, bool]]) -> list[Join]:
+    """Each ``(edge, outgoing)`` touching the dataset as a scored join, one per column pairing."""
+    joins: dict[tuple, Join] = {}
+    for edge, outgoing in edges:
+        join = _join(loaded, edge, outgoing)
+        key = (join.method, join.dataset_id, join.own_ids, join.other_ids)
+        if key not in joins or join.order < joins[key].order:
+            joins[key] = join
+    return sorted(joins.values(), key=lambda j: j.order)
+
+
+def by_table(loaded: LoadedSnapshot, joins: Sequence[Join]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The neighbour tables, best join first: those worth joining, and the weak ones."""
+    per_table: dict[str, list[Join]] = defaultdict(list)
+    for join in joins:
+        per_table[join.dataset_id].append(join)
+    entries = [_table_entry(loaded, sorted(found, key=lambda j: j.order)) for found in per_table.values()]
+    entries.sort(key=lambda e: (-e["quality"], e["dataset_id"]))
+    return [e for e in entries if e["quality"] >= MIN_QUALITY], [e for e in entries if e["quality"] < MIN_QUALITY]
+
+
+def _table_entry(loaded: LoadedSnapshot, joins: list[Join]) -> dict[str, Any]:
+    best = joins[0]
+    composite = [j for j in joins if j.method == MATE]
+    folded = [j for j in joins[1:] if not (j.method == JOSIE and any(j.pairs <= c.pairs for c in composite))]
+    return {
+        **_join_entry(loaded, best),
+        "table": _title(loaded, best.dataset_id),
+        "also": [_join_entry(loaded, j) for j in folded],
+        "subsumed": len(joins) - 1 - len(folded),
+    }
+
+
+def _join_entry(loaded: LoadedSnapshot, join: Join) -> dict[str, Any]:
+    return {
+        "dataset_id": join.dataset_id,
+        "method": join.method,
+        "semantic": join.method not in (JOSIE, MATE),
+        "columns": [[_name(loaded, a), _name(loaded, b)] for a, b in zip(join.own_ids, join.other_ids)],
+        "quality": round(join.quality.score, 4),
+        "reason": join.quality.reason,
+        "evidence": {**join.raw, "quality": join.quality.evidence()},
+    }
+
+
+def _join(loaded: LoadedSnapshot, e: Edge, outgoing: bool) -> Join:
+    own, other = (e.query_column_ids, e.column_ids) if outgoing else (e.column_ids, e.query_column_ids)
+    neighbour = e.dataset_id if outgoing else e.query_dataset_id
+    found = "from_this" if outgoing else "to_this"
+    raw: dict[str, Any]
+    if e.kind == JOSIE:
+        mine, theirs = (e.containment, e.containment_reverse) if outgoing else (e.containment_reverse, e.containment)
+        a = _side(loaded, own[0], _distinct(e.overlap, mine))
+        b = _side(loaded, other[0], _distinct(e.overlap, theirs))
+        judged = quality(a, b, e.overlap, e.informativeness if e.informativeness is not None else 1.0)
+        raw = {"overlap": e.overlap, "containment": mine, "containment_reverse": theirs, "jaccard": e.jaccard}
+    elif e.kind == MATE:
+        key_ids, other_side = (own, other) if outgoing else (other, own)
+        theirs = _tuples_bound(loaded, other_side)
+        judged = composite_quality(
+            e.containment, e.overlap / theirs if theirs else 0.0, [_side(loaded, c) for c in key_ids], outgoing
+        )
+        raw = {"joinability": e.overlap, "share": e.containment, "key_of": "this" if outgoing else "other"}
+    else:
+        query, target = (own[0], other[0]) if outgoing else (other[0], own[0])
+        judged = semantic_quality(_side(loaded, query), _side(loaded, target), e.containment)
+        if not outgoing:
+            judged = replace(judged, cardinality=FLIPPED[judged.cardinality])
+        raw = {"matched": e.overlap, "joinability": e.containment, "semantic": True}
+    return Join(neighbour, e.kind, tuple(own), tuple(other), judged, {**raw, "found": found})
+
+
+def _distinct(overlap: int, containment: float | None) -> int | None:
+    return round(overlap / containment) if containment else None
+
+
+def _side(loaded: LoadedSnapshot, column_id: int, distinct: int | None = None) -> Side:
+    info = loaded.columns.get(column_id)
+    if info is None:
+        return Side("", None, distinct or 0, distinct or 0)
+    values = distinct if distinct is not None else info.distinct or 0
+    return Side(info.name, info.type, info.count or values, values, _title(loaded, info.dataset_id) or "")
+
+
+def _tuples_bound(loaded: LoadedSnapshot, column_ids: Sequence[int]) -> int:
+    """At most how many distinct tuples the columns hold: their rows, and the product of their
+    distinct counts (a composite key's referencing side is often a grid: origin x hour x day)."""
+    infos = [loaded.columns.get(c) for c in column_ids]
+    if any(i is None for i in infos):
+        return 0
+    rows = max((i.count or 0) for i in infos if i is not None)
+    product = math.prod(max(i.distinct or 1, 1) for i in infos if i is not None)
+    return min(rows, product) if rows else product
+
+
+def _title(loaded: LoadedSnapshot, dataset_id: str) -> str | None:
+    return (loaded.datasets.get(dataset_id) or {}).get("title")
+
+
+def _name(loaded: LoadedSnapshot, column_id: int) -> str | None:
+    info = loaded.columns.get(column_id)
+    return info.name if info else None
