@@ -1,19 +1,21 @@
 """Lakejoin's DAGs — thin adapters over ``lakejoin.spark.pipeline``; every task calls one stage.
 
 - ``lakejoin_pipeline`` (manual, or from the UI's Trigger form): ingest -> one build task per
-  index family -> publish -> compact and quality_docs (Great Expectations Data Docs of the
-  latest validations). The whole main job in one run.
+  index family -> publish (the snapshot with its join graph, unless the ``graph`` param is
+  false) -> compact and quality_docs (Great Expectations Data Docs of the latest validations).
+  The whole main job in one run.
 - ``lakejoin_crawl`` (daily): one mapped ingest task per configured source (Airflow Variable
   ``lakejoin_sources``, a JSON list of specs; empty = the bundled lake through the local
   portal). The ``lakejoin_spark`` pool (1 slot) serializes their catalog commits. Emits
   ``lakejoin-crawl`` when done.
 - ``lakejoin_index`` (scheduled by ``lakejoin-crawl``): rebuilds, per family, only the shards
   holding a dataset the crawls changed since that family's last build (each task's result names
-  the shards it rewrote), publishes (emits ``lakejoin-snapshot``), then compacts small files and
-  builds the quality Data Docs.
-- ``lakejoin_graph`` (scheduled by ``lakejoin-snapshot``): computes the new snapshot's join graph
-  (``lakejoin.graph``: incrementally from the last one) and publishes it as the next snapshot of
-  the line (the same table versions plus ``graph/``); emits ``lakejoin-graph``.
+  the shards it rewrote), publishes with the join graph (emits ``lakejoin-snapshot``), then
+  compacts small files and builds the quality Data Docs.
+- ``lakejoin_graph`` (scheduled by ``lakejoin-snapshot``): for a snapshot published without its
+  join graph (``graph`` param false), computes it (``lakejoin.graph``: incrementally from the
+  last one) and publishes it as the next snapshot of the line (the same table versions plus
+  ``graph/``); does nothing for a snapshot that has its graph; emits ``lakejoin-graph``.
 
 Tasks are idempotent (Delta commits; the snapshot row is written last) and retried with
 exponential backoff. Every task that commits holds the lake's write lease
@@ -58,6 +60,11 @@ LAKE_PARAMS = {
     ),
     "families": Param(
         list(FAMILIES), type="array", description="index families to build (the others' tasks do nothing)"
+    ),
+    "graph": Param(
+        True,
+        type="boolean",
+        description="publish the join graph with the snapshot (false: lakejoin_graph computes it afterwards)",
     ),
     "lease_wait": Param(
         300,
@@ -118,7 +125,8 @@ def publish(builds: list[dict]) -> int:
     from lakejoin.spark.pipeline import publish as publish_stage
 
     stats = {"index_builds": {b["family"]: b for b in builds}}
-    return publish_stage(_config(), stats, Progress(), **_writer()).snapshot_id
+    graph = bool(get_current_context()["params"].get("graph", True))
+    return publish_stage(_config(), stats, Progress(), graph=graph, **_writer()).snapshot_id
 
 
 @task

@@ -34,6 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--no-publish", action="store_true", help="build everything but do not publish a snapshot")
     parser.add_argument(
+        "--no-graph", action="store_true", help="publish without the join graph (`lakejoin graph` computes it later)"
+    )
+    parser.add_argument(
         "--shards",
         type=int,
         help="shard count of a family's first build (default: from the lake's size; later builds keep theirs)",
@@ -70,6 +73,7 @@ def run(args: argparse.Namespace) -> dict:
         tables=tables,
         allow_private_hosts=args.allow_private_hosts,
         publish=not args.no_publish,
+        graph=not args.no_graph,
         families=families,
         wait=args.wait,
     )
@@ -91,6 +95,7 @@ def summarize(result: dict) -> str:
         f"  columns  : {result['columns']}",
         f"  cells    : {result['cells']}",
         *[f"  {family:<9}: {_build_line(build)}" for family, build in result.get("index_builds", {}).items()],
+        *([f"  graph    : {_graph_line(result['graph'])}"] if "graph" in result else []),
         f"  snapshot : {result.get('snapshot_id', 'not published (--no-publish)')}",
         *([f"  quality  : {_docs_line(result['quality_docs'])}"] if "quality_docs" in result else []),
         f"  lake     : {result['home']}",
@@ -123,3 +128,9 @@ def _build_line(build: dict) -> str:
         else f"incremental, {build['changed_datasets']} changed dataset(s)"
     )
     return f"{kind}: {len(shards)} of {build['n_shards']} shards rewritten ({which}) in {build['seconds']} s"
+
+
+def _graph_line(stats: dict) -> str:
+    edges = sum(kind.get("edges", 0) for kind in stats.values() if isinstance(kind, dict))
+    how = "full" if stats.get("full") else f"incremental, {stats.get('changed_datasets', 0)} datasets changed"
+    return f"{edges} edges ({how}, {stats.get('seconds', 0)} s)"

@@ -5,7 +5,10 @@ joinable neighbours in other datasets, computed per snapshot and kept fresh incr
   and the total order that ranks a neighbour list;
 - ``build``: the full and the incremental computation over one ``LoadedSnapshot``;
 - ``store``: the ``graph/`` Delta tables and the ``related`` answer;
-- ``publish``: compute the latest snapshot's graph and publish it in the snapshot line.
+- ``neighbours``: a dataset's neighbour tables, each once, ranked by join quality
+  (``lakejoin.profile.join_quality``);
+- ``publish``: the graph of a build's snapshot before it is published, or of the latest snapshot
+  published without one.
 """
 
 from lakejoin.graph.build import Graph, compute

@@ -1,6 +1,12 @@
-"""Bring the graph up to date with the latest snapshot and publish it in the snapshot line.
+"""Bring the graph up to date with the lake's snapshots.
 
-The graph of snapshot N is computed (incrementally from the graph last written, when there is
+A build publishes its snapshot with its graph (:func:`graph_of_versions`, called by
+``lakejoin.spark.pipeline.publish`` under the build's write lease): the graph of the table
+versions about to be pinned is computed, incrementally from the graph last written, and its
+tables are pinned in the same snapshot.
+
+:func:`refresh` (``lakejoin graph``, the graph DAG) is for a snapshot published without one (a
+build run with ``--no-graph``, or another ``k``): the graph of snapshot N is computed (incrementally from the graph last written, when there is
 one), written to ``graph/``, and published as snapshot N+1: N's table versions plus the new
 graph tables, so a reader of N+1 gets N's data with its own graph. Publishing holds the lake's
 write lease like every build; if a newer snapshot appeared meanwhile the graph is written but
@@ -24,6 +30,16 @@ from lakejoin.graph.store import (
 )
 from lakejoin.lake import snapshots
 from lakejoin.query.snapshot import load_snapshot
+
+
+def graph_of_versions(config: LakeConfig, versions: dict[str, int], k: int = DEFAULT_K) -> tuple[dict[str, int], dict]:
+    """Compute and write the graph of the lake at ``versions`` (the snapshot about to be
+    published, under the caller's write lease); returns the graph tables' versions to pin with
+    them and the graph's stats."""
+    pending = snapshots.pending(config, {t: v for t, v in versions.items() if t not in GRAPH_TABLES})
+    loaded = load_snapshot(config, pending)
+    graph = compute(loaded, latest_graph(config), k)
+    return write_graph(config, loaded, graph), graph.stats
 
 
 def refresh(

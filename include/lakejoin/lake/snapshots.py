@@ -37,6 +37,7 @@ from lakejoin.lake.schemas import (
 )
 
 PUBLISHED, EXPIRED = "published", "expired"
+PENDING = "pending"  # a snapshot a build reads before it publishes it (never written with this status)
 # Commits that rewrite files without changing a row: they do not make a version another build's.
 NO_DATA_CHANGE = frozenset({"OPTIMIZE", "VACUUM START", "VACUUM END"})
 
@@ -146,6 +147,14 @@ def writing(config: LakeConfig, command: str, build_id: str | None = None, wait:
         if held.baseline is None:
             held.baseline = table_versions(config, lake_tables(config))
         yield held
+
+
+def pending(config: LakeConfig, versions: dict[str, int]) -> Snapshot:
+    """The snapshot :func:`publish` would append next with ``versions``, not written: what a build
+    reads to compute what it pins beside them (the join graph)."""
+    existing = list_snapshots(config)
+    next_id = (existing[-1].snapshot_id + 1) if existing else 1
+    return Snapshot(next_id, datetime.now(UTC), PENDING, dict(sorted(versions.items())), {})
 
 
 def publish(config: LakeConfig, versions: dict[str, int], stats: dict[str, Any]) -> Snapshot:

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
 from lakejoin.config import LakeConfig
+from lakejoin.graph.publish import graph_of_versions
 from lakejoin.ids import sha256_file
 from lakejoin.index import FAMILIES
 from lakejoin.lake import catalog, compaction, delta, snapshots
@@ -56,6 +57,7 @@ class RunOptions:
     allow_private_hosts: bool = False
     max_bytes: int = DEFAULT_MAX_BYTES
     publish: bool = True
+    graph: bool = True  # publish the join graph with the snapshot
     families: tuple[str, ...] = FAMILIES  # index families to build
     source_options: dict[str, Any] = field(default_factory=dict)  # passed to portal sources (rate limits...)
     shards: int | None = None  # shard count of a family's first build (default: from the lake's size)
@@ -185,13 +187,26 @@ def _build_indexes(
 
 
 def publish(
-    config: LakeConfig, stats: dict[str, Any], progress: Progress, *, build_id: str | None = None, wait: float = 0.0
+    config: LakeConfig,
+    stats: dict[str, Any],
+    progress: Progress,
+    *,
+    graph: bool = True,
+    build_id: str | None = None,
+    wait: float = 0.0,
 ) -> snapshots.Snapshot:
-    """Pin every table's current version in a new snapshot (one build's: ``snapshots.publish``)."""
-    with snapshots.writing(config, "publish", build_id, wait), progress.stage("publish"):
-        pause_point("publish")
+    """Pin every table's current version in a new snapshot (one build's: ``snapshots.publish``),
+    with the join graph of those versions unless ``graph`` is false (``lakejoin.graph.publish``:
+    incremental from the graph last written, so a reader of the snapshot has its own graph)."""
+    with snapshots.writing(config, "publish", build_id, wait):
         versions = snapshots.table_versions(config, snapshots.lake_tables(config))
-        return snapshots.publish(config, versions, stats)
+        if graph:
+            with progress.stage("graph"):
+                graph_versions, graph_stats = graph_of_versions(config, versions)
+            versions, stats = {**versions, **graph_versions}, {**stats, "graph": graph_stats}
+        with progress.stage("publish"):
+            pause_point("publish")
+            return snapshots.publish(config, versions, stats)
 
 
 def compact(
@@ -224,8 +239,10 @@ def run(config: LakeConfig, options: RunOptions, progress: Progress | None = Non
         builds = build_indexes(config, progress, families=options.families, shards=options.shards)
         summary = {**_summary(config, result, builds), "build_id": held.build_id}
         if options.publish:
-            snapshot = publish(config, summary, progress)
+            snapshot = publish(config, summary, progress, graph=options.graph)
             summary["snapshot_id"] = snapshot.snapshot_id
+            if "graph" in snapshot.stats:
+                summary["graph"] = snapshot.stats["graph"]
             summary["compacted"] = compact(config, progress)
     if options.publish:
         summary["quality_docs"] = quality_docs(config, progress)
