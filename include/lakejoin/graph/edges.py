@@ -172,8 +172,8 @@ class OverlapIndex:
     """The JOSIE index's integer sets as a sparse 0/1 matrix (sets x tokens), for exact
     overlaps of many query sets with many candidate sets at once, ranked by join quality.
 
-    A token's informativeness is ``1 - ln f / ln N``, ``f`` the number of the ``N`` sets holding
-    it (its posting-list length), so a second product with the matrix's entries weighted by it
+    A token's informativeness is ``1 - ln f / ln N``, ``f`` the number of sets holding it (its
+    posting-list length) and ``N`` the lake's columns, so a second product with the matrix's entries weighted by it
     gives each pair's summed informativeness beside its overlap."""
 
     column_ids: np.ndarray
@@ -189,9 +189,16 @@ class OverlapIndex:
     _numeric_shape: np.ndarray = field(default_factory=lambda: np.zeros(0))  # per set: its type's shape factor
 
     @classmethod
-    def of_sets(cls, sets: pa.Table, profiles: Callable[[np.ndarray], SetProfiles] | None = None) -> OverlapIndex:
+    def of_sets(
+        cls,
+        sets: pa.Table,
+        profiles: Callable[[np.ndarray], SetProfiles] | None = None,
+        lake_columns: int = 0,
+    ) -> OverlapIndex:
         """From JOSIE's ``sets`` table (set_id = column_id, dataset_id, size, tokens) and the
-        catalog's profiles of those columns (``profiles(column_ids)``; unknown when not given)."""
+        catalog's profiles of those columns (``profiles(column_ids)``; unknown when not given).
+        ``lake_columns``: the lake's ``N`` for informativeness, every column of the catalog (at
+        least the sets: JOSIE holds the textual ones)."""
         sets = sets.sort_by("set_id")
         lengths = pc.list_value_length(sets["tokens"]).to_numpy(zero_copy_only=False).astype(np.int64)
         tokens = pc.list_flatten(sets["tokens"].combine_chunks()).to_numpy(zero_copy_only=False)
@@ -207,7 +214,7 @@ class OverlapIndex:
             profiles(column_ids) if profiles else SetProfiles.unknown(len(column_ids)),
         )
         frequency = np.asarray(matrix.sum(axis=0)).ravel()
-        weights = 1.0 - np.log(np.maximum(frequency, 1)) / np.log(max(sets.num_rows, 2))
+        weights = 1.0 - np.log(np.maximum(frequency, 1)) / np.log(max(sets.num_rows, lake_columns, 2))
         index.weighted = sparse.csr_matrix((weights[tokens], tokens, indptr), shape=matrix.shape)
         index._row_of = {int(c): i for i, c in enumerate(column_ids)}
         index._dataset_codes = (
