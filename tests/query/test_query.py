@@ -19,6 +19,7 @@ from testkit.cli import run_cli, without_timing
 
 from lakejoin import cli
 from lakejoin.config import LakeConfig
+from lakejoin.ids import sha256_file
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.schemas import CELLS, COLUMNS
 from lakejoin.normalize import normalize_set, normalize_value
@@ -32,6 +33,7 @@ from lakejoin.query.memory import (
     estimated_load_bytes,
     parse_size,
 )
+from lakejoin.query.ranking import candidates_for
 from lakejoin.query.sharded import ShardedFamily
 from lakejoin.testing.oracles import containment_search, overlap_topk
 
@@ -153,8 +155,16 @@ def test_pexeso_finds_the_equal_column_first(engine: QueryEngine, lake: dict) ->
 def test_auto_picks_by_query_shape(engine: QueryEngine, lake: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     challenges = lake["ids"]["bakeoff_challenges.csv"]
     one = engine.search("auto", ["baker"], dataset_id=challenges, k=4)
-    assert one["method"] == "josie" and one["auto"]["picked"] == ["josie"]
-    assert one["results"] == engine.search("josie", ["baker"], dataset_id=challenges, k=4)["results"]
+    assert one["method"] == "josie" and one["auto"]["picked"] == ["josie"] and len(one["results"]) == 4
+    # JOSIE's best by overlap, the best four by join quality first, each with its exact overlap
+    exact = engine.search("josie", ["baker"], dataset_id=challenges, k=candidates_for(4))["results"]
+    by_column = {r["column_id"]: r for r in exact}
+    assert all(r["overlap"] == by_column[r["column_id"]]["overlap"] for r in one["results"])
+    assert [r["quality"] for r in one["results"]] == sorted((r["quality"] for r in one["results"]), reverse=True)
+    assert all(
+        r["reason"] and {"keyness", "containment", "informativeness"} <= set(r["quality_parts"]) for r in one["results"]
+    )
+    assert all(r["dataset_id"] != challenges for r in one["results"])
     assert engine.search("auto", ["series", "episode"], dataset_id=challenges)["method"] == "mate"
     assert engine.search("auto", ["baker"], dataset_id=challenges, params={"semantic": True})["method"] == "pexeso"
     monkeypatch.setattr(engine_module, "AUTO_LSH_MIN_DISTINCT", 100)
@@ -348,19 +358,32 @@ def result_rows(text: str) -> list[str]:
 
 
 def test_the_cli_shows_a_column_searched_against_itself_at_1(engine: QueryEngine, lake: dict, tmp_path: Path) -> None:
-    """A lake table given as a file: PEXESO finds its own column with jn 1.000, exact (no "≥");
-    ``--lower-bound`` stops that column at T and marks it."""
+    """A lake table's columns in a file of other bytes: PEXESO finds its own column with jn 1.000,
+    exact (no "≥"); ``--lower-bound`` stops that column at T and marks it. The lake table's own
+    file is that table: it is named once and not listed as its own result."""
     home, dataset_id = str(engine.config.home), lake["ids"]["bakeoff_bakers.csv"]
+    staged = engine.snapshot().staged_table(dataset_id).to_pandas()
     path = tmp_path / "bakers.csv"
-    engine.snapshot().staged_table(dataset_id).to_pandas().to_csv(path, index=False)
+    staged[["baker"]].to_csv(path, index=False)  # the bakers, not the table's bytes
     query = ("search", "pexeso", "--home", home, "--table", str(path), "--column", "baker", "-k", "3")
-    own = lambda text: next(row.split() for row in result_rows(text) if row.split()[1:3] == [dataset_id, "baker"])  # noqa: E731
+    own = lambda text: next(
+        row.split() for row in result_rows(text) if row.split()[1:3] == ["bakeoff_bakers.csv", "baker"]
+    )  # noqa: E731
     text = cli_text(*query)
     assert own(text)[3] == "1.000" and "≥" not in text  # challenges.baker holds every baker too: a tie at 1.0
     found = {(r["dataset_id"], r["column"]): r for r in run_cli(*query, "--json")["results"]}
     assert (found[dataset_id, "baker"]["joinability"], found[dataset_id, "baker"]["joinability_exact"]) == (1.0, True)
     bounded = own(cli_text(*query, "--lower-bound", "-k", "50"))  # lower bounds tie near T: list every column past it
     assert bounded[3] == "≥" and 0.6 <= float(bounded[4]) < 1.0
+    itself = tmp_path / "bakers-itself.csv"
+    staged.to_csv(itself, index=False)  # the bytes the lake ingested
+    assert sha256_file(itself) == engine.snapshot().datasets[dataset_id]["content_sha256"]
+    for method in ("pexeso", "josie", "auto"):
+        argv = ("search", method, "--home", home, "--table", str(itself), "--column", "baker", "-k", "3")
+        answer = run_cli(*argv, "--json")
+        assert answer["query"]["in_lake"] == dataset_id and answer["results"]
+        assert all(r["dataset_id"] != dataset_id for r in answer["results"])
+        assert cli_text(*argv).count(dataset_id) == 1  # named once, in the note
 
 
 def test_the_cli_text_is_an_aligned_table_with_integer_counts(engine: QueryEngine, lake: dict) -> None:
@@ -378,7 +401,7 @@ def test_the_cli_text_is_an_aligned_table_with_integer_counts(engine: QueryEngin
         header, rows = text.splitlines()[1], result_rows(text)
         assert len(rows) == len(results) > 0, text
         for row, result in zip(rows, results):
-            assert row.index(result["dataset_id"]) == header.index("dataset") and "e+" not in row
+            assert row.index(result["table"]) == header.index("table") and "e+" not in row
             if method == "mate":
                 assert f"{result['joinability']:,} ({result['share']:.3f})" in row
 

@@ -145,7 +145,8 @@ def _value(value: Any) -> str:
 
 
 def _evidence(r: dict[str, Any]) -> str:
-    parts = [r["program"]] if r.get("program") else []
+    parts = [r["reason"]] if r.get("reason") else []
+    parts += [r["program"]] if r.get("program") else []
     if "overlap" in r and r.get("containment_estimate") is not None:  # auto: JOSIE with LSH Ensemble's estimate
         parts.append(f"LSH ≈ {r['containment_estimate']:.3f}")
     if r.get("matched_sample"):
@@ -161,13 +162,25 @@ def summarize(result: dict[str, Any]) -> str:
     lines = [f"snapshot {result['snapshot_id']}, {result['method']}{picked}, {len(result['results'])} result(s)"]
     if not result["results"]:
         return lines[0] + (f": {result['message']}" if result.get("message") else "")
+    if result["query"].get("in_lake"):
+        lines.append(f"the query table is the lake's {result['query']['in_lake']}: not listed as a result")
     header, score = SCORES[result["method"]]
+    ranked = "quality" in result["results"][0]  # auto: ranked by join quality
     rows = []
     for r in result["results"]:
         column = ", ".join(map(str, r["column"])) if isinstance(r["column"], list) else r["column"]
-        rows.append([r["rank"], r["dataset_id"], column, score(r), _evidence(r)])
-    headers = ["rank", "dataset", "columns" if result["method"] == "mate" else "column", header, "evidence"]
-    lines.append(tabulate(rows, headers, disable_numparse=True, colalign=("right", "left", "left", "right", "left")))
+        quality = [f"{r['quality']:.2f}"] if ranked else []
+        rows.append([r["rank"], r["table"] or r["dataset_id"], column, *quality, score(r), _evidence(r)])
+    headers = [
+        "rank",
+        "table",
+        "columns" if result["method"] == "mate" else "column",
+        *(["quality"] if ranked else []),
+        header,
+        "evidence",
+    ]
+    align = ("right", "left", "left", *(["right"] if ranked else []), "right", "left")
+    lines.append(tabulate(rows, headers, disable_numparse=True, colalign=align))
     if not all(r.get("joinability_exact", True) for r in result["results"]):
         lines.append("≥: a lower bound (--lower-bound stops counting a column once it reaches T)")
     if result["method"] == "lshensemble" and any(r.get("containment") is None for r in result["results"]):

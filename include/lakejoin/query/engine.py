@@ -19,7 +19,9 @@ lower bounds (``joinability_exact`` False).
 
 - ``semantic=True`` → PEXESO (one column; matches misspellings, synonyms and formats);
 - several columns → MATE (a composite key);
-- one column → JOSIE (exact top-k by overlap); when the column has at least
+- one column → JOSIE, its results ranked by join quality (``lakejoin.query.ranking``: the best
+  ``k`` by quality of JOSIE's best by overlap, each with ``quality``, ``reason`` and
+  ``quality_parts``; ``method="josie"`` answers the exact top-k by overlap); when the column has at least
   ``AUTO_LSH_MIN_DISTINCT`` distinct values and the snapshot has an LSH Ensemble, LSH Ensemble
   runs too and each JOSIE result gets its ``containment_estimate`` beside the exact
   ``containment`` (``null`` where LSH Ensemble missed it), so the approximate and exact
@@ -34,7 +36,8 @@ a sample and verified on both full columns; results carry ``matched`` (query row
 candidates learned and any left when the time ``budget`` ran out, and ``message`` is "no
 transformation found" when nothing joins.
 
-A query given as a lake ``dataset_id`` never returns its own dataset.
+A query given as a lake ``dataset_id``, or as a file whose bytes are a lake dataset's, never
+returns its own dataset (``query.in_lake`` names it).
 """
 
 from __future__ import annotations
@@ -51,11 +54,12 @@ import pyarrow as pa
 from lakejoin.config import LakeConfig
 from lakejoin.lake import snapshots
 from lakejoin.normalize import normalize_set
+from lakejoin.query import ranking
 from lakejoin.query.family import DEFAULT_TAU, family_query, results
 from lakejoin.query.join import join as join_tables
 from lakejoin.query.join import key_pairs, provenance_of, table_prefix
 from lakejoin.query.snapshot import DEFAULT_REFRESH_SECONDS, LoadedSnapshot, MethodUnavailable, SnapshotCache
-from lakejoin.query.tables import QueryTable, dataset_table
+from lakejoin.query.tables import QueryTable, dataset_table, in_lake
 
 METHODS = ("josie", "lshensemble", "mate", "pexeso", "transform", "auto")
 AUTO_LSH_MIN_DISTINCT = 10_000
@@ -118,7 +122,12 @@ class QueryEngine:
         self._check_query(query, columns, k, method, params)
         picked, reason = pick_method(method, columns, query, params, loaded)
         discovery: dict[str, Any] = {}
-        found, reads = _RUNNERS[picked[0]](loaded, query, columns, k, params, discovery)
+        by_quality = method == "auto" and picked[0] == "josie"
+        asked_k = ranking.candidates_for(k) if by_quality else k
+        found, reads = _RUNNERS[picked[0]](loaded, query, columns, asked_k, params, discovery)
+        if by_quality and found:
+            found = ranking.by_quality(loaded, query, columns[0], found, k)
+            reason = f"{reason}; its best {asked_k} by overlap ranked by join quality"
         if method == "auto" and picked[0] == "josie" and not found and "qgram" in loaded.families():
             picked, reason = (
                 ["transform"],
@@ -231,7 +240,7 @@ class QueryEngine:
 
     def query_table(self, loaded: LoadedSnapshot, table: QueryTable | None, dataset_id: str | None) -> QueryTable:
         if table is not None and dataset_id is None:
-            return table
+            return in_lake(loaded, table)
         if table is None and dataset_id is not None:
             return dataset_table(loaded, dataset_id)
         raise ValueError("give the query as exactly one of a table file or a dataset_id")
@@ -318,9 +327,9 @@ def pick_method(
     if distinct >= AUTO_LSH_MIN_DISTINCT and "lshensemble" in loaded.families():
         return (
             ["josie", "lshensemble"],
-            f"one column with {distinct} distinct values (>= {AUTO_LSH_MIN_DISTINCT}): JOSIE exact top-k, with LSH Ensemble containment estimates",
+            f"one column with {distinct} distinct values (>= {AUTO_LSH_MIN_DISTINCT}): JOSIE's exact overlaps, with LSH Ensemble containment estimates",
         )
-    return ["josie"], f"one column ({distinct} distinct values): JOSIE exact top-k by overlap"
+    return ["josie"], f"one column ({distinct} distinct values): JOSIE's exact overlaps"
 
 
 # --- family runners: (loaded, query, columns, k, params) -> (enriched results best first, shard reads) --

@@ -260,6 +260,13 @@ class LoadedSnapshot:
         }
         return {"format": module.ARRAYS_FORMAT, "family": family, "shard": shard, "tables": tables}
 
+    def index_rows(
+        self, family: str, name: str, columns: list[str], where: pads.Expression | delta.ValuesIn
+    ) -> pa.Table:
+        """The rows of the family's table ``name`` (every shard) that match ``where``: a lookup
+        of a few keys that does not load the index."""
+        return self._index_table(family, name).read(None, columns, where)
+
     def _index_table(self, family: str, name: str) -> _IndexTable:
         """``index/<family>/<name>`` at the pinned version, its Delta log read once per snapshot."""
         table = f"index/{family}/{name}"

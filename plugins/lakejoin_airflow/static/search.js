@@ -376,7 +376,7 @@ function explainAuto() {
   else {
     const profile = state.columns.find((c) => c.name === columns[0]);
     const large = profile && profile.distinct >= state.forms.auto_lsh_min_distinct;
-    text = large ? `Auto will run JOSIE (exact overlap) with LSH Ensemble estimates: ${columns[0]} has ${count(profile.distinct)} distinct values.` : `Auto will run JOSIE: exact overlap of ${columns[0]}'s distinct values.`;
+    text = large ? `Auto will run JOSIE (exact overlap, ranked by join quality) with LSH Ensemble estimates: ${columns[0]} has ${count(profile.distinct)} distinct values.` : `Auto will run JOSIE: exact overlap of ${columns[0]}'s distinct values, ranked by join quality.`;
   }
   box.textContent = text;
   box.hidden = false;
@@ -464,7 +464,8 @@ async function search() {
     state.sort = { key: "rank", ascending: true };
     renderResults();
     const picked = data.auto ? `auto picked ${data.auto.picked.map((m) => FAMILY_NAMES[m] || m).join(" + ")} (${data.auto.reason})` : FAMILY_NAMES[data.method] || data.method;
-    $("results-summary").textContent = `${data.results.length} joinable ${data.results.length === 1 ? "table" : "tables"} for ${data.query.columns.join(", ")} of ${data.query.table} · ${picked} · snapshot ${data.snapshot_id} · ${data.seconds} s`;
+    const itself = data.query.in_lake ? " · your table is in the lake: not listed" : "";
+    $("results-summary").textContent = `${data.results.length} joinable ${data.results.length === 1 ? "table" : "tables"} for ${data.query.columns.join(", ")} of ${data.query.table} · ${picked} · snapshot ${data.snapshot_id} · ${data.seconds} s${itself}`;
     $("results-section").hidden = false;
     $("join-section").hidden = !data.results.length;
     setStatus("status", data.results.length ? "" : "No joinable table found. Try another column, or PEXESO for values that differ in spelling or format.");
@@ -502,6 +503,7 @@ function score(result) {
 
 function evidence(result) {
   const parts = [];
+  if (result.quality !== undefined) parts.push(el("div", { className: "quality-reason", title: "join quality in [0, 1]: how worth making the join is (key-ness, containment, rarity of the shared values, type)", text: `join quality ${result.quality.toFixed(2)}: ${result.reason}` }));
   if (result.program) parts.push(el("div", {}, "program: ", el("span", { className: "value", text: result.program })));
   if (result.mapping) parts.push(el("div", {}, "key: ", Object.entries(result.mapping).map(([q, m]) => `${q}→${m.column}`).join(", ")));
   if (result.matched_sample && result.matched_sample.length) {
