@@ -183,7 +183,7 @@ def print_size_table(results: dict[str, dict[str, np.ndarray]], sizes: np.ndarra
 
 
 def searcher_bytes(searcher) -> int:
-    return sum(v.nbytes for v in vars(searcher).values() if isinstance(v, np.ndarray))
+    return sum(a.nbytes for a in searcher.arrays().values()) + searcher.scratch_bytes()
 
 
 def bench_shape(shape: str, n_sets: int, n_queries: int, k: int, seed: int, staleness: bool, repeats: int) -> None:
@@ -197,15 +197,16 @@ def bench_shape(shape: str, n_sets: int, n_queries: int, k: int, seed: int, stal
     searcher = load(tables)
     loaded = time.perf_counter() - started
     started = time.perf_counter()
-    duplicate_groups(searcher._list_indptr, searcher._post_set)
+    duplicate_groups(searcher.arrays()["list_indptr"], searcher.arrays()["post_set"])
     grouped = time.perf_counter() - started
     con = duckdb_index(tables)
     entries = tables["postings"].num_rows
     tokens = tables["tokens"]
-    group_size = np.bincount(searcher._group)[searcher._group]
+    group = searcher.arrays()["group"]
+    group_size = np.bincount(group)[group]
     print(
         f"\n=== {shape}: {n_sets:,} sets, {entries:,} posting entries, {tokens.num_rows:,} tokens "
-        f"({100 * (group_size > 1).mean():.0f}% in duplicate groups, {len(np.unique(searcher._group)):,} distinct lists)"
+        f"({100 * (group_size > 1).mean():.0f}% in duplicate groups, {len(np.unique(group)):,} distinct lists)"
     )
     print(
         f"generate {generated:.1f} s | build_in_memory {built:.1f} s | load (incl. cost fit) {loaded:.1f} s, of which duplicate groups {grouped:.2f} s"

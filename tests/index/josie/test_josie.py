@@ -160,13 +160,13 @@ def test_duplicate_groups_survive_hash_collisions(monkeypatch):
     honest = load(tables, read_cost=ReadCost(1e-8, 1e-9, 1e-8, 1e-9))
     monkeypatch.setattr(josie_tokens, "_list_sums", lambda indptr, set_ids: np.zeros((2, len(indptr) - 1), np.uint64))
     colliding = load(tables, read_cost=ReadCost(1e-8, 1e-9, 1e-8, 1e-9))
-    assert np.array_equal(honest._group, colliding._group)
+    assert np.array_equal(honest.arrays()["group"], colliding.arrays()["group"])
     lists = {}
     for token_id, set_id in zip(tables["postings"]["token_id"].to_pylist(), tables["postings"]["set_id"].to_pylist()):
         lists.setdefault(token_id, []).append(set_id)
     first = {}
     expected = [first.setdefault(tuple(sorted(lists[t])), t) for t in range(len(lists))]
-    assert colliding._group.tolist() == expected  # the smallest TokenID with the same list
+    assert colliding.arrays()["group"].tolist() == expected  # the smallest TokenID with the same list
     assert len(set(expected)) < len(expected)  # there are groups to find
 
 
@@ -178,7 +178,7 @@ def test_duplicate_groups_accumulate_skipped_lists(batch_size):
     sets = {10: {"x", "a", "b", "c"}, 11: {"a", "b", "c", "y"}, 12: {"a", "b", "c"}, 13: {"y", "z"}, 14: {"y", "z"}}
     tables = build_in_memory(sets)
     searcher = load(tables, batch_size=batch_size, read_cost=ReadCost(1e-8, 1e-9, 1e-8, 1e-9))
-    groups = {row["token"]: searcher._group[row["token_id"]] for row in tables["tokens"].to_pylist()}
+    groups = {row["token"]: searcher.arrays()["group"][row["token_id"]] for row in tables["tokens"].to_pylist()}
     assert groups["a"] == groups["b"] == groups["c"] != groups["x"]
     for algorithm in ALGORITHMS:
         results = getattr(searcher, algorithm)(["X", "A", "b ", "c", "q"], 2)
@@ -391,7 +391,7 @@ def test_incremental_updates_stay_exact():
         _assert_ids_kept(before, current["tokens"])
         _assert_holds_exactly(current, lake, changed)
         _assert_answers_like_fresh_build(current, lake, rng)
-        group = load(current, read_cost=FAST_COST)._group
+        group = load(current, read_cost=FAST_COST).arrays()["group"]
         joined = group[1:] != np.arange(1, len(group))  # a later member of a group
         apart += int(np.any(joined & (group[1:] != group[:-1])))  # ... not right after the previous one
     row = current["dictionary"].to_pylist()[0]

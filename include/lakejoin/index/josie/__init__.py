@@ -3,25 +3,21 @@
 - ``tokens``: the index tables (global token order, integer sets, postings; sharded), the
   duplicate groups found on load, and :func:`build_in_memory` / :func:`update_in_memory`,
   the Spark-free full and incremental builds of the same tables.
-- ``josie``: Algorithm 2 and :class:`JosieSearcher` (``load(tables)``; ``shared(tables)``: the token
-  dictionary and fitted read costs every shard's searcher of one index shares; ``to_arrays`` /
-  ``from_arrays``: a searcher's arrays, for the shard cache of ``lakejoin.query.shard_arrays``).
+- ``josie``: :class:`JosieSearcher` (``load(tables)``; ``to_arrays`` / ``from_arrays``: a
+  searcher's arrays, for the shard cache of ``lakejoin.query.shard_arrays``).
+- ``kernels``: Algorithm 2 and its decision step, compiled.
+- ``dictionary``: the token dictionary and fitted read costs every shard's searcher of one index
+  shares (``shared(tables)``), and a query looked up in it.
+- ``arrays``: the searcher's CSR arrays, built from the tables or checked when read from a cache.
 - ``cost``: the read-cost model of Eq. 3.15, fitted on load.
 - ``baselines``: MergeList-D and ProbeSet-D.
 - ``reads``: the list/set reads and top-k heap they all share.
 """
 
+from lakejoin.index.josie.arrays import ARRAYS_FORMAT, LOAD_COLUMNS
 from lakejoin.index.josie.cost import ReadCost
-from lakejoin.index.josie.josie import (
-    ARRAYS_FORMAT,
-    LOAD_COLUMNS,
-    JosieSearcher,
-    TokenDictionary,
-    from_arrays,
-    load,
-    shared,
-    to_arrays,
-)
+from lakejoin.index.josie.dictionary import TokenDictionary, shared
+from lakejoin.index.josie.josie import JosieSearcher, from_arrays, load, to_arrays
 from lakejoin.index.josie.tokens import (
     APPEND_TABLES,
     GLOBAL_TABLES,

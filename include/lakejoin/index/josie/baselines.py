@@ -6,9 +6,9 @@
   read every new candidate that passes the position filter (Eq. 3.2) at once, from its first
   match on; stop when the prefix filter says no unseen set can reach |Q ∩ X_k|.
 
-Both use the same storage, scratch arrays and heap as JOSIE (``reads.py``) and return the
-same ``(n_results)`` into ``out_sets``/``out_overlaps``, with read counts in ``stats``
-(lists read, sets read, posting entries read, set tokens read).
+Both take the same bundles as JOSIE (the searcher's ``arrays.IndexArrays``, and ``reads.Scratch``
+and ``reads.TopK``) and return the same ``(n_results)`` into ``top.sets``/``top.overlaps``, with
+read counts in ``top.stats`` (lists read, sets read, posting entries read, set tokens read).
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from lakejoin.index.josie.reads import count_suffix, heap_push, is_group_end, kt
 
 
 @njit(cache=True)
-def mergelist(q, k, list_indptr, post_set, group, counts, touched, out_sets, out_overlaps, stats):
-    """MergeList-D. ``counts`` is a zeroed per-set scratch array, left zeroed on return."""
+def mergelist(q, k, index, scratch, top):
+    """MergeList-D. ``scratch.counts`` is a zeroed per-set array, left zeroed on return."""
+    list_indptr, post_set, group = index.list_indptr, index.post_set, index.group
+    counts, touched, out_sets, out_overlaps, stats = scratch.counts, scratch.touched, top.sets, top.overlaps, top.stats
     n_touched = 0
     skipped = 0
     for i in range(q.shape[0]):
@@ -41,23 +43,13 @@ def mergelist(q, k, list_indptr, post_set, group, counts, touched, out_sets, out
 
 
 @njit(cache=True)
-def probeset(
-    q,
-    k,
-    list_indptr,
-    post_set,
-    post_pos,
-    group,
-    set_indptr,
-    set_tokens,
-    mark,
-    seen,
-    touched,
-    out_sets,
-    out_overlaps,
-    stats,
-):
-    """ProbeSet-D with the position filter. ``seen`` is a zeroed per-set scratch array."""
+def probeset(q, k, index, scratch, top):
+    """ProbeSet-D with the position filter. ``scratch.counts``, its seen flags, is a zeroed per-set
+    array, left zeroed on return."""
+    list_indptr, post_set, post_pos, group = index.list_indptr, index.post_set, index.post_pos, index.group
+    set_indptr, set_tokens = index.set_indptr, index.set_tokens
+    mark, seen, touched = scratch.mark, scratch.counts, scratch.touched
+    out_sets, out_overlaps, stats = top.sets, top.overlaps, top.stats
     nq = q.shape[0]
     n = 0
     n_touched = 0

@@ -7,7 +7,7 @@ CSR arrays of ``reads.py``, so :func:`fit_read_cost` times the very reads JOSIE 
 list read, passed in by the searcher, and ``reads.count_suffix``), on samples of the loaded
 index, when the index is loaded.
 
-``d`` is fitted the same way, by timing JOSIE's own decision step (``josie.fit_decision_cost``)
+``d`` is fitted the same way, by timing JOSIE's own decision step (``kernels.fit_decision_cost``)
 on growing numbers of candidates.
 
 Single reads take tens of nanoseconds, below a timer's resolution, so the samples are
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 from numba import njit
@@ -31,11 +31,10 @@ from lakejoin.index.josie.reads import count_suffix
 _MIN_COST = 1e-10  # seconds; keeps a coefficient positive when the fit lands at or below 0
 
 
-@dataclass(frozen=True)
-class ReadCost:
+class ReadCost(NamedTuple):
     """Coefficients of Eq. 3.15, in seconds, and ``d``: the time a decision point spends per
     unread candidate (the thesis's "estimation overhead", §3.5.4, linear in the candidates;
-    0 makes decisions free)."""
+    0 makes decisions free). A named tuple, so the compiled search takes it as one argument."""
 
     s0: float
     s1: float

@@ -3,7 +3,7 @@
 JOSIE, MergeList and ProbeSet differ only in *which* posting lists and set suffixes they
 read (thesis §3.2–3.3); the set read and the storage live here, shared. A list read differs
 by what it records per set: MergeList's is :func:`scan_list` (a count), ProbeSet's a seen
-flag, JOSIE's (``josie._read_list``) the candidate state of Eqs. 3.2–3.6, which is what the
+flag, JOSIE's (``kernels._read_list``) the candidate state of Eqs. 3.2–3.6, which is what the
 cost model (``cost.py``) times.
 
 Storage is CSR over int32 arrays held in memory (the "storage layer" of §3.4.3):
@@ -19,8 +19,40 @@ Storage is CSR over int32 arrays held in memory (the "storage layer" of §3.4.3)
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
+
+
+class Scratch(NamedTuple):
+    """A searcher's per-query working memory, one bundle for the compiled algorithms (numba
+    takes a named tuple of arrays as one argument). Every array is left as a query found it."""
+
+    mark: np.ndarray  # uint8 per list: 1 = its token is in Q
+    hot: np.ndarray  # (3, sets) int32: JOSIE's per-set state (``kernels``)
+    counts: np.ndarray  # int32 per set: MergeList's counts, ProbeSet's seen flags
+    touched: np.ndarray  # int32 per set: the sets a query touched, to reset
+    cand: np.ndarray  # (sets, 4) int32: JOSIE's candidate table
+
+    @classmethod
+    def allocate(cls, n_sets: int, n_lists: int) -> Scratch:
+        """Zeroed scratch for an index of ``n_sets`` sets and ``n_lists`` posting lists."""
+        return cls(
+            np.zeros(n_lists, np.uint8),
+            np.zeros((3, n_sets), np.int32),
+            np.zeros(n_sets, np.int32),
+            np.empty(n_sets, np.int32),
+            np.empty((n_sets, 4), np.int32),
+        )
+
+
+class TopK(NamedTuple):
+    """The running top-k (:func:`heap_push`, ascending) and the read counters of one query."""
+
+    overlaps: np.ndarray  # int64, k
+    sets: np.ndarray  # int64, k: set index, -1 for a floor's placeholder
+    stats: np.ndarray  # int64: lists read, sets read, posting entries read, set tokens read
 
 
 @njit(cache=True, inline="always")
