@@ -17,7 +17,6 @@ from lakejoin.profile.join_quality import (
     key_order,
     name_similarity,
     quality,
-    range_informativeness,
     semantic_quality,
     words,
 )
@@ -111,14 +110,3 @@ def test_the_smallest_recognisable_key_comes_first() -> None:
     assert real < accidental
     runs = Side("R", "integer", 100_000, 180)  # a count with many values
     assert key_order([player, year, stint], [0, 1, 2]) < key_order([player, year, runs], [0, 1, 9])
-
-
-def test_small_integer_codes_are_common_and_wide_identifiers_rare() -> None:
-    """Integer columns' ranges stand in for posting lists: 1..300 lies in most of them."""
-    lows = np.array([1.0, 1.0, 1.0, 0.0, 1.0, 100_000.0])
-    highs = np.array([450.0, 320.0, 95.0, 1000.0, 800.0, 999_999.0])
-    distincts = np.array([450.0, 320.0, 95.0, 352.0, 800.0, 400.0])
-    codes = range_informativeness(1, 300, lows, highs, distincts, columns=30)
-    ids = range_informativeness(100_000, 999_999, lows, highs, distincts, columns=30)
-    assert codes < 0.7 and ids == pytest.approx(1.0)  # five of 30 columns hold a small code, one an id
-    assert range_informativeness(1, 300, lows, highs, distincts, columns=1) == 0.5  # nothing to compare with

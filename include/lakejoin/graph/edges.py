@@ -46,6 +46,7 @@ KINDS = (JOSIE, MATE, PEXESO)
 DEFAULT_K = 10
 PEXESO_TAU = 0.06  # the engine's defaults (lakejoin.query.engine)
 PEXESO_T = 0.6
+WEIGHT_SCALE = 1 << 20  # informativeness weights as integers in units of 2**-20
 MATE_SEARCH_K = 100  # MATE drops ties at its k-th place: ask for more, keep the best k by the total order
 QUERY_BLOCK = 512  # query rows per sparse product (bounds the dense scratch to QUERY_BLOCK x sets)
 
@@ -173,8 +174,11 @@ class OverlapIndex:
     overlaps of many query sets with many candidate sets at once, ranked by join quality.
 
     A token's informativeness is ``1 - ln f / ln N``, ``f`` the number of sets holding it (its
-    posting-list length) and ``N`` the lake's columns, so a second product with the matrix's entries weighted by it
-    gives each pair's summed informativeness beside its overlap."""
+    posting-list length) and ``N`` the lake's columns, so a second product with the matrix's
+    entries weighted by it gives each pair's summed informativeness beside its overlap. The
+    weights are fixed-point integers (``WEIGHT_SCALE``): integer sums do not depend on the order
+    of the tokens, so a graph built from an incrementally numbered index equals a full rebuild's
+    to the bit."""
 
     column_ids: np.ndarray
     dataset_ids: np.ndarray
@@ -215,7 +219,8 @@ class OverlapIndex:
         )
         frequency = np.asarray(matrix.sum(axis=0)).ravel()
         weights = 1.0 - np.log(np.maximum(frequency, 1)) / np.log(max(sets.num_rows, lake_columns, 2))
-        index.weighted = sparse.csr_matrix((weights[tokens], tokens, indptr), shape=matrix.shape)
+        fixed = np.round(weights * WEIGHT_SCALE).astype(np.int64)
+        index.weighted = sparse.csr_matrix((fixed[tokens], tokens, indptr), shape=matrix.shape)
         index._row_of = {int(c): i for i, c in enumerate(column_ids)}
         index._dataset_codes = (
             np.unique(index.dataset_ids, return_inverse=True)[1].astype(np.int64).ravel()
@@ -254,7 +259,7 @@ class OverlapIndex:
         best by content until the next one's content cannot reach the k-th score."""
         lo, hi = products.indptr[i], products.indptr[i + 1]
         found, overlaps = products.indices[lo:hi], products.data[lo:hi].astype(np.int64)
-        informativeness = informative.data[lo:hi] / np.maximum(overlaps, 1)  # same sparsity pattern as products
+        informativeness = informative.data[lo:hi] / WEIGHT_SCALE / np.maximum(overlaps, 1)  # products' sparsity
         other = self._dataset_codes[found] != self._dataset_codes[row]
         found, overlaps, informativeness = found[other], overlaps[other], informativeness[other]
         content = content_scores(

@@ -10,14 +10,11 @@ below ``quality.MIN_QUALITY`` are listed apart, as ``weak``.
 
 from __future__ import annotations
 
-import functools
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
-
-import numpy as np
 
 from lakejoin.graph.edges import JOSIE, MATE, Edge
 from lakejoin.profile.join_quality import (
@@ -26,7 +23,6 @@ from lakejoin.profile.join_quality import (
     Side,
     composite_quality,
     quality,
-    range_informativeness,
     semantic_quality,
 )
 from lakejoin.query.snapshot import LoadedSnapshot
@@ -57,9 +53,8 @@ class Join:
 def joins_of(loaded: LoadedSnapshot, dataset_id: str, edges: Iterable[tuple[Edge, bool]]) -> list[Join]:
     """Each ``(edge, outgoing)`` touching the dataset as a scored join, one per column pairing."""
     joins: dict[tuple, Join] = {}
-    ranges = functools.cache(lambda: IntegerRanges.of(loaded))  # read once, if a lone integer key needs them
     for edge, outgoing in edges:
-        join = _join(loaded, edge, outgoing, ranges)
+        join = _join(loaded, edge, outgoing)
         key = (join.method, join.dataset_id, join.own_ids, join.other_ids)
         if key not in joins or join.order < joins[key].order:
             joins[key] = join
@@ -100,37 +95,7 @@ def _join_entry(loaded: LoadedSnapshot, join: Join) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
-class IntegerRanges:
-    """The integer columns' ranges and distinct counts, for ``range_informativeness``."""
-
-    lows: np.ndarray
-    highs: np.ndarray
-    distincts: np.ndarray
-    columns: int  # every column of the catalog
-
-    @classmethod
-    def of(cls, loaded: LoadedSnapshot) -> IntegerRanges:
-        ids = np.fromiter(loaded.columns, np.int64)
-        integer = loaded.columns.field_of(ids, "type") == "integer"
-        fields = [loaded.columns.field_of(ids[integer], f) for f in ("numeric_min", "numeric_max", "distinct")]
-        known = np.array([all(f[i] is not None for f in fields) for i in range(int(integer.sum()))], dtype=bool)
-        lows, highs, distincts = (
-            (np.asarray(f[known], np.float64) for f in fields) if known.any() else [np.zeros(0)] * 3
-        )
-        return cls(lows, highs, distincts, len(ids))
-
-    def informativeness(self, loaded: LoadedSnapshot, column_ids: tuple[int, int]) -> float:
-        """Of the values two integer columns can share: those in both their ranges."""
-        infos = [loaded.columns.get(c) for c in column_ids]
-        lows = [i.numeric_min for i in infos if i is not None and i.numeric_min is not None]
-        highs = [i.numeric_max for i in infos if i is not None and i.numeric_max is not None]
-        if len(lows) < 2 or len(highs) < 2 or max(lows) > min(highs):
-            return 0.5
-        return range_informativeness(max(lows), min(highs), self.lows, self.highs, self.distincts, self.columns)
-
-
-def _join(loaded: LoadedSnapshot, e: Edge, outgoing: bool, ranges: Callable[[], IntegerRanges]) -> Join:
+def _join(loaded: LoadedSnapshot, e: Edge, outgoing: bool) -> Join:
     own, other = (e.query_column_ids, e.column_ids) if outgoing else (e.column_ids, e.query_column_ids)
     neighbour = e.dataset_id if outgoing else e.query_dataset_id
     found = "from_this" if outgoing else "to_this"
@@ -141,10 +106,6 @@ def _join(loaded: LoadedSnapshot, e: Edge, outgoing: bool, ranges: Callable[[], 
         b = _side(loaded, other[0], _distinct(e.overlap, theirs))
         judged = quality(a, b, e.overlap, e.informativeness if e.informativeness is not None else 1.0)
         raw = {"overlap": e.overlap, "containment": mine, "containment_reverse": theirs, "jaccard": e.jaccard}
-    elif e.kind == MATE and len(own) == 1:  # a lone key column: scored as a column pair
-        informativeness = ranges().informativeness(loaded, (own[0], other[0]))
-        judged = quality(_side(loaded, own[0]), _side(loaded, other[0]), e.overlap, informativeness)
-        raw = {"joinability": e.overlap, "share": e.containment, "key_of": "this" if outgoing else "other"}
     elif e.kind == MATE:
         key_ids, other_side = (own, other) if outgoing else (other, own)
         theirs = _tuples_bound(loaded, other_side)

@@ -166,28 +166,6 @@ def quality(a: Side, b: Side, overlap: int, informativeness: float) -> Quality:
     )
 
 
-RANGE_POINTS = 256  # integers sampled across a key's range to estimate how common its values are
-
-
-def range_informativeness(
-    low: float, high: float, lows: np.ndarray, highs: np.ndarray, distincts: np.ndarray, columns: int
-) -> float:
-    """The informativeness of an integer key's values when no posting list counts them (MATE
-    indexes integers, JOSIE does not): the expected number of the lake's ``columns`` columns
-    holding an integer ``v`` is estimated from the integer columns' profiles as
-    ``f(v) = sum of distinct / (high - low + 1) over the columns whose [low, high] holds v`` (each
-    column's values spread over its range), and the key's informativeness is the mean of
-    ``1 - ln f(v) / ln N`` over ``RANGE_POINTS`` integers across its own range. Small codes
-    (1..300) lie in the range of most integer columns; six-digit identifiers in few."""
-    if columns < 2 or not np.isfinite([low, high]).all():
-        return 0.5  # nothing to compare with: neither rare nor common
-    points = np.unique(np.linspace(low, high, RANGE_POINTS).round())
-    density = np.minimum(1.0, distincts / np.maximum(highs - lows + 1.0, 1.0))
-    inside = (lows[None, :] <= points[:, None]) & (points[:, None] <= highs[None, :])
-    frequency = np.maximum((inside * density[None, :]).sum(axis=1), 1.0)
-    return float(np.mean(1.0 - np.log(frequency) / math.log(columns)))
-
-
 def composite_quality(
     share: float, coverage_of_theirs: float, key_columns: Sequence[Side], this_is_key: bool
 ) -> Quality:

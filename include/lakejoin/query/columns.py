@@ -36,8 +36,6 @@ class ColumnInfo:
     key_candidate: bool | None = None
     semantic_type: str | None = None
     count: int | None = None  # non-null cells
-    numeric_min: float | None = None  # numeric columns' range (join quality: how common their values are)
-    numeric_max: float | None = None
 
 
 class ColumnCatalog(Mapping[int, ColumnInfo]):
