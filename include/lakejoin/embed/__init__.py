@@ -3,7 +3,7 @@
 ``embed(values, model)`` normalizes every value with ``lakejoin.normalize.normalize_value``,
 encodes it with the named model and returns float32 rows of unit L2 norm, so that Euclidean
 distance is a metric monotone in cosine (``‖a−b‖² = 2 − 2cos``), as PEXESO's pivot lemmas need
-(``shared/notes/pexeso.md`` §5.1). Models load from installed packages only, never from a hub,
+(the PEXESO paper's metric-space requirement, §III). Models load from installed packages only, never from a hub,
 once per process (``load_model`` caches them).
 
 Models (``MODELS``):

@@ -13,8 +13,8 @@ numbering and joins nothing. Defaults (``DEFAULT_RULES``):
   numeric ids are exactly what must match (flights→weather on origin, year, month, day, hour).
 - ``pexeso``: label-like ``string`` columns: mean original length at most
   ``pexeso_max_mean_length`` (64, the label bound of key candidates, ``lakejoin.profile.keys``).
-  The paper joins on key columns of entity names (``shared/notes/pexeso.md`` §1.1: string
-  join-key columns, picked from key metadata or by semantic type); free text (titles, tweets,
+  The paper joins on key columns of entity names (its §I: string join-key columns, picked
+  from key metadata or by semantic type); free text (titles, tweets,
   remarks) is no join key, and ``identifier`` codes ("N14228", "UA", licence numbers) name
   entities by their exact spelling, so a code within τ of another is another entity: exact
   overlap (JOSIE, LSH Ensemble, MATE) and transformations (``qgram``) serve codes. On the

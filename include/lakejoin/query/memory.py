@@ -6,16 +6,11 @@ every other family's searcher in it). So before reading a family's index tables 
 estimates the load's peak from the row counts in the Delta log (no data file is opened) and
 refuses with :class:`IndexTooLarge` when it exceeds the memory this process may still use.
 
-The bytes per row are peak resident memory during ``load`` measured on this project's indexes
-(2-core / 24 GiB machine, 2026-11-22): JOSIE 100k web-table sets (1.5 M posting entries,
-110 MiB) and 20k open-data sets (2.9 M entries, 557k tokens, 207 MiB); LSH Ensemble 20k
-signatures at 256 permutations (292 MiB peak); MATE the bundled 500-table lake (17.9 M
-postings, 1.99 GiB peak in tests/benchmarks/bench_mate_memory.py: ~120 bytes a posting with
-the index tables read; 135 leaves ~10% headroom); PEXESO the same lake with minilm-onnx (35.6k vectors, 384 dims,
-207 MiB peak). JOSIE's tokens (the token dictionary in Arrow buffers, ``lakejoin.index.values``):
-22.05 M tokens of the 1,000,000-set lake of bench_scale.py took 607 MiB over the process's peak
-(2026-11-27), ~29 bytes a token; 40 leaves headroom. They are upper bounds for those shapes, not
-exact for every lake.
+The bytes per row are the peak resident memory of ``load`` measured on this project's indexes
+(JOSIE open-data and web-table sets, LSH Ensemble signatures, MATE and PEXESO on the bundled
+lake, JOSIE's token dictionary on the 1,000,000-set lake of ``bench_scale.py``), with some
+headroom; the figures are in the benchmarks history (docs). They are upper bounds for those
+shapes, not exact for every lake.
 """
 
 from __future__ import annotations

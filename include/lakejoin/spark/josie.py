@@ -22,18 +22,11 @@ tokens keep their rank as their frequency drifts, so the order drifts from rares
 rare appended token then falls out of a query's prefix (read first, §3.2.2) and a frequent
 old list takes its place. ``staleness`` is the share of the dictionary appended since the
 last full build, read from the one-row ``dictionary`` table (its cost does not depend on the
-lake). Measured with ``bench_josie.py --quick --staleness`` (2026-11-25, shared 2-core machine):
-on a 10,000-set lake per shape, 12 batches that each replace 10% of the datasets with sets of
-another lake of the same shape (whose rarer tokens are new), applied incrementally in 8
-shards, then the same 60 queries (k = 10) on the updated index and on a fresh full build of
-the same data, with one fixed read-cost model. Open data (299 k tokens, 1.5 M entries),
-posting entries read / fresh: 1.13–1.14 at 5–9% staleness, 1.18–1.30 at 11–18%, 1.34–1.52 at
-19–23%; lists read 1.07–1.08, 1.12–1.13, 1.14–1.16; JOSIE's CPU time p50 / fresh (noisy on
-this machine) 1.01–1.04, 1.05–1.32, 1.12–1.74. Web tables (5 k tokens, few new ones): 2.6%
-after six batches, reads within 2% of a fresh build. ``STALENESS_LIMIT`` = 0.15 keeps the
-extra posting reads near a fifth and query time within about 1.2× a fresh build, while a
-full rebuild (a global re-sort of the whole lake) comes only every few heavy batches (four
-batches of 10% churn reached 13%) or many light ones.
+lake). ``bench_josie.py --quick --staleness`` measures the posting entries read and the CPU time after
+incremental batches against a fresh build (figures in the benchmarks history, docs):
+``STALENESS_LIMIT`` = 0.15 keeps the extra posting reads near a fifth and query time within
+about 1.2x a fresh build, while a full rebuild (a global re-sort of the whole lake) comes only
+every few heavy batches or many light ones.
 """
 
 from __future__ import annotations

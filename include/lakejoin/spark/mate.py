@@ -27,14 +27,11 @@ key would have to be rehashed).
 Staleness (``lakejoin.index.mate.build.staleness``): 1.0 when ``choose_bits`` on the current
 row-width percentile picks another size than the index was built with (the pipeline then
 rebuilds in full and the size follows the lake), else 0.0; a size fixed by the caller is never
-stale. Measured on 2026-11-25 (2-core machine) on a synthetic lake the rule puts at 512 bits
-(150 tables of 20 columns and 150 of 4, 60 rows each, values from 40 per column; row-width
-p90 = 20), 20 queries of 20 rows on a 3-column key of a wide table, top-10: the answers are the
-same at every size, but kept at 128 bits the filter passes 1.30M (PL item, query row) pairs
-(precision 0.19) against 0.90M at 512 (0.28) and 0.86M at 256 (0.30), and search takes 0.34 s
-of CPU against 0.28 s and 0.25 s: +36% from a key too narrow for its rows, while 256 and 512
-are within noise of each other. So a flip of the rule is worth a rebuild, and anything short of
-a flip is not: :data:`STALENESS_LIMIT` = 0.5 on this 0/1 measure.
+stale. The answers are the same at every size, but a key filter too narrow for the lake's rows
+passes many more (PL item, query row) pairs and searches about a third slower, while the sizes
+the rule could pick next to each other are within noise (figures in the benchmarks history,
+docs). So a flip of the rule is worth a rebuild, and anything short of a flip is not:
+:data:`STALENESS_LIMIT` = 0.5 on this 0/1 measure.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 Every model turns already-normalized strings into raw vectors; ``lakejoin.embed.embed`` does
 the normalization before and the L2 normalization after, so a model module holds only what
 is specific to it. Models are located on disk without importing their packages (several have
-import-time side effects, see ``shared/notes/offline-data.md``) and never touch a model hub.
+import-time side effects: downloads, thread pools, logging set-up) and never touch a model hub.
 """
 
 from __future__ import annotations

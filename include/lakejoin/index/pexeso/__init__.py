@@ -3,7 +3,7 @@
 Dong, Takeoka, Xiao, Oyamada, "Efficient Joinable Table Discovery in Data Lakes: A
 High-Dimensional Similarity-Based Approach" (ICDE), with the numeric/spatial columns and the
 top-k mode of the earlier "PEXESO: Finding Joinable Tables by Distance-based Similarities".
-Read ``shared/notes/pexeso.md`` beside the code; modules follow the paper:
+The modules follow the paper:
 
 - ``pivots``: PCA-based pivot selection [22] and pivot mapping (§III-D);
 - ``grid``: the hierarchical grid with sparse Morton cell keys (§III-E);

@@ -18,30 +18,13 @@ last full build, ``Σ inserted / Σ n_vectors``. (Counting every insertion inste
 changed again and again look like a stale index: on the 100-table bundled lake, re-editing one
 table forced a full rebuild within two runs.)
 
-Measurement (2-core machine, 2026-11-25; ``tests/benchmarks/bench_pexeso_staleness.py``,
-5 s): a synthetic lake of unit vectors (dim 24) whose first 150 columns (10.3k vectors) come
-from 8 topics around one direction and whose inserted columns come from 8 topics around
-another (a lake that gains a new domain: the worst case for kept pivots); τ = 0.06, T = 0.6,
-20 queries (noisy subsets of old and new columns), |P| = 5 and m = 3 in both builds so that
-only the pivots and bounds differ. Exact distance computations per query, incremental index
-over a fresh build of the same columns:
-
-======================  =====  =====  =====  =====  =====  =====  =====  =====
-inserted share          0.20   0.33   0.50   0.60   0.67   0.75   0.83   0.90
-outside share           0.03   0.04   0.07   0.08   0.10   0.11   0.12   0.13
-distances inc/fresh     1.00   0.83   1.06   1.21   1.35   1.31   1.74   1.86
-======================  =====  =====  =====  =====  =====  =====  =====  =====
-
-Up to half the vectors inserted since the build the kept pivots cost nothing measurable;
-past it the incremental index computes 1.2–1.9× the distances. The outside share grows in
-proportion to the inserted share (about 14 % of inserted vectors fall outside), so it adds no
-signal and is kept in ``params`` for inspection only. Hence :data:`STALENESS_LIMIT` = 0.5:
-rebuild once half the vectors are newer than the pivots. (With |P| and m left to the cost
-model, its choice of shape swamps the pivots' effect: on the same lake the fresh builds chose
-4×3 where the full build had chosen 6×2, and computed 1.1–3.4× the incremental index's
-distances; the measure is about the pivots, so the limit comes from the fixed-shape run.)
-Answers are exact whatever the staleness (the lemmas hold for any pivots and bounds); only
-speed degrades.
+``tests/benchmarks/bench_pexeso_staleness.py`` measures the exact distance computations per
+query of an incrementally updated index against a fresh build of the same columns (figures in
+the benchmarks history, docs): up to half the vectors inserted since the build, the kept pivots
+cost nothing measurable; past it the incremental index computes up to about twice the
+distances. Hence :data:`STALENESS_LIMIT` = 0.5: rebuild once half the vectors are newer than
+the pivots. Answers are exact whatever the staleness (the lemmas hold for any pivots and
+bounds); only speed degrades.
 """
 
 from __future__ import annotations
