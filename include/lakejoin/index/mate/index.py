@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +19,15 @@ import pyarrow.compute as pc
 from lakejoin.index.mate.layout import int_dtype, offsets, postings_layout
 from lakejoin.index.mate.xash import words_per_key
 from lakejoin.index.values import ValueDictionary, dictionary_codes, string_buffers, strings_of_buffers
+
+
+class Cells(NamedTuple):
+    """Row g's cells are ``cell_values[row_offsets[g]:row_offsets[g+1]]`` (value ids, ascending) with
+    ``cell_columns`` (column numbers): calculateJ's reads, bundled for the compiled scan."""
+
+    row_offsets: np.ndarray
+    cell_values: np.ndarray
+    cell_columns: np.ndarray
 
 
 @dataclass
@@ -47,6 +57,11 @@ class MateIndex:
     def datasets_of(self, rows: np.ndarray) -> np.ndarray:
         """Dataset index of each row g."""
         return np.searchsorted(self.dataset_rows, rows, side="right") - 1
+
+    @property
+    def cells(self) -> Cells:
+        """The rows' cells, one argument to the compiled scan (``kernels.scan_tables``)."""
+        return Cells(self.row_offsets, self.cell_values, self.cell_columns)
 
     def pl_lengths(self, value_ids: np.ndarray) -> np.ndarray:
         """|PL(v)| of each value id (int64)."""

@@ -482,31 +482,15 @@ def _verify_passed(
 
 
 @njit(cache=True, nogil=True)
-def _verify_slices(
-    lo,
-    hi,
-    item_keys,
-    item_slots,
-    slot_start,
-    slot_count,
-    bucket_keys,
-    probe,
-    item_rows,
-    item_columns,
-    query_rows,
-    value_ids,
-    initial,
-    checks,
-    row_offsets,
-    cell_values,
-    cell_columns,
-    items,
-    positions,
-    out,
-):
+def _verify_slices(lo, hi, c, query, cells, items, positions, out):
     """Row filter and calculateJ over items ``lo:hi`` in slices whose pairs fit ``items`` and
     ``positions`` (one item's pairs always fit): the same pairs in the same order as one pass.
     Returns (``out``, supported mappings or ``REFUSED``, pairs passed, pairs supporting some mapping)."""
+    item_keys, item_rows, item_columns, item_slots = c.item_keys, c.item_rows, c.item_columns, c.item_slots
+    slot_start, slot_count, query_rows = c.slot_start, c.slot_count, c.query_rows
+    bucket_keys, probe = c.bucket_keys, c.probe
+    value_ids, initial, checks = query.value_ids, query.initial, query.checks
+    row_offsets, cell_values, cell_columns = cells.row_offsets, cells.cell_values, cells.cell_columns
     n = passed = joinable = 0
     a = lo
     while a < hi:
@@ -616,30 +600,7 @@ def _worst_slot(top_score, top_rank, filled):
 
 
 @njit(cache=True, nogil=True)
-def scan_tables(
-    table_start,
-    item_rows,
-    item_columns,
-    item_slots,
-    slot_start,
-    slot_count,
-    query_rows,
-    bucket_keys,
-    probe,
-    item_keys,
-    use_superkeys,
-    value_ids,
-    initial,
-    checks,
-    row_offsets,
-    cell_values,
-    cell_columns,
-    k,
-    sample_size,
-    pair_buffer,
-    floor,
-    at,
-):
+def scan_tables(c, use_superkeys, query, cells, k, sample_size, pair_buffer, floor, at):
     """Algorithm 1 lines 7-30 over tables ``table_start[r]:table_start[r+1]`` in rank order r.
 
     Rule 1 (line 10) stops at the first table with ``L_t ≤ ȷ_k``. Rule 2 (line 17) is
@@ -657,7 +618,16 @@ def scan_tables(
     the score a table must reach). ``at[0]`` is set to the rank of the table being verified and
     ``at[1]`` to 1 when its verification was refused (``SUPPORTED_LIMIT``): the scan stops there,
     and the caller raises the refusal (compiled code returns rather than raise, see ``REFUSED``).
+
+    ``c``: the ``query.Candidates``; ``query``: the ``query.QueryValues`` (value ids, q', the
+    check order); ``cells``: the ``index.Cells`` of the index's rows. Named tuples of arrays, so
+    the pass takes a few arguments, not one per array.
     """
+    table_start, item_rows, item_columns, item_slots = c.table_start, c.item_rows, c.item_columns, c.item_slots
+    slot_start, slot_count, query_rows = c.slot_start, c.slot_count, c.query_rows
+    item_keys, bucket_keys, probe = c.item_keys, c.bucket_keys, c.probe
+    value_ids, initial, checks = query.value_ids, query.initial, query.checks
+    row_offsets, cell_values, cell_columns = cells.row_offsets, cells.cell_values, cells.cell_columns
     m = value_ids.shape[1]
     n_query = max(value_ids.shape[0], 1)
     top_score = np.zeros(k, np.int64)
@@ -743,28 +713,7 @@ def scan_tables(
                 if matching <= worst:  # rule 2
                     counters[2] += 1
                     continue
-            out, n, passed, joinable = _verify_slices(
-                lo,
-                hi,
-                item_keys,
-                item_slots,
-                slot_start,
-                slot_count,
-                bucket_keys,
-                probe,
-                item_rows,
-                item_columns,
-                query_rows,
-                value_ids,
-                initial,
-                checks,
-                row_offsets,
-                cell_values,
-                cell_columns,
-                items,
-                positions,
-                out,
-            )
+            out, n, passed, joinable = _verify_slices(lo, hi, c, query, cells, items, positions, out)
             if passed == 0:
                 continue
         else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -57,6 +58,19 @@ class PreparedQuery:
     @property
     def columns(self) -> list[str]:
         return self.key.columns
+
+    @property
+    def arrays(self) -> QueryValues:
+        """What the compiled scan reads of the query (``kernels.scan_tables``)."""
+        return QueryValues(self.value_ids, self.initial, self.checks)
+
+
+class QueryValues(NamedTuple):
+    """The prepared query's arrays, one argument to the compiled scan (a named tuple: numba takes it)."""
+
+    value_ids: np.ndarray
+    initial: int
+    checks: np.ndarray
 
 
 INITIAL_RULES = ("pl_items", "cardinality")
@@ -159,9 +173,9 @@ def _key_tuples(query: pd.DataFrame | pa.Table, columns: list[str]) -> np.ndarra
     return tuples[np.sort(np.unique(codes, axis=0, return_index=True)[1])]
 
 
-@dataclass
-class Candidates:
-    """Lines 4-6: the PL items of q''s values grouped by table, tables by ``L_t`` descending.
+class Candidates(NamedTuple):
+    """Lines 4-6: the PL items of q''s values grouped by table, tables by ``L_t`` descending (a
+    named tuple of arrays, so the compiled scan takes it as one argument).
 
     Table r (rank order) owns items ``table_start[r]:table_start[r+1]``; item i meets the query
     rows ``query_rows[slot_start[s] : slot_start[s] + slot_count[s]]``, s = ``item_slots[i]``,

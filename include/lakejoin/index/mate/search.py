@@ -136,28 +136,7 @@ def scan(
         return [], stats
     at = np.array([-1, 0], np.int64)  # the rank of the table being verified; 1 when its verification was refused
     scores, ranks, mappings, samples, verified, counters = scan_tables(
-        c.table_start,
-        c.item_rows,
-        c.item_columns,
-        c.item_slots,
-        c.slot_start,
-        c.slot_count,
-        c.query_rows,
-        c.bucket_keys,
-        c.probe,
-        c.item_keys,
-        use_superkeys,
-        query.value_ids,
-        query.initial,
-        query.checks,
-        index.row_offsets,
-        index.cell_values,
-        index.cell_columns,
-        k,
-        SAMPLE_SIZE,
-        kernels.PAIR_BUFFER,
-        min_score,
-        at,
+        c, use_superkeys, query.arrays, index.cells, k, SAMPLE_SIZE, kernels.PAIR_BUFFER, min_score, at
     )
     if at[1]:
         raise MateRefused(
