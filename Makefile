@@ -20,10 +20,12 @@ install: $(PY) system-deps
 	$(UV) pip install --python $(PY) --quiet --no-deps -e .
 	$(PY) -m compileall -q -j 0 include plugins dags spark_jobs >/dev/null
 
-# Java for Spark, Chromium + chromedriver for the search page's browser test (Debian packages).
+# Java for Spark, Chromium + chromedriver for the search page's browser test, PostgreSQL for Airflow's metadata
+# DB (`make airflow` and the Airflow end-to-end tests): Debian packages.
 system-deps:
 	@command -v java >/dev/null || (apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless)
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium chromium-driver) || echo "chromium not installed: the browser test will be skipped"
+	@ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || (apt-get update -qq && apt-get install -y -qq postgresql)
 
 # Main job on the embedded default: local Spark, local Delta lake, the bundled real-data lake (500 tables).
 demo: install
@@ -55,6 +57,15 @@ docs: install
 airflow-setup: install
 	$(VENV)/bin/airflow db migrate
 	$(PY) -c "from pathlib import Path; from lakejoin.deploy import apply_settings; print(apply_settings(Path('airflow_settings.yaml')))"
+
+# Airflow 3 on this machine (lakejoin.airflow_local): PostgreSQL on 127.0.0.1, LocalExecutor, the DAGs and
+# plugin, airflow_settings.yaml; prints the UI address and login. State in .airflow/. SPARK=cluster adds a
+# Spark standalone master + worker on 127.0.0.1 (spark_default points at it). Ctrl-C or `make airflow-stop`.
+airflow: install
+	$(PY) -m lakejoin.airflow_local up $(if $(filter cluster,$(SPARK)),--spark-cluster)
+
+airflow-stop:
+	$(PY) -m lakejoin.airflow_local down
 
 clean:
 	rm -rf .lakejoin .pytest_cache

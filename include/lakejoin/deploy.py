@@ -25,9 +25,18 @@ def airflow_cli(*args: str, env: dict[str, str] | None = None) -> str:
     return completed.stdout
 
 
+def read_settings(settings_file: Path) -> dict:
+    """The ``airflow:`` section of an ``airflow_settings.yaml``: connections, pools, variables."""
+    return yaml.safe_load(settings_file.read_text())["airflow"]
+
+
 def apply_settings(settings_file: Path, env: dict[str, str] | None = None) -> dict[str, int]:
     """Create or update every connection, pool and variable the file lists."""
-    settings = yaml.safe_load(settings_file.read_text())["airflow"]
+    return apply_settings_of(read_settings(settings_file), env)
+
+
+def apply_settings_of(settings: dict, env: dict[str, str] | None = None) -> dict[str, int]:
+    """Create or update every connection, pool and variable of ``settings`` (as ``read_settings`` gives them)."""
     for pool in settings.get("pools", []):
         airflow_cli(
             "pools", "set", pool["pool_name"], str(pool["pool_slot"]), pool.get("pool_description", ""), env=env
