@@ -10,15 +10,16 @@ environment lookup.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 
-PAUSE_ENV = "LAKEJOIN_PAUSE_AT"
+from lakejoin.config import PAUSE_AT
+
+PAUSE_ENV = PAUSE_AT.name
 
 
 def pause_point(name: str) -> None:
-    if os.environ.get(PAUSE_ENV) != name:
+    if PAUSE_AT.read() != name:
         return
     print(f"lakejoin: paused at {name}", file=sys.stderr, flush=True)
     while True:

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -62,7 +61,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from lakejoin import graph as join_graph
-from lakejoin.config import LakeConfig
+from lakejoin.config import MAX_UPLOAD_BYTES, LakeConfig
 from lakejoin.quality import docs as quality_docs
 from lakejoin.query import METHODS, QueryEngine, QueryTable, engine_for, read_table_file
 from lakejoin.query import catalog as lake_catalog
@@ -73,12 +72,12 @@ from lakejoin.query.memory import IndexTooLarge
 from lakejoin.query.warmup import READY, Warmup
 
 STATIC = Path(__file__).parent / "static"
-DEFAULT_MAX_UPLOAD_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_UPLOAD_BYTES = MAX_UPLOAD_BYTES.default
 RESOURCE_NAME = "Lakejoin"
 
 
 def max_upload_bytes() -> int:
-    return int(os.environ.get("LAKEJOIN_MAX_UPLOAD_BYTES", DEFAULT_MAX_UPLOAD_BYTES))
+    return MAX_UPLOAD_BYTES.read()
 
 
 # --- authentication ------------------------------------------------------------------------

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
-
 from airflow.sdk.bases.hook import BaseHook
 
-from lakejoin.config import LakeConfig
+from lakejoin.config import HOME, LakeConfig
 from lakejoin.query import QueryEngine, engine_for
 
 HOME_VARIABLE = "lakejoin_home"  # airflow_settings.yaml; empty means "use $LAKEJOIN_HOME"
@@ -15,7 +13,7 @@ HOME_VARIABLE = "lakejoin_home"  # airflow_settings.yaml; empty means "use $LAKE
 def resolve_home(home: str | None = None, variable: str | None = None) -> str | None:
     """An explicit ``home`` wins, then the Airflow Variable ``lakejoin_home``, then
     ``$LAKEJOIN_HOME`` (``LakeConfig`` falls back to ``./.lakejoin``)."""
-    return home or variable or os.environ.get("LAKEJOIN_HOME") or None
+    return home or variable or HOME.read() or None
 
 
 class LakeHook(BaseHook):

@@ -44,9 +44,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from lakejoin.config import LEASE_SECONDS
+
 LEASE_DIR = "_lease"
-TTL_ENV = "LAKEJOIN_LEASE_SECONDS"
-DEFAULT_TTL = 30.0
+TTL_ENV = LEASE_SECONDS.name
+DEFAULT_TTL = LEASE_SECONDS.default
 HELD, RELEASED = "held", "released"
 
 
@@ -68,7 +70,7 @@ def new_build_id() -> str:
 
 
 def lease_ttl() -> float:
-    return float(os.environ.get(TTL_ENV) or DEFAULT_TTL)
+    return LEASE_SECONDS.read()
 
 
 @dataclass

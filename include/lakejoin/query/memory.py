@@ -15,10 +15,11 @@ shapes, not exact for every lake.
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
+
+from lakejoin.config import INDEX_MEMORY
 
 # family -> index table -> peak bytes of the searcher's load per row of that table
 LOAD_BYTES_PER_ROW: dict[str, dict[str, int]] = {
@@ -28,7 +29,7 @@ LOAD_BYTES_PER_ROW: dict[str, dict[str, int]] = {
     "pexeso": {"mapped": 6_000},
     "qgram": {"postings": 72, "tokens": 40, "sets": 100},  # JOSIE's tables over token sets
 }
-MEMORY_LIMIT_VARIABLE = "LAKEJOIN_INDEX_MEMORY"  # e.g. "8G": a fixed budget for one family's load
+MEMORY_LIMIT_VARIABLE = INDEX_MEMORY.name  # e.g. "8G": a fixed budget for one family's load
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 
 
@@ -54,7 +55,7 @@ def estimated_load_bytes(family: str, rows: Mapping[str, int]) -> int:
 def available_bytes() -> int | None:
     """Memory this process may still take: the smaller of the kernel's MemAvailable and what the
     cgroup (a container's limit) leaves; ``$LAKEJOIN_INDEX_MEMORY`` replaces both. None: unknown."""
-    configured = os.environ.get(MEMORY_LIMIT_VARIABLE)
+    configured = INDEX_MEMORY.read()
     if configured:
         return parse_size(configured)
     candidates = [v for v in (_meminfo_available(), _cgroup_headroom()) if v is not None]

