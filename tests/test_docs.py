@@ -126,3 +126,11 @@ def test_a_benchmark_fragment_holds_command_machine_date_and_output(tmp_path: Pa
     assert f"`python {script} --quick -k 5`" in text
     assert "cores" in text and "GiB" in text and "load average" in text and " UTC" in text
     assert "args ['--quick', '-k', '5']\nrow from a child process\n```" in text
+
+
+def test_the_settings_reference_lists_every_setting(site: Path) -> None:
+    from lakejoin.config import SETTINGS
+
+    page = (site / "reference" / "settings" / "index.html").read_text()
+    for name, declared in SETTINGS.items():
+        assert name in page and declared.kind.value in page, name

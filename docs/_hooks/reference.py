@@ -4,6 +4,8 @@
   (``lakejoin.cli.build_parser``);
 - ``reference/rest.md`` from the Airflow plugin's FastAPI app (``app.openapi()``), mounted at
   ``/lakejoin``;
+- ``reference/settings.md`` from the ``LAKEJOIN_*`` environment settings declared in
+  ``lakejoin.config.SETTINGS``;
 - ``<!-- lakejoin:params METHOD -->`` in any page becomes the table of that method's parameters
   from ``lakejoin.query.params`` (the one place the CLI flags, the REST docs and the search page
   read them from);
@@ -33,6 +35,7 @@ PACKAGES_MARKER = "<!-- lakejoin:packages -->"
 def on_files(files: Files, config: Any) -> Files:
     files.append(File.generated(config, "reference/cli.md", content=cli_page()))
     files.append(File.generated(config, "reference/rest.md", content=rest_page()))
+    files.append(File.generated(config, "reference/settings.md", content=settings_page()))
     return files
 
 
@@ -208,6 +211,29 @@ def _resolve(schema: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
 def _cell(text: str) -> str:
     """A description in one table cell: its list items and paragraphs kept apart by line breaks."""
     return _md_text(text.strip()).replace("\n\n", "<br>").replace("\n", "<br>")
+
+
+# --- settings ----------------------------------------------------------------------------------
+
+
+def settings_page() -> str:
+    from lakejoin.config import SETTINGS, SettingKind
+
+    lines = [
+        "# Settings reference",
+        "",
+        "Generated from `lakejoin.config.SETTINGS` when the site is built: every environment variable",
+        "Lakejoin reads. Each is read when it is needed, so a change applies to the next run, query or task;",
+        "unset or empty means the default. Flags (`--home`, `--spark-master`) win over their variable.",
+    ]
+    lines += ["", "| variable | kind | default | type | meaning |", "|---|---|---|---|---|"]
+    for setting in sorted(SETTINGS.values(), key=lambda s: list(SettingKind).index(s.kind)):
+        default = "unset" if setting.default is None else f"`{setting.default}`"
+        value_type = {"int": "integer", "float": "number"}.get(setting.parse.__name__, "text")
+        lines.append(
+            f"| `{setting.name}` | {setting.kind.value} | {default} | {value_type} | {_md_text(setting.meaning)} |"
+        )
+    return "\n".join(lines) + "\n"
 
 
 # --- packages ----------------------------------------------------------------------------------
