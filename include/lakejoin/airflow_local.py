@@ -28,6 +28,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -201,7 +202,9 @@ def _spark_processes(config: StackConfig, env: dict[str, str], logs: Path) -> di
     return {"spark-master": master, "spark-worker": worker}
 
 
-def _wait_for(what: str, ready, processes: dict[str, subprocess.Popen], logs: Path, timeout: float = 300.0) -> None:
+def _wait_for(
+    what: str, ready: Callable[[], bool], processes: dict[str, subprocess.Popen], logs: Path, timeout: float = 300.0
+) -> None:
     """Poll ``ready()`` until it is true; fail with the log of a process that exited meanwhile."""
     deadline = time.monotonic() + timeout
     while not ready():
