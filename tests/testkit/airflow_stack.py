@@ -1,0 +1,79 @@
+"""A client for a real Airflow stack (lakejoin.airflow_local): its REST API as the UI calls it, signed in
+as the stack's admin through the simple auth manager's /auth/token."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import requests
+
+from lakejoin.airflow_local import ADMIN, Stack
+
+FINISHED = ("success", "failed")
+
+
+@dataclass
+class AirflowStack:
+    stack: Stack
+    _token: str = field(default="", init=False)
+
+    @property
+    def url(self) -> str:
+        return self.stack.config.url
+
+    def headers(self) -> dict[str, str]:
+        if not self._token:
+            response = requests.post(
+                f"{self.url}/auth/token", json={"username": ADMIN, "password": self.stack.password}, timeout=30
+            )
+            response.raise_for_status()
+            self._token = response.json()["access_token"]
+        return {"Authorization": f"Bearer {self._token}"}
+
+    def request(self, method: str, path: str, **kwargs) -> requests.Response:
+        return requests.request(method, f"{self.url}{path}", headers=self.headers(), timeout=120, **kwargs)
+
+    def wait_for_dag(self, dag_id: str, timeout: float = 300.0) -> None:
+        """Until the DAG processor has parsed ``dag_id`` into the metadata DB."""
+        deadline = time.monotonic() + timeout
+        while self.request("GET", f"/api/v2/dags/{dag_id}").status_code != 200:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{dag_id} not parsed after {timeout:.0f} s (logs: {self.stack.config.state})")
+            time.sleep(2.0)
+
+    def unpause(self, dag_id: str) -> None:
+        self.wait_for_dag(dag_id)
+        self.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": False}).raise_for_status()
+
+    def trigger(self, dag_id: str, conf: dict) -> requests.Response:
+        """What the UI's Trigger form sends: the form's params as the run's conf."""
+        return self.request("POST", f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf})
+
+    def runs(self, dag_id: str) -> list[dict]:
+        response = self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns")
+        response.raise_for_status()
+        return response.json()["dag_runs"]
+
+    def wait_for_first_run(self, dag_id: str, run_type: str, timeout: float = 300.0) -> str:
+        """The id of the first run of ``dag_id`` of ``run_type`` (e.g. ``asset_triggered``) once there is one."""
+        deadline = time.monotonic() + timeout
+        while not (found := [r for r in self.runs(dag_id) if r["run_type"] == run_type]):
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no {run_type} run of {dag_id} after {timeout:.0f} s")
+            time.sleep(3.0)
+        return found[0]["dag_run_id"]
+
+    def wait_for_run(self, dag_id: str, run_id: str, timeout: float = 900.0) -> dict:
+        """The run once it has finished, with its task instances' states."""
+        deadline = time.monotonic() + timeout
+        while (run := self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}").json())["state"] not in FINISHED:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{dag_id} {run_id} still {run['state']} after {timeout:.0f} s")
+            time.sleep(3.0)
+        instances = self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances").json()
+        run["tasks"] = {
+            f"{t['task_id']}[{t['map_index']}]" if t["map_index"] >= 0 else t["task_id"]: t["state"]
+            for t in instances["task_instances"]
+        }
+        return run
