@@ -366,9 +366,10 @@ def test_the_cli_shows_a_column_searched_against_itself_at_1(engine: QueryEngine
     path = tmp_path / "bakers.csv"
     staged[["baker"]].to_csv(path, index=False)  # the bakers, not the table's bytes
     query = ("search", "pexeso", "--home", home, "--table", str(path), "--column", "baker", "-k", "3")
-    own = lambda text: next(
-        row.split() for row in result_rows(text) if row.split()[1:3] == ["bakeoff_bakers.csv", "baker"]
-    )  # noqa: E731
+
+    def own(text: str) -> list[str]:
+        return next(row.split() for row in result_rows(text) if row.split()[1:3] == ["bakeoff_bakers.csv", "baker"])
+
     text = cli_text(*query)
     assert own(text)[3] == "1.000" and "≥" not in text  # challenges.baker holds every baker too: a tie at 1.0
     found = {(r["dataset_id"], r["column"]): r for r in run_cli(*query, "--json")["results"]}
