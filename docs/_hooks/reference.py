@@ -276,7 +276,8 @@ def params_table(method: str) -> str:
         return f"`{method}` takes no parameter besides `k` (default 10)."
     rows = ["| parameter | type | default | range | meaning |", "|---|---|---|---|---|"]
     rows += [
-        f"| `{p.name}` | {p.type} | {'' if p.default is None else f'`{p.default}`'} | {bounds(p)} | {_md_text(p.help)} |"
+        f"| `{p.name}` | {p.type} | {'' if p.default is None else f'`{p.default}`'} | {bounds(p)} | "
+        f"{_md_text(p.help)} |"
         for p in specs
     ]
     return "\n".join(rows)

@@ -59,6 +59,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 def summarize(result: dict[str, Any]) -> str:
     r = result["result"]
     return (
-        f"joined {r['table']} ({r['dataset_id']}, rank {r['rank']}, {result['method']}: {score_text(result['method'], r)}, snapshot {result['snapshot_id']}): "
+        f"joined {r['table']} ({r['dataset_id']}, rank {r['rank']}, {result['method']}: "
+        f"{score_text(result['method'], r)}, snapshot {result['snapshot_id']}): "
         f"{result['rows']} rows x {len(result['columns'])} columns -> {', '.join(result['files'])}"
     )

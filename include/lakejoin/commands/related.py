@@ -60,7 +60,8 @@ def dataset_of_file(loaded: LoadedSnapshot, path: Path) -> str:
     dataset_id = dataset_with_content(loaded, sha256_file(path))
     if dataset_id is None:
         raise LookupError(
-            f"{path.name} is not a table of snapshot {loaded.snapshot_id} (no dataset has its content); search it with `lakejoin search`"
+            f"{path.name} is not a table of snapshot {loaded.snapshot_id} (no dataset has its content); search it "
+            "with `lakejoin search`"
         )
     return dataset_id
 

@@ -91,7 +91,8 @@ def summarize(result: dict) -> str:
     d = result["datasets"]
     lines = [
         "Lakejoin run finished",
-        f"  datasets : {d.get('active', 0)} active, {d.get('quarantined', 0)} quarantined, {d.get('removed', 0)} removed ({d.get('rewritten', 0)} new or changed this run)",
+        f"  datasets : {d.get('active', 0)} active, {d.get('quarantined', 0)} quarantined, {d.get('removed', 0)} "
+        f"removed ({d.get('rewritten', 0)} new or changed this run)",
         f"  columns  : {result['columns']}",
         f"  cells    : {result['cells']}",
         *[f"  {family:<9}: {_build_line(build)}" for family, build in result.get("index_builds", {}).items()],

@@ -103,7 +103,8 @@ class Lease:
             self.lost = True
             holder = describe(current[1]) if current else "nobody"
             raise LeaseLost(
-                f"lake {self.home}: this writer (build {self.build_id}) lost its write lease, now held by {holder}; its commits stop here"
+                f"lake {self.home}: this writer (build {self.build_id}) lost its write lease, now held by {holder}; "
+                "its commits stop here"
             )
 
     def renew(self) -> bool:
@@ -215,7 +216,8 @@ def check_commit(table_path: Path) -> str | None:
         other = holder(home) if (home / LEASE_DIR).is_dir() else None
         if other is not None:
             raise LakeBusy(
-                f"cannot commit to {table_path} without the lake's write lease: {home} is being written by {describe(other)}"
+                f"cannot commit to {table_path} without the lake's write lease: {home} is being written by "
+                f"{describe(other)}"
             )
     return None
 

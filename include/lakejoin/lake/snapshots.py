@@ -204,7 +204,8 @@ def _adopted_builds(
                 continue
             if commit["version"] > at_acquire:
                 raise MixedBuilds(
-                    f"snapshot refused: {table} version {commit['version']} was committed by build {build or 'unknown'} "
+                    f"snapshot refused: {table} version {commit['version']} was committed by build "
+                    f"{build or 'unknown'} "
                     f"while build {held.build_id} held the lake's write lease; a snapshot publishes one build"
                 )
             adopted.add(build or "unrecorded")

@@ -288,7 +288,8 @@ class QueryEngine:
         semantic = method == "pexeso" or params.get("semantic")
         if semantic and query.table.num_rows > limits.max_semantic_rows:
             raise QueryTooLarge(
-                f"semantic search embeds every query row: at most {limits.max_semantic_rows} rows, got {query.table.num_rows}"
+                f"semantic search embeds every query row: at most {limits.max_semantic_rows} rows, got "
+                f"{query.table.num_rows}"
             )
 
 
@@ -327,7 +328,8 @@ def pick_method(
     if distinct >= AUTO_LSH_MIN_DISTINCT and "lshensemble" in loaded.families():
         return (
             ["josie", "lshensemble"],
-            f"one column with {distinct} distinct values (>= {AUTO_LSH_MIN_DISTINCT}): JOSIE's exact overlaps, with LSH Ensemble containment estimates",
+            f"one column with {distinct} distinct values (>= {AUTO_LSH_MIN_DISTINCT}): JOSIE's exact overlaps, with "
+            "LSH Ensemble containment estimates",
         )
     return ["josie"], f"one column ({distinct} distinct values): JOSIE's exact overlaps"
 

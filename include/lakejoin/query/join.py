@@ -150,7 +150,8 @@ def write_table(table: pa.Table, path: str | Path, format: str | None = None) ->
     )
     if fmt not in FORMATS:
         raise ValueError(
-            f"cannot tell the output format of {path.name}: use a .parquet or .csv file, or give the format ({'/'.join(FORMATS)})"
+            f"cannot tell the output format of {path.name}: use a .parquet or .csv file, or give the format "
+            f"({'/'.join(FORMATS)})"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     if fmt == "parquet":

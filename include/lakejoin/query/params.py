@@ -86,12 +86,14 @@ LOWER_BOUND = ParamSpec(
 INITIAL_COLUMN = ParamSpec(
     "initial_column",
     "str",
-    "MATE: the query column whose posting lists are read first (empty: the one with the fewest posting-list entries in the lake)",
+    "MATE: the query column whose posting lists are read first (empty: the one with the fewest posting-list entries "
+    "in the lake)",
 )
 CANDIDATES = ParamSpec(
     "candidates",
     "int",
-    "transform: lake columns sharing the most value parts (q-grams, words, numbers) with yours to learn a transformation for",
+    "transform: lake columns sharing the most value parts (q-grams, words, numbers) with yours to learn a "
+    "transformation for",
     DEFAULT_CANDIDATES,
     1,
     200,
@@ -132,7 +134,8 @@ METHOD_SPECS: dict[str, MethodSpec] = {
         MethodSpec(
             "auto",
             "Auto",
-            "Picks for you: JOSIE for one column (a learned transformation when no column shares a value), MATE for several, PEXESO when semantic; it says what it picked and why.",
+            "Picks for you: JOSIE for one column (a learned transformation when no column shares a value), MATE for "
+            "several, PEXESO when semantic; it says what it picked and why.",
             (SEMANTIC,),
         ),
         MethodSpec(
@@ -159,7 +162,9 @@ METHOD_SPECS: dict[str, MethodSpec] = {
         MethodSpec(
             "transform",
             "Transformation — reformatted values",
-            "Columns that join with yours after a learned transformation (names reordered or abbreviated, codes padded or prefixed, dates and numbers reformatted), ranked by the rows that join, each with its program.",
+            "Columns that join with yours after a learned transformation (names reordered or abbreviated, codes "
+            "padded or prefixed, dates and numbers reformatted), ranked by the rows that join, each with its "
+            "program.",
             (CANDIDATES, SAMPLE, BUDGET, LEARNER),
         ),
     )
@@ -209,7 +214,8 @@ def join_specs() -> tuple[ParamSpec, ...]:
         ParamSpec(
             "transform",
             "str",
-            f"join through a learned transformation ({', '.join(TRANSFORMS)}; {default} when learning is asked for) or a program text; empty: exact match",
+            f"join through a learned transformation ({', '.join(TRANSFORMS)}; {default} when learning is asked for) "
+            "or a program text; empty: exact match",
             None,
             choices=tuple(TRANSFORMS),
         ),

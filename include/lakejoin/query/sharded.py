@@ -42,7 +42,8 @@ class ShardedFamily:
         manifest = read_manifest(loaded.config.home, family, loaded.snapshot.version_of(f"index/{family}/{MANIFEST}"))
         if manifest is None:
             raise LookupError(
-                f"the {family} index of snapshot {loaded.snapshot_id} has no shard manifest, so it cannot be served shard by shard"
+                f"the {family} index of snapshot {loaded.snapshot_id} has no shard manifest, so it cannot be served "
+                "shard by shard"
             )
         global_rows = {
             name: loaded.row_count(f"index/{family}/{name}") or 0

@@ -195,7 +195,8 @@ class LoadedSnapshot:
         names = self.index_tables_of(family)
         if not names:
             raise MethodUnavailable(
-                f"snapshot {self.snapshot_id} has no {family} index (built families: {', '.join(self.families()) or 'none'})"
+                f"snapshot {self.snapshot_id} has no {family} index (built families: "
+                f"{', '.join(self.families()) or 'none'})"
             )
         try:
             module = importlib.import_module(f"lakejoin.index.{family}")

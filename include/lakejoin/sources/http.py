@@ -221,7 +221,8 @@ class HttpClient:
             address = str(info[4][0])
             if not self.address_allowed(address):
                 raise UnsafeUrl(
-                    f"refused {parts.hostname!r}: it resolves to non-public address {address} (set allow_private_hosts to crawl private networks)"
+                    f"refused {parts.hostname!r}: it resolves to non-public address {address} (set "
+                    "allow_private_hosts to crawl private networks)"
                 )
 
     def _check_peer(self, response: requests.Response) -> None:

@@ -248,7 +248,8 @@ def _shard_files(loaded: LoadedSnapshot, family: str) -> dict[int, dict[str, Any
     of that shard, the global tables' all), with their schema and partition columns."""
     if not loaded.index_tables_of(family):
         raise LookupError(
-            f"snapshot {loaded.snapshot_id} has no {family} index (built families: {', '.join(loaded.families()) or 'none'})"
+            f"snapshot {loaded.snapshot_id} has no {family} index (built families: "
+            f"{', '.join(loaded.families()) or 'none'})"
         )
     manifest = read_manifest(loaded.config.home, family, loaded.snapshot.version_of(f"index/{family}/{MANIFEST}"))
     if manifest is None:
@@ -268,7 +269,8 @@ def _shard_files(loaded: LoadedSnapshot, family: str) -> dict[int, dict[str, Any
             for uri in files:
                 if _missing_locally(uri):
                     raise FileNotFoundError(
-                        f"shard {shard} of index/{family}/{name} in snapshot {loaded.snapshot_id}: data file {uri} is missing on disk (deleted by hand, or vacuumed while pinned?)"
+                        f"shard {shard} of index/{family}/{name} in snapshot {loaded.snapshot_id}: data file {uri} is "
+                        "missing on disk (deleted by hand, or vacuumed while pinned?)"
                     )
         tables[name] = {
             "path": str(loaded.config.table_path(f"index/{family}/{name}")),

@@ -183,7 +183,8 @@ def build_family(
     started = time.perf_counter()
     family, rewritten, previous_manifest = plan.family, plan.rewritten, plan.manifest
     progress.say(
-        f"  {family}: {'full build (' + plan.reason + ')' if plan.full else 'incremental'}, {len(plan.changed)} changed dataset(s), {len(rewritten)} of {plan.n_shards} shard(s) to write"
+        f"  {family}: {'full build (' + plan.reason + ')' if plan.full else 'incremental'}, {len(plan.changed)} "
+        f"changed dataset(s), {len(rewritten)} of {plan.n_shards} shard(s) to write"
     )
     write_manifest(
         config.home,

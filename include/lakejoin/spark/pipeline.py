@@ -105,7 +105,8 @@ def _ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_f
         "fetch_errors": len(plan.errors),
     }
     progress.say(
-        f"  {len(listed)} datasets listed, {len(plan.to_parse)} new or changed, {len(plan.removed)} removed, {len(plan.errors)} fetch errors"
+        f"  {len(listed)} datasets listed, {len(plan.to_parse)} new or changed, {len(plan.removed)} removed, "
+        f"{len(plan.errors)} fetch errors"
     )
     rewritten: list[dict[str, Any]] = []
     spark = _ingest_session(config, plan, bool(previous), spark_factory)

@@ -281,12 +281,14 @@ _LAST = (
     "Flores Green Adams Nelson Baker Hall Rivera Campbell Mitchell Carter Roberts"
 ).split()
 _PLACE_HEAD = (
-    "Ash Bel Cedar Clear Deer Eagle Elm Fair Glen Green Hazel High Iron Lake Maple Mill North Oak Pine Red River Rock Silver Spring Stone Sun West White Wild Wolf"
+    "Ash Bel Cedar Clear Deer Eagle Elm Fair Glen Green Hazel High Iron Lake Maple Mill North Oak Pine Red River "
+    "Rock Silver Spring Stone Sun West White Wild Wolf"
 ).split()
 _PLACE_TAIL = "field ford ton ville wood burg dale port view brook haven mont ridge water worth".split()
 _PLACE_EXTRA = ("", "", "", " Springs", " Falls", " Heights", " Junction", " Valley")
 _COMPANY_HEAD = (
-    "Acme Apex Blue Bright Crown Delta Evergreen First Global Golden Harbor Liberty Metro Northern Pacific Pioneer Prime Summit United Vertex"
+    "Acme Apex Blue Bright Crown Delta Evergreen First Global Golden Harbor Liberty Metro Northern Pacific Pioneer "
+    "Prime Summit United Vertex"
 ).split()
 _COMPANY_TRADE = (
     "Analytics Builders Foods Logistics Media Motors Networks Pharma Power Systems Textiles Energy Health Capital Farms"
@@ -470,7 +472,8 @@ class LakeParams:
 
 
 _TOPICS = (
-    "permits inspections contracts grants budget payroll schools parks transit housing licenses incidents restaurants elections weather libraries procurement fleet utility_bills vendors"
+    "permits inspections contracts grants budget payroll schools parks transit housing licenses incidents "
+    "restaurants elections weather libraries procurement fleet utility_bills vendors"
 ).split()
 
 

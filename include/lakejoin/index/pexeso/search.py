@@ -222,7 +222,8 @@ class PexesoSearcher:
             raise ValueError("this PEXESO index was built from numeric vectors, not text embeddings")
         if model != self.model:
             raise ValueError(
-                f"the index was built with embedding model {self.model!r}, not {model!r}; embed the query with {self.model!r}"
+                f"the index was built with embedding model {self.model!r}, not {model!r}; embed the query with "
+                f"{self.model!r}"
             )
         from lakejoin.embed import embed
 
