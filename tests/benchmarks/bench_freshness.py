@@ -106,7 +106,8 @@ def main() -> None:
     sizes = ["30", "60"] if args.quick else args.tables.split(",")
     get_spark(LakeConfig.from_args(None).spark_master)  # every run pays for a warm session only
     print(
-        f"bench_freshness — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, default main job"
+        f"bench_freshness — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — "
+        "bundled lake, default main job"
     )
     print(
         f"{'tables':>7}{'cells':>12}{'shards rewritten':>22}{'full s':>9}{'incr. s':>9}{'incr./full':>11}", flush=True
@@ -125,7 +126,8 @@ def main() -> None:
         )
         print(f"         stages: {stages}", flush=True)
     print(
-        "\nper stage, seconds (full -> incremental; an incremental run builds the families side by side, so their times overlap):"
+        "\nper stage, seconds (full -> incremental; an incremental run builds the families side by side, so their "
+        "times overlap):"
     )
     print(f"{'stage':<20}" + "".join(f"{r['tables']:>18}" for r in results))
     for stage in STAGES:

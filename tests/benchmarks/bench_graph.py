@@ -73,7 +73,8 @@ def measure(
     run(config, RunOptions(tables=tables, families=families, graph=False), Progress(quiet=True))
     incremental = in_child(graph, config.home, False)
     print(
-        f"         incremental: {incremental['seconds']:.1f} s, {incremental['seconds'] / full['seconds']:.3f} of the full graph; {kinds(incremental)}",
+        f"         incremental: {incremental['seconds']:.1f} s, {incremental['seconds'] / full['seconds']:.3f} of "
+        f"the full graph; {kinds(incremental)}",
         flush=True,
     )
     print(f"         changed: {'; '.join(changed)}", flush=True)
@@ -218,7 +219,8 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="with --lake: make the copies in this folder and leave them there")
     args = parser.parse_args()
     print(
-        f"bench_graph — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — bundled lake, k = 10; load average {os.getloadavg()[0]:.1f}"
+        f"bench_graph — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores — "
+        f"bundled lake, k = 10; load average {os.getloadavg()[0]:.1f}"
     )
     print(f"{'tables':>7}{'queries j/m/p':>18}{'edges/query j/m/p':>18}{'edges':>9}{'full s':>9}", flush=True)
     if args.lake:

@@ -48,7 +48,8 @@ def main() -> None:
     second = run(config, options, Progress(quiet=True))
     second_seconds = time.perf_counter() - started
     print(
-        f"bench_ingest — {date.today()} — {platform.machine()}, {os.cpu_count()} cores — bundled lake, {tables or 'all'} tables, families {','.join(families) or 'none'}"
+        f"bench_ingest — {date.today()} — {platform.machine()}, {os.cpu_count()} cores — bundled lake, "
+        f"{tables or 'all'} tables, families {','.join(families) or 'none'}"
     )
     print(f"{'run':<16}{'datasets':>10}{'rewritten':>11}{'cells':>12}{'seconds':>10}{'cells/s':>12}")
     for label, summary, seconds in (("first", first, first_seconds), ("unchanged", second, second_seconds)):

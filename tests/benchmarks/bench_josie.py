@@ -209,11 +209,13 @@ def bench_shape(shape: str, n_sets: int, n_queries: int, k: int, seed: int, stal
         f"({100 * (group_size > 1).mean():.0f}% in duplicate groups, {len(np.unique(group)):,} distinct lists)"
     )
     print(
-        f"generate {generated:.1f} s | build_in_memory {built:.1f} s | load (incl. cost fit) {loaded:.1f} s, of which duplicate groups {grouped:.2f} s"
+        f"generate {generated:.1f} s | build_in_memory {built:.1f} s | load (incl. cost fit) {loaded:.1f} s, of which "
+        f"duplicate groups {grouped:.2f} s"
     )
     print(
         f"index tables (Arrow) {sum(t.nbytes for t in tables.values()) / 2**20:,.0f} MiB | "
-        f"searcher arrays {searcher_bytes(searcher) / 2**20:,.0f} MiB ({searcher_bytes(searcher) / entries:.1f} B/entry)"
+        f"searcher arrays {searcher_bytes(searcher) / 2**20:,.0f} MiB ({searcher_bytes(searcher) / entries:.1f} "
+        "B/entry)"
     )
     print(f"fitted read cost: {searcher.read_cost}")
     queries = sample_queries(raw, n_queries, np.random.default_rng(seed + 1))
@@ -256,7 +258,8 @@ def stale_table(shape: str, raw: list[list[str]], read_cost: ReadCost, n_queries
     current = build_in_memory(lake, dataset_ids=dataset_ids, normalize=False, n_shards=STALE_SHARDS)
     print(f"\n{shape}: {STALE_BATCHES} batches, each replacing {CHURN:.0%} of the datasets (CPU ms, p50)")
     print(
-        f"{'batch':>5} {'staleness':>10} {'lists':>7} {'/fresh':>7} {'postings':>10} {'/fresh':>7} {'core ms':>8} {'/fresh':>7}"
+        f"{'batch':>5} {'staleness':>10} {'lists':>7} {'/fresh':>7} {'postings':>10} {'/fresh':>7} {'core ms':>8} "
+        f"{'/fresh':>7}"
     )
     for batch in range(1, STALE_BATCHES + 1):
         other = set_lake(shape, len(raw), seed=seed + 100 + batch)
@@ -276,7 +279,8 @@ def stale_table(shape: str, raw: list[list[str]], read_cost: ReadCost, n_queries
         stale = _reads(load(current, read_cost=read_cost), queries, k)
         fresh = _reads(load(build_in_memory(lake, normalize=False), read_cost=read_cost), queries, k)
         print(
-            f"{batch:>5} {share:>10.1%} {stale[0]:>7.1f} {stale[0] / fresh[0]:>7.3f} {stale[1]:>10.0f} {stale[1] / fresh[1]:>7.3f} {stale[2] * 1e3:>8.3f} {stale[2] / fresh[2]:>7.3f}"
+            f"{batch:>5} {share:>10.1%} {stale[0]:>7.1f} {stale[0] / fresh[0]:>7.3f} {stale[1]:>10.0f} "
+            f"{stale[1] / fresh[1]:>7.3f} {stale[2] * 1e3:>8.3f} {stale[2] / fresh[2]:>7.3f}"
         )
 
 
@@ -330,7 +334,8 @@ def bench_spark_build(n_tables: int) -> None:
         built = time.perf_counter() - started
         cells.unpersist()
     print(
-        f"\nSpark build (local[2]) of the bundled lake, {len(staged)} tables (--tables {n_tables}), {n_cells:,} cells (parse + melt {prepared:.1f} s): build + Delta write {built:.1f} s"
+        f"\nSpark build (local[2]) of the bundled lake, {len(staged)} tables (--tables {n_tables}), {n_cells:,} cells "
+        f"(parse + melt {prepared:.1f} s): build + Delta write {built:.1f} s"
     )
     print(f"{'index table':<12} {'rows':>12} {'on-disk MiB':>12} {'bytes/row':>10}")
     for name, (rows, size) in written.items():
@@ -360,7 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n_sets, n_queries = (10_000, 60) if args.quick else (args.sets, args.queries)
     print(
-        f"bench_josie: k={args.k}, {n_queries} queries per shape, best of {args.repeats} runs, python {sys.version.split()[0]}, duckdb {duckdb.__version__}"
+        f"bench_josie: k={args.k}, {n_queries} queries per shape, best of {args.repeats} runs, python "
+        f"{sys.version.split()[0]}, duckdb {duckdb.__version__}"
     )
     for shape in args.shapes:
         bench_shape(shape, n_sets, n_queries, args.k, args.seed, args.staleness, args.repeats)

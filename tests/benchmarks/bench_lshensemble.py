@@ -251,17 +251,20 @@ def print_table(rows: list[dict], ours_build_s: float, ours_load_s: float, ds_ha
         for name, label in labels.items():
             r = row[name]
             print(
-                f"{row['threshold']:>4} | {w:>7} | {label:<28} | {r[0]:6.3f} | {r[1]:6.3f} | {r[2]:8.2f} | {r[3]:8.2f} | {r[4]:8.2f} | {r[5]:8.2f} | {r[6]:7.1f}"
+                f"{row['threshold']:>4} | {w:>7} | {label:<28} | {r[0]:6.3f} | {r[1]:6.3f} | {r[2]:8.2f} | "
+                f"{r[3]:8.2f} | {r[4]:8.2f} | {r[5]:8.2f} | {r[6]:7.1f}"
             )
         for name in ("ours_keys", "ours_search"):
             r = row[name]
             print(
                 f"{'':>4} | {'':>7} | {'ratio ' + name + '/ds':<28} | {r[0] / ds[0]:6.2f} | {r[1] / ds[1]:6.2f} | "
-                f"{r[2] / ds[2]:8.2f} | {r[3] / ds[3]:8.2f} | {r[4] / ds[4]:8.2f} | {r[5] / ds[5]:8.2f} | {r[6] / ds[6]:7.2f}"
+                f"{r[2] / ds[2]:8.2f} | {r[3] / ds[3]:8.2f} | {r[4] / ds[4]:8.2f} | {r[5] / ds[5]:8.2f} | "
+                f"{r[6] / ds[6]:7.2f}"
             )
             met = r[0] >= ds[0] and r[4] * GOAL_SPEEDUP <= ds[4]
             verdicts.append(
-                f"t*={row['threshold']} w={w} {name}: recall {r[0]:.4f} vs {ds[0]:.4f}, p50 cpu {r[4] / ds[4]:.2f}x, p50 wall {r[2] / ds[2]:.2f}x -> {'met' if met else 'NOT met'}"
+                f"t*={row['threshold']} w={w} {name}: recall {r[0]:.4f} vs {ds[0]:.4f}, p50 cpu {r[4] / ds[4]:.2f}x, "
+                f"p50 wall {r[2] / ds[2]:.2f}x -> {'met' if met else 'NOT met'}"
             )
     print(
         "\ngoal (recall >= datasketch's and p50 CPU time <= 1/3 of datasketch's), same weights:\n  "
@@ -276,7 +279,8 @@ def print_table(rows: list[dict], ours_build_s: float, ours_load_s: float, ds_ha
                 r = ours[name]
                 met = r[0] >= ds[0] and r[4] * GOAL_SPEEDUP <= ds[4]
                 defaults.append(
-                    f"t*={threshold} {name}: recall {r[0]:.4f} vs {ds[0]:.4f}, precision {r[1]:.4f} vs {ds[1]:.4f}, p50 cpu {r[4] / ds[4]:.2f}x -> {'met' if met else 'NOT met'}"
+                    f"t*={threshold} {name}: recall {r[0]:.4f} vs {ds[0]:.4f}, precision {r[1]:.4f} vs {ds[1]:.4f}, "
+                    f"p50 cpu {r[4] / ds[4]:.2f}x -> {'met' if met else 'NOT met'}"
                 )
     if defaults:
         print("each with its default weights (lakejoin 0.1/0.9, datasketch 0.5/0.5):\n  " + "\n  ".join(defaults))
@@ -295,7 +299,8 @@ def incremental_insert(sets: dict[int, list[str]], num_perm: int, num_part: int)
     assert incremental["partitions"].equals(full["partitions"])
     _, load_s = timed(lambda: load(incremental))
     print(
-        f"\nincremental insert of {len(new_ids):,} columns (1%): {inc_s:.2f} s vs full build {full_s:.2f} s = {inc_s / full_s:.1%} (either snapshot then loads in {load_s:.1f} s)"
+        f"\nincremental insert of {len(new_ids):,} columns (1%): {inc_s:.2f} s vs full build {full_s:.2f} s = "
+        f"{inc_s / full_s:.1%} (either snapshot then loads in {load_s:.1f} s)"
     )
 
 

@@ -153,7 +153,8 @@ def run_lake(
     start = time.perf_counter()
     cells = cells_from_frames(frames)
     print(
-        f"\n== {name}: {len(frames)} tables, {cells.num_rows:,} cells (melt {time.perf_counter() - start:.1f}s), {len(queries)} queries"
+        f"\n== {name}: {len(frames)} tables, {cells.num_rows:,} cells (melt {time.perf_counter() - start:.1f}s), "
+        f"{len(queries)} queries"
     )
     duck = DuckDBJoin(cells)
     indexes, build = indexes_by_size(cells)
@@ -199,7 +200,8 @@ def check_answers(name: str, queries: list[tuple], runs: dict, duck_runs: dict) 
                     errors.append(f"{name} {bits} bits {rule} {query[0]}: MATE != SCR")
                 if [r["joinability"] for r in mate] != oracle:
                     errors.append(
-                        f"{name} {bits} bits {rule} {query[0]}: MATE {[r['joinability'] for r in mate]} != DuckDB {oracle}"
+                        f"{name} {bits} bits {rule} {query[0]}: MATE {[r['joinability'] for r in mate]} != DuckDB "
+                        f"{oracle}"
                     )
     return errors
 

@@ -141,10 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     lake = build(args.cache_dir, args.tables)
     here = Path(__file__).resolve().parents[2]
     print(
-        f"MATE on the first {args.tables} bundled tables; each tree in its own process, address space <= {args.limit_gib:g} GiB"
+        f"MATE on the first {args.tables} bundled tables; each tree in its own process, address space <= "
+        f"{args.limit_gib:g} GiB"
     )
     print(
-        f"{'tree':<28}{'postings':>12}{'load s':>8}{'load peak GiB':>15}{'searcher GiB':>14}  flags key ({FLAGS_DATASET}, 100 rows)"
+        f"{'tree':<28}{'postings':>12}{'load s':>8}{'load peak GiB':>15}{'searcher GiB':>14}  flags key "
+        f"({FLAGS_DATASET}, 100 rows)"
     )
     for tree in [here, *args.tree]:
         r = run_tree(tree, lake, args.cache_dir / "csv", args.limit_gib)

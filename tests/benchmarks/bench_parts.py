@@ -84,7 +84,8 @@ def families(home: Path, names: list[str]) -> None:
         started, cpu = time.perf_counter(), _tree_cpu_seconds()
         build_indexes(LakeConfig.from_args(str(copy), quiet=True), Progress(quiet=True), spark, families=(family,))
         print(
-            f"{family:<12}{time.perf_counter() - started:>9.1f} s {_tree_cpu_seconds() - cpu:>9.1f} CPU-s  load {os.getloadavg()[0]:.1f}",
+            f"{family:<12}{time.perf_counter() - started:>9.1f} s {_tree_cpu_seconds() - cpu:>9.1f} CPU-s  load "
+            f"{os.getloadavg()[0]:.1f}",
             flush=True,
         )
         shutil.rmtree(copy.parent)
@@ -110,7 +111,8 @@ def cells(home: Path) -> None:
         produce=melt_staged,
     )
     print(
-        f"cells stage alone: {len(staged)} datasets, {delta.row_count(target)} cells, {time.perf_counter() - started:.1f} s"
+        f"cells stage alone: {len(staged)} datasets, {delta.row_count(target)} cells, "
+        f"{time.perf_counter() - started:.1f} s"
     )
     shutil.rmtree(target.parent)
 
@@ -131,7 +133,8 @@ def incremental(home: Path, changes: int) -> None:
         summary = run(LakeConfig.from_args(str(copy), quiet=True), RunOptions(tables=tables), Progress(quiet=True))
         stages = ", ".join(f"{stage} {seconds:.2f}" for stage, seconds in summary["stage_seconds"].items())
         print(
-            f"{tables} tables, run {change + 1}, changed {path.parent.name}/{path.stem}: {time.perf_counter() - started:.2f} s ({stages})",
+            f"{tables} tables, run {change + 1}, changed {path.parent.name}/{path.stem}: "
+            f"{time.perf_counter() - started:.2f} s ({stages})",
             flush=True,
         )
     shutil.rmtree(copy.parent)
@@ -178,7 +181,8 @@ def imports() -> None:
         )
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         print(
-            f"import great_expectations, airflow {label}: {after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime:.1f} CPU-s"
+            f"import great_expectations, airflow {label}: "
+            f"{after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime:.1f} CPU-s"
         )
     shutil.rmtree(empty)
 
@@ -192,7 +196,8 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=1, help="incremental: runs, each after changing one more table")
     args = parser.parse_args()
     print(
-        f"bench_parts {args.part} — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores",
+        f"bench_parts {args.part} — {datetime.now(UTC):%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} "
+        "cores",
         flush=True,
     )
     if args.part in ("families", "cells") and len(args.homes) != 1:

@@ -291,10 +291,12 @@ def report(result: dict) -> None:
         _, wall, cpu = result["timings"][name]
         p50, p95, cpu50 = np.percentile(wall, 50), np.percentile(wall, 95), np.percentile(cpu, 50)
         print(
-            f"{result['vectors']:>8} {result['columns']:>5} {result['queries']:>3} {result['records']:>5} {result['shape']:>10} {name:>11} "
+            f"{result['vectors']:>8} {result['columns']:>5} {result['queries']:>3} {result['records']:>5} "
+            f"{result['shape']:>10} {name:>11} "
             f"{result['distances'][name] / len(wall):>11.0f} {p50 * 1e3:>8.2f} {p95 * 1e3:>8.2f} {cpu50 * 1e3:>8.2f} "
             f"{np.percentile(brute_wall, 50) / p50:>7.1f}x {np.percentile(brute_wall, 95) / p95:>7.1f}x "
-            f"{np.percentile(brute_cpu, 50) / cpu50:>7.1f}x {result['distances']['brute force'] / max(result['distances'][name], 1):>9.1f}x"
+            f"{np.percentile(brute_cpu, 50) / cpu50:>7.1f}x "
+            f"{result['distances']['brute force'] / max(result['distances'][name], 1):>9.1f}x"
         )
     peak_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
     print(
@@ -304,9 +306,11 @@ def report(result: dict) -> None:
     )
     (_, exact_wall, exact_cpu), (_, bound_wall, bound_cpu) = (result["timings"][name] for name in METHODS[:2])
     print(
-        f"{'':>8} exact scores cost: p50 {np.percentile(exact_wall, 50) * 1e3:.2f} vs {np.percentile(bound_wall, 50) * 1e3:.2f} ms "
+        f"{'':>8} exact scores cost: p50 {np.percentile(exact_wall, 50) * 1e3:.2f} vs "
+        f"{np.percentile(bound_wall, 50) * 1e3:.2f} ms "
         f"(total wall x{exact_wall.sum() / bound_wall.sum():.2f}, CPU x{exact_cpu.sum() / bound_cpu.sum():.2f}), "
-        f"distances x{result['distances']['PEXESO'] / max(result['distances']['PEXESO >=T'], 1):.2f} over the lower bounds"
+        f"distances x{result['distances']['PEXESO'] / max(result['distances']['PEXESO >=T'], 1):.2f} over the lower "
+        "bounds"
     )
 
 
@@ -338,14 +342,16 @@ def main() -> None:
     cache = EmbeddingCache(args.cache_dir, args.model)
     print(
         f"lake: bundled, {args.tables or 'all'} tables, {len(columns)} PEXESO columns, "
-        f"{sum(len(c.values) for c in columns):,} vectors; model {args.model}; tau={args.tau} (x2 = {2 * args.tau:.2f}), T={args.T}"
+        f"{sum(len(c.values) for c in columns):,} vectors; model {args.model}; tau={args.tau} (x2 = "
+        f"{2 * args.tau:.2f}), T={args.T}"
     )
     threads = (
         "one thread per method" if args.single_thread else "Verify's column workers and BLAS's threads on both cores"
     )
     print(f"wall: p50/p95 wall time per query; cpu: p50 CPU time of all threads ({threads})")
     print(
-        f"{'vectors':>8} {'cols':>5} {'|Q|':>3} {'recs':>5} {'shape':>10} {'method':>11} {'dist/query':>11} {'p50 ms':>8} {'p95 ms':>8} "
+        f"{'vectors':>8} {'cols':>5} {'|Q|':>3} {'recs':>5} {'shape':>10} {'method':>11} {'dist/query':>11} "
+        f"{'p50 ms':>8} {'p95 ms':>8} "
         f"{'cpu p50':>8} {'p50 s-up':>8} {'p95 s-up':>8} {'cpu s-up':>8} {'dist ratio':>10}"
     )
     lake_columns, query_columns = split_queries(columns, n_queries)

@@ -121,7 +121,8 @@ def main() -> None:
         p = fresh["params"].to_pylist()[0]
         n = total + n_base
         print(
-            f"{total / n:14.2f}  {outside / n:13.3f}  {work[0] / QUERIES:18.0f}  {work[1] / QUERIES:12.0f}  {work[0] / work[1]:5.2f}  {p['n_pivots']}×{p['levels']}"
+            f"{total / n:14.2f}  {outside / n:13.3f}  {work[0] / QUERIES:18.0f}  {work[1] / QUERIES:12.0f}  "
+            f"{work[0] / work[1]:5.2f}  {p['n_pivots']}×{p['levels']}"
         )
 
 

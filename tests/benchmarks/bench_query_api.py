@@ -145,20 +145,24 @@ def main(argv: list[str] | None = None) -> int:
         ids = {row["title"]: dataset_id for dataset_id, row in engine.snapshot().datasets.items()}
         print(f"\nwarm search latency, {repeats} queries per method (ms)")
         print(
-            f"{'method':<12} {'REST p50':>9} {'REST p95':>9} {'engine p50':>11} {'engine p95':>11} {'REST/engine p50':>16}"
+            f"{'method':<12} {'REST p50':>9} {'REST p95':>9} {'engine p50':>11} {'engine p95':>11} "
+            f"{'REST/engine p50':>16}"
         )
         for method, rest50, rest95, local50, local95 in latency(server, engine, ids, repeats):
             print(
-                f"{method:<12} {rest50 * 1e3:9.1f} {rest95 * 1e3:9.1f} {local50 * 1e3:11.1f} {local95 * 1e3:11.1f} {rest50 / local50:15.2f}x"
+                f"{method:<12} {rest50 * 1e3:9.1f} {rest95 * 1e3:9.1f} {local50 * 1e3:11.1f} {local95 * 1e3:11.1f} "
+                f"{rest50 / local50:15.2f}x"
             )
         result = concurrent(server, lake.home, ids, clients, per_client, publishes=2)
         print(f"\n{clients} clients x {per_client} queries while 2 snapshots were published:")
         print(
-            f"  {result['queries']} queries in {result['seconds']:.1f} s ({result['queries'] / result['seconds']:.1f} queries/s)"
+            f"  {result['queries']} queries in {result['seconds']:.1f} s ({result['queries'] / result['seconds']:.1f} "
+            "queries/s)"
         )
         print(f"  errors: {len(result['errors'])}  {result['errors'][:3]}")
         print(
-            f"  responses per snapshot: {result['by_snapshot']}; naming an unpublished snapshot: {result['unpublished'] or 'none'}"
+            f"  responses per snapshot: {result['by_snapshot']}; naming an unpublished snapshot: "
+            f"{result['unpublished'] or 'none'}"
         )
         return 1 if result["errors"] or result["unpublished"] else 0
     finally:

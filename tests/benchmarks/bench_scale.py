@@ -454,17 +454,20 @@ def main() -> None:
 def header(n_sets: int, built: dict | None, families: dict) -> None:
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(
-        f"bench_scale — {now} — {platform.machine()}, {os.cpu_count()} cores, {psutil.virtual_memory().total / 2**30:.0f} GiB (shared with other sessions)"
+        f"bench_scale — {now} — {platform.machine()}, {os.cpu_count()} cores, "
+        f"{psutil.virtual_memory().total / 2**30:.0f} GiB (shared with other sessions)"
     )
     print(f"lake: {n_sets:,} sets in {-(-n_sets // COLUMNS_PER_TABLE):,} tables")
     if built is not None:
         steps = ", ".join(f"{name} {s:.0f} s" for name, s in built["seconds"].items())
         print(
-            f"build (load {built['load']:.1f} at its end): {built['minutes']:.1f} min wall; seconds per stage (the families' builds may overlap): {steps}"
+            f"build (load {built['load']:.1f} at its end): {built['minutes']:.1f} min wall; seconds per stage (the "
+            f"families' builds may overlap): {steps}"
         )
     for family, info in families.items():
         print(
-            f"  {family:12s} {info['shards']:>4} shards, {info['bytes'] / 2**20:8.1f} MiB on disk ({info['bytes'] / max(info['shards'], 1) / 2**20:.2f} MiB/shard)"
+            f"  {family:12s} {info['shards']:>4} shards, {info['bytes'] / 2**20:8.1f} MiB on disk "
+            f"({info['bytes'] / max(info['shards'], 1) / 2**20:.2f} MiB/shard)"
         )
 
 
@@ -483,12 +486,14 @@ def batch_step(config: LakeConfig, spec: str, folder: Path, shards: int, n_sets:
             )
     print("\nbatch discovery, JOSIE k=10 (every column of each query table)")
     print(
-        f"{'where':45s} {'queries':>8} {'seconds':>8} {'queries/s':>10} {'peak MiB/executor':>18} {'load':>5}  executors' CPUs"
+        f"{'where':45s} {'queries':>8} {'seconds':>8} {'queries/s':>10} {'peak MiB/executor':>18} {'load':>5}  "
+        "executors' CPUs"
     )
     for where, r in runs.items():
         cpus = " ".join("{" + ",".join(map(str, c)) + "}" for c in r["cpus"])
         print(
-            f"{where:45s} {r['queries']:>8} {r['wall']:>8.1f} {r['qps']:>10.2f} {r['peak'] / 2**20:>18.0f} {r['load']:>5.1f}  {cpus}"
+            f"{where:45s} {r['queries']:>8} {r['wall']:>8.1f} {r['qps']:>10.2f} {r['peak'] / 2**20:>18.0f} "
+            f"{r['load']:>5.1f}  {cpus}"
         )
     one, two = (runs[k]["qps"] for k in list(runs)[1:])
     print(f"two workers / one worker: {two / one:.2f}x (goal >= 1.7x)")
@@ -496,12 +501,14 @@ def batch_step(config: LakeConfig, spec: str, folder: Path, shards: int, n_sets:
     per_query_shard = two_run["wall"] * 2 / (two_run["queries"] * shards)  # core-seconds per (query, shard)
     sets_per_shard = n_sets / shards
     print(
-        f"\nprojection to {NODES} nodes x {CORES_PER_NODE} cores, shards of {sets_per_shard:,.0f} sets, {per_query_shard * 1000:.1f} core-ms per (query, shard) as measured on two workers:"
+        f"\nprojection to {NODES} nodes x {CORES_PER_NODE} cores, shards of {sets_per_shard:,.0f} sets, "
+        f"{per_query_shard * 1000:.1f} core-ms per (query, shard) as measured on two workers:"
     )
     for lake, size in SEEDS.items():
         n = size / sets_per_shard
         print(
-            f"  {lake:28s} {size:>12,} -> {n:>9,.0f} shards: {NODES * CORES_PER_NODE / (n * per_query_shard):10.3f} queries/s"
+            f"  {lake:28s} {size:>12,} -> {n:>9,.0f} shards: {NODES * CORES_PER_NODE / (n * per_query_shard):10.3f} "
+            "queries/s"
         )
 
 
@@ -513,10 +520,12 @@ def interactive_step(config: LakeConfig, queries: list[tuple[str, str]], full_bu
     budget = full_budget if whole_bytes > full_budget else max(ShardedFamily(loaded, "josie").load_bytes.values()) + 1
     in_memory = interactive(config, queries, None)
     print(
-        f"\ninteractive JOSIE, {MEMORY_LIMIT_VARIABLE}: whole index estimated {whole_bytes / 2**20:.0f} MiB, shard-by-shard budget {budget / 2**20:.0f} MiB"
+        f"\ninteractive JOSIE, {MEMORY_LIMIT_VARIABLE}: whole index estimated {whole_bytes / 2**20:.0f} MiB, "
+        f"shard-by-shard budget {budget / 2**20:.0f} MiB"
     )
     print(
-        f"  in memory      p50 {in_memory['p50']:8.1f} ms  p95 {in_memory['p95']:8.1f} ms  (load {in_memory['load']:.1f})"
+        f"  in memory      p50 {in_memory['p50']:8.1f} ms  p95 {in_memory['p95']:8.1f} ms  (load "
+        f"{in_memory['load']:.1f})"
     )
     try:
         sharded = interactive(config, queries, budget)
@@ -527,12 +536,16 @@ def interactive_step(config: LakeConfig, queries: list[tuple[str, str]], full_bu
     costs = shard_costs(config, queries)
     memory = sharded["memory"]
     print(
-        f"  shard by shard p50 {sharded['p50']:8.1f} ms  p95 {sharded['p95']:8.1f} ms  ({sharded['p50'] / in_memory['p50']:.1f}x in memory; goal <= 10x; load {sharded['load']:.1f})\n"
-        f"    per query: {sharded['searched']:.1f} shards asked, {sharded['skipped']:.1f} skipped by their bound, {sharded['read']:.1f} read; "
-        f"first query (loads every shard it reaches) {sharded['first']:.1f} s; process memory after: {memory['RssAnon'] / 2**30:.2f} GiB own, {memory['RssFile'] / 2**30:.2f} GiB mapped files"
+        f"  shard by shard p50 {sharded['p50']:8.1f} ms  p95 {sharded['p95']:8.1f} ms  "
+        f"({sharded['p50'] / in_memory['p50']:.1f}x in memory; goal <= 10x; load {sharded['load']:.1f})\n"
+        f"    per query: {sharded['searched']:.1f} shards asked, {sharded['skipped']:.1f} skipped by their bound, "
+        f"{sharded['read']:.1f} read; "
+        f"first query (loads every shard it reaches) {sharded['first']:.1f} s; process memory after: "
+        f"{memory['RssAnon'] / 2**30:.2f} GiB own, {memory['RssFile'] / 2**30:.2f} GiB mapped files"
     )
     print(
-        f"  per shard: load from Delta (and cache its arrays) {costs['built_ms']:.1f} ms, load of the cached arrays {costs['mapped_ms']:.2f} ms, "
+        f"  per shard: load from Delta (and cache its arrays) {costs['built_ms']:.1f} ms, load of the cached arrays "
+        f"{costs['mapped_ms']:.2f} ms, "
         f"one query {costs['search_ms']:.2f} ms (load {costs['load']:.1f})"
     )
 

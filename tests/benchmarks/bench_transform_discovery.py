@@ -99,7 +99,8 @@ def main() -> None:
             }
         )
         print(
-            f"  {plant.kind:<10} {plant.original:<45} {plant.column:<24} JOSIE {'hit' if rows[-1]['josie_hit'] else '-':<4} transform rank {rank}  {transform['seconds']:.2f} s",
+            f"  {plant.kind:<10} {plant.original:<45} {plant.column:<24} JOSIE "
+            f"{'hit' if rows[-1]['josie_hit'] else '-':<4} transform rank {rank}  {transform['seconds']:.2f} s",
             flush=True,
         )
     report(args, plants, rows, summary, built, loads, len(ids))
@@ -110,12 +111,14 @@ def report(
 ) -> None:
     now = datetime.now(UTC)
     print(
-        f"\nbench_transform_discovery — {now:%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f} — {n_tables} tables, {len(plants)} planted, k={args.k}"
+        f"\nbench_transform_discovery — {now:%Y-%m-%d %H:%M} UTC — {platform.machine()}, {os.cpu_count()} cores, load "
+        f"{os.getloadavg()[0]:.1f} — {n_tables} tables, {len(plants)} planted, k={args.k}"
     )
     if summary:
         stages = summary.get("stage_seconds", {})
         print(
-            f"lake built in {built:.0f} s; index:josie {stages.get('index:josie', 0):.1f} s, index:qgram {stages.get('index:qgram', 0):.1f} s"
+            f"lake built in {built:.0f} s; index:josie {stages.get('index:josie', 0):.1f} s, index:qgram "
+            f"{stages.get('index:qgram', 0):.1f} s"
         )
     print(f"searcher load: JOSIE {loads['josie']:.2f} s, q-gram {loads['qgram']:.2f} s\n")
     header = f"{'kind':<11}{'queries':>8}{'JOSIE R@k':>11}{'transform R@k':>15}{'JOSIE misses':>14}{'transform R@k there':>21}{'JOSIE p50 s':>13}{'transform p50 s':>17}{'p95 s':>8}"

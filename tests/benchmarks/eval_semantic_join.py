@@ -481,8 +481,10 @@ def main() -> None:
     lake = build_lake(4 if args.quick else None, 300 if args.quick else 2500)
     print(
         f"lake: {len(lake.columns)} columns: {lake.domains.count('countries')} country-name and "
-        f"{lake.domains.count('airports')} airport-name columns (each also a query), {lake.domains.count('distractor')} "
-        f"distractors; {len({v for c in lake.columns for v in c})} distinct values; built in {time.perf_counter() - started:.1f}s"
+        f"{lake.domains.count('airports')} airport-name columns (each also a query), "
+        f"{lake.domains.count('distractor')} "
+        f"distractors; {len({v for c in lake.columns for v in c})} distinct values; built in "
+        f"{time.perf_counter() - started:.1f}s"
     )
     runs = [equi_join(lake)]
     for model in models:
@@ -500,7 +502,8 @@ def main() -> None:
 def report(lake: LabelledLake, domain: str, runs: Sequence[Matches], thresholds: Sequence[float]) -> None:
     """The record- and column-level tables and the examples of ``lake``'s queries."""
     print(
-        f"\n===== {domain}: {len(lake.queries)} query columns from {len({lake.names[q].split(':')[0] for q in lake.queries})} sources"
+        f"\n===== {domain}: {len(lake.queries)} query columns from "
+        f"{len({lake.names[q].split(':')[0] for q in lake.queries})} sources"
     )
     rows = [
         {"method": m.method, "model": m.model, "tau": m.tau, "T": None, "seconds": m.seconds, **value_scores(lake, m)}
@@ -512,7 +515,8 @@ def report(lake: LabelledLake, domain: str, runs: Sequence[Matches], thresholds:
         gold = gold_pairs(lake, T)
         semantic = {(q, c) for q, c in gold if lake.overlap(q, c) < required_matches(T, len(lake.columns[q]))}
         print(
-            f"T={T}: {len(gold)} truly joinable (query, column) pairs, {len(semantic)} of them with equi-join containment < T"
+            f"T={T}: {len(gold)} truly joinable (query, column) pairs, {len(semantic)} of them with equi-join "
+            "containment < T"
         )
         column_rows += [
             {

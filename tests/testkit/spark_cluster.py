@@ -29,7 +29,8 @@ def standalone_cluster(
     one-core worker cannot spread over the machine's other cores as an unpinned one does."""
     if pinned and workers * cores > (os.cpu_count() or 1):
         raise ValueError(
-            f"{workers} pinned worker(s) of {cores} core(s) need {workers * cores} CPUs; this machine has {os.cpu_count()}"
+            f"{workers} pinned worker(s) of {cores} core(s) need {workers * cores} CPUs; this machine has "
+            f"{os.cpu_count()}"
         )
     port, web = free_port(), free_port()
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
