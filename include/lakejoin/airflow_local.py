@@ -73,7 +73,8 @@ class Stack:
     password: str
 
     def stop(self) -> None:
-        stop_groups([p.pid for p in reversed(self.processes.values())])
+        children = list(reversed(self.processes.values()))
+        stop_groups([p.pid for p in children], children)
         for process in self.processes.values():
             process.wait()
         postgres_down(self.config)
@@ -256,12 +257,17 @@ def _pids(processes: dict[str, subprocess.Popen]) -> list[int]:
     return [p.pid for p in processes.values()]
 
 
-def stop_groups(pids: list[int]) -> None:
-    """SIGTERM each process group, then SIGKILL what is left after STOP_GRACE_S."""
+def stop_groups(pids: list[int], children: list[subprocess.Popen] | None = None) -> None:
+    """SIGTERM each process group, then SIGKILL what is left after STOP_GRACE_S. ``children``: the
+    group leaders this process started, reaped as they exit (an unreaped leader keeps its group alive)."""
     for pid in pids:
         _signal_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + STOP_GRACE_S
-    while any(_group_alive(pid) for pid in pids) and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        for child in children or []:
+            child.poll()
+        if not any(_group_alive(pid) for pid in pids):
+            break
         time.sleep(0.5)
     for pid in pids:
         _signal_group(pid, signal.SIGKILL)
