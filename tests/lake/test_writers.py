@@ -65,7 +65,10 @@ def test_a_second_writer_fails_at_once_naming_the_holder_or_waits_for_it(tmp_pat
 
 
 def test_a_killed_writers_lease_expires_and_racing_takeovers_give_it_to_exactly_one(tmp_path: Path) -> None:
-    code = "import sys, time; from lakejoin.lake import lease; lease.acquire(sys.argv[1], 'doomed', 'build-0'); print('held', flush=True); time.sleep(600)"
+    code = (
+        "import sys, time; from lakejoin.lake import lease; lease.acquire(sys.argv[1], 'doomed', 'build-0'); "
+        "print('held', flush=True); time.sleep(600)"
+    )
     doomed = subprocess.Popen(
         [sys.executable, "-c", code, str(tmp_path)],
         stdout=subprocess.PIPE,

@@ -140,7 +140,10 @@ def test_generate_lake_writes_tables_and_truth(lake):
 def test_generate_lake_is_byte_identical_by_seed_across_hash_seeds(lake, tmp_path):
     out, _ = lake
     again = tmp_path / "again"
-    script = "import sys; from lakejoin.testing import generate_lake; generate_lake(sys.argv[1], n_tables=30, seed=11, max_rows=400)"
+    script = (
+        "import sys; from lakejoin.testing import generate_lake; generate_lake(sys.argv[1], n_tables=30, seed=11, "
+        "max_rows=400)"
+    )
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     subprocess.run([sys.executable, "-c", script, str(again)], check=True, env=env)
     assert _hashes(again) == _hashes(out)

@@ -84,4 +84,7 @@ def run_discover(args: argparse.Namespace, config: LakeConfig, spark: Any) -> di
 
 
 def summarize(result: dict[str, Any]) -> str:
-    return f"snapshot {result['snapshot_id']}, {result['method']}: {result['queries']} queries over {result['shards']} shards -> {result['rows']} rows in {result['out']} (version {result['version']}, {result['seconds']} s)"
+    return (
+        f"snapshot {result['snapshot_id']}, {result['method']}: {result['queries']} queries over {result['shards']} "
+        f"shards -> {result['rows']} rows in {result['out']} (version {result['version']}, {result['seconds']} s)"
+    )

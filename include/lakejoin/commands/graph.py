@@ -32,4 +32,7 @@ def summarize(result: dict[str, Any]) -> str:
     if result.get("graph") == "current":
         return f"snapshot {result['snapshot_id']} already has its join graph"
     published = f", published as snapshot {result['published']}" if result["published"] else ", not published"
-    return f"join graph of snapshot {result['snapshot_id']}: {result['edges']} edges over {result['queries']} columns and keys in {result['seconds']} s{published}"
+    return (
+        f"join graph of snapshot {result['snapshot_id']}: {result['edges']} edges over {result['queries']} columns "
+        f"and keys in {result['seconds']} s{published}"
+    )

@@ -35,7 +35,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--transform",
         nargs="?",
         const=LEARN,
-        help=f"learn a transformation ({LEARN} = {DEFAULT_METHOD}, the default when no value is given; or one of {', '.join(METHODS)}) or apply a program text to the query key",
+        help=(
+            f"learn a transformation ({LEARN} = {DEFAULT_METHOD}, the default when no value is given; or one of "
+            f"{', '.join(METHODS)}) or apply a program text to the query key"
+        ),
     )
     parser.add_argument("--prefix", help="prefix of the joined columns (default: the found table's name)")
     parser.add_argument("--out", required=True, help="output file (.parquet or .csv)")

@@ -230,7 +230,10 @@ def describe(record: dict[str, Any]) -> str:
     """The holder as people read it: who, where, what, since when, until when."""
     since = datetime.fromtimestamp(record["acquired_at"], UTC).strftime("%H:%M:%S UTC")
     left = max(float(record["expires_at"]) - time.time(), 0.0)
-    return f"pid {record['pid']} on {record['host']} ({record['command']}; build {record['build_id']}) since {since}, lease expires in {left:.0f} s unless renewed"
+    return (
+        f"pid {record['pid']} on {record['host']} ({record['command']}; build {record['build_id']}) since {since}, "
+        f"lease expires in {left:.0f} s unless renewed"
+    )
 
 
 def _record(command: str, build_id: str, ttl: float) -> dict[str, Any]:

@@ -196,10 +196,16 @@ def _column_drift(config: dict, details: dict, column: str, table: pa.Table) -> 
     examples = ", ".join(repr(v) for v in list(dict.fromkeys(details.get("partial_unexpected_list") or []))[:3])
     if kind == "expect_column_values_to_match_regex":
         now = profile_values(table.column(column).to_pylist(), name=column)["type"]
-        detail = f"type {config['meta']['type']} -> {now}: {details.get('unexpected_count')} values do not parse (e.g. {examples})"
+        detail = (
+            f"type {config['meta']['type']} -> {now}: {details.get('unexpected_count')} values do not parse (e.g. "
+            f"{examples})"
+        )
         return {"kind": "type_changed", "column": column, "detail": detail}
     if kind == "expect_column_values_to_not_be_null":
-        detail = f"null share {details.get('unexpected_percent', 0):.1f}% exceeds the allowed {100 * (1 - config['kwargs']['mostly']):.1f}%"
+        detail = (
+            f"null share {details.get('unexpected_percent', 0):.1f}% exceeds the allowed "
+            f"{100 * (1 - config['kwargs']['mostly']):.1f}%"
+        )
         return {"kind": "null_spike", "column": column, "detail": detail}
     if kind == "expect_column_values_to_be_unique":
         return {

@@ -94,7 +94,10 @@ def _failure_reason(kind: str, result: dict[str, Any], limits: GateLimits) -> st
     if kind == "expect_column_values_to_not_be_null":
         return f"{outcome.get('unexpected_count')} empty header(s)"
     if kind == "expect_column_values_to_be_unique":
-        return f"duplicate headers after normalization: {sorted(set(map(str, outcome.get('partial_unexpected_list') or [])))}"
+        return (
+            "duplicate headers after normalization: "
+            f"{sorted(set(map(str, outcome.get('partial_unexpected_list') or [])))}"
+        )
     if kind == "expect_column_values_to_be_between":
         share = (outcome.get("partial_unexpected_list") or [float("nan")])[0]
         return f"malformed-row share {share:.3f} above {limits.max_malformed_share}"

