@@ -1,7 +1,8 @@
 """The join graph's cost: a full computation against an incremental one after a two-table change.
 
 For each lake built here: the first ``lakejoin run`` (which publishes the first graph with its
-snapshot) and the graph's share of it. For each lake: its graph computed in full (``lakejoin.graph.refresh(full=True)``, written and
+snapshot) and the graph's share of it. For each lake: its graph computed in full (``lakejoin.graph.refresh(full=True)``,
+written and
 published); then two tables' files change (a fifth of their rows dropped, three rows appended),
 the main job runs again, and the graph is updated incrementally. The lake is either built here
 (``--tables``: the bundled lake with N tables, a fresh lake root per size) or an existing lake

@@ -1,7 +1,8 @@
 """HTTP handler speaking CKAN's Action API and Socrata's Discovery API + SODA CSV export.
 
 CKAN: ``/api/3/action/{package_search,package_show,package_list,organization_list,resource_show}``
-(also unversioned ``/api/action/``; GET or POST, JSON or form body) with the ``{"help", "success", "result"}`` envelope and CKAN's
+(also unversioned ``/api/action/``; GET or POST, JSON or form body) with the ``{"help", "success", "result"}`` envelope
+and CKAN's
 error shape and status codes; resource files at ``/dataset/<name>/resource/<id>/download/<file>``.
 Socrata: ``/api/catalog/v1`` (limit/offset) and ``/resource/<4x4>.csv`` ($limit/$offset).
 Downloads carry ETag/Last-Modified and answer conditional requests with 304.

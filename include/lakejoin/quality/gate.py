@@ -2,7 +2,8 @@
 
 A parsed table enters the lake only if it has at least one column and one row, at most
 ``max_columns`` columns, unique non-empty headers after the text normalization
-(``lakejoin.normalize.normalize_text``: headers are names, so "NA" is no null), and at most ``max_malformed_share`` of its rows
+(``lakejoin.normalize.normalize_text``: headers are names, so "NA" is no null), and at most ``max_malformed_share`` of
+its rows
 malformed. Failures are quarantined by ingestion with the GX result JSON as evidence.
 
 Two batches are validated because GX expectations look at one frame at a time: the table

@@ -27,7 +27,8 @@ load spent most of its time parsing their headers.)
   race drops its copy.
 - **Damage.** A record that does not parse, a data file whose size is not the record's, an array
   that does not fit in it or whose CRC-32 is not the record's (checked when a process maps the
-  folder: the whole file is read once; the process that wrote a folder maps it back without reading it again), and arrays the family's ``from_arrays`` rejects make
+  folder: the whole file is read once; the process that wrote a folder maps it back without reading it again), and
+  arrays the family's ``from_arrays`` rejects make
   the load read the Delta files and replace the folder.
 
 A process keeps its mappings (``MAPPED_KEPT`` folders, least recently used dropped), so a

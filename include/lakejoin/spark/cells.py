@@ -1,7 +1,8 @@
 """Spark jobs that turn fetched files into the lake: parse+stage, then melt into ``lake/cells``.
 
 Both run inside executors. Parsing a file also profiles its columns (``lakejoin.profile``,
-once per distinct value) and finds its composite keys (``lakejoin.profile.composite``) — the drift suite of a first version is built from that profile,
+once per distinct value) and finds its composite keys (``lakejoin.profile.composite``) — the drift suite of a first
+version is built from that profile,
 and the pipeline's ``catalog/columns`` rows are those profiles, so no later stage reads the
 cells again to profile them. The driver sees one small outcome per file: its status, its
 quality validation row and one profile row per column.

@@ -2,7 +2,8 @@
 
 Write: each executor task writes its rows as Parquet files inside the table directory
 (``lakejoin.lake.delta.partition_writer``: Hive-style ``col=value/`` folders for partition
-columns, which Delta keeps out of the data files) and returns one small row per file; the driver collects only those rows and commits
+columns, which Delta keeps out of the data files) and returns one small row per file; the driver collects only those
+rows and commits
 them in one Delta transaction through ``lakejoin.lake.delta.commit_files``. A job that dies
 before the commit leaves unreferenced files, which readers never see and vacuum deletes.
 

@@ -7,7 +7,8 @@ computed in executors.
   pass of the same tasks returns only the row-width histogram that chooses the hash size. No
   cell crosses the JVM: the DataFrame build below read the cells in Spark three times (width
   histogram, postings, super keys) and shuffled them twice, and hashed values in Python.
-- Super keys (:func:`build_tables`, incremental builds): the cells are shuffled once, by shard (a table and so each of its rows lives in
+- Super keys (:func:`build_tables`, incremental builds): the cells are shuffled once, by shard (a table and so each of
+its rows lives in
   one shard), and each shard's rows get their keys from the library's ``row_superkeys`` in the
   executors (``applyInArrow``): XASH once per distinct value of the shard, OR per row, packed
   into ``bits/8`` big-endian bytes. (Hashing distinct values lake-wide, joining the words back

@@ -5,7 +5,8 @@ experimental setup): a value's vector is the mean of the vectors of its words.
 
 Words of a value, tried in order: the whole value (single tokens whose punctuation matters,
 such as "u.s."; GloVe has no multi-word entries), then each whitespace token as is ("rep."),
-then the letter/digit runs inside a token that was not found ("korea," -> "korea"). Out-of-vocabulary fallback: a value none of whose words is known
+then the letter/digit runs inside a token that was not found ("korea," -> "korea"). Out-of-vocabulary fallback: a value
+none of whose words is known
 gets a deterministic pseudo-random unit vector seeded by its SHA-256. Identical OOV values
 thus still coincide (distance 0) while any two different OOV values, or an OOV value and a
 word, are nearly orthogonal in 50 dimensions; under a distance threshold an OOV value
