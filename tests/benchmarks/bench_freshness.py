@@ -117,7 +117,8 @@ def main() -> None:
         r = measure(None if size == "all" else int(size))
         results.append(r)
         print(
-            f"{r['tables']:>7}{r['full']['cells']:>12}{_shards(r['incremental']):>22}{r['full_seconds']:>9.1f}{r['incremental_seconds']:>9.1f}{r['incremental_seconds'] / r['full_seconds']:>11.3f}",
+            f"{r['tables']:>7}{r['full']['cells']:>12}{_shards(r['incremental']):>22}{r['full_seconds']:>9.1f}"
+            f"{r['incremental_seconds']:>9.1f}{r['incremental_seconds'] / r['full_seconds']:>11.3f}",
             flush=True,
         )
         stages = ", ".join(

@@ -55,7 +55,8 @@ def main() -> None:
     for label, summary, seconds in (("first", first, first_seconds), ("unchanged", second, second_seconds)):
         written = summary["cells"] if summary["datasets"]["rewritten"] else 0
         print(
-            f"{label:<16}{summary['datasets']['listed']:>10}{summary['datasets']['rewritten']:>11}{written:>12}{seconds:>10.1f}{written / seconds:>12.0f}"
+            f"{label:<16}{summary['datasets']['listed']:>10}{summary['datasets']['rewritten']:>11}{written:>12}"
+            f"{seconds:>10.1f}{written / seconds:>12.0f}"
         )
     print(f"re-run cost ratio (unchanged / first): {second_seconds / first_seconds:.3f}")
     cells = first["cells"]

@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{tree!s:<28} failed: {r['error']}")
             continue
         print(
-            f"{tree!s:<28}{r['postings']:>12,}{r['load_s']:>8.1f}{r['load_peak'] / 2**30:>15.2f}{r['resident'] / 2**30:>14.2f}"
+            f"{tree!s:<28}{r['postings']:>12,}{r['load_s']:>8.1f}{r['load_peak'] / 2**30:>15.2f}"
+            f"{r['resident'] / 2**30:>14.2f}"
             f"  {r['flags']} after {r['flags_s']:.1f} s, peak {r['flags_peak'] / 2**30:.2f} GiB"
         )
     return 0

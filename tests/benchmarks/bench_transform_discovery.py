@@ -121,7 +121,10 @@ def report(
             f"{stages.get('index:qgram', 0):.1f} s"
         )
     print(f"searcher load: JOSIE {loads['josie']:.2f} s, q-gram {loads['qgram']:.2f} s\n")
-    header = f"{'kind':<11}{'queries':>8}{'JOSIE R@k':>11}{'transform R@k':>15}{'JOSIE misses':>14}{'transform R@k there':>21}{'JOSIE p50 s':>13}{'transform p50 s':>17}{'p95 s':>8}"
+    header = (
+        f"{'kind':<11}{'queries':>8}{'JOSIE R@k':>11}{'transform R@k':>15}{'JOSIE misses':>14}"
+        f"{'transform R@k there':>21}{'JOSIE p50 s':>13}{'transform p50 s':>17}{'p95 s':>8}"
+    )
     print(header)
     for kind in [*KINDS, "all"]:
         mine = [r for r in rows if kind in ("all", r["kind"])]
@@ -132,8 +135,10 @@ def report(
         there = sum(r["transform_rank"] is not None for r in misses) / len(misses) if misses else float("nan")
         times = [r["transform_s"] for r in mine]
         print(
-            f"{kind:<11}{len(mine):>8}{sum(r['josie_hit'] for r in mine) / len(mine):>11.3f}{recall:>15.3f}{len(misses):>14}{there:>21.3f}"
-            f"{statistics.median(r['josie_s'] for r in mine):>13.3f}{statistics.median(times):>17.2f}{percentile(times, 0.95):>8.2f}"
+            f"{kind:<11}{len(mine):>8}{sum(r['josie_hit'] for r in mine) / len(mine):>11.3f}{recall:>15.3f}"
+            f"{len(misses):>14}{there:>21.3f}"
+            f"{statistics.median(r['josie_s'] for r in mine):>13.3f}{statistics.median(times):>17.2f}"
+            f"{percentile(times, 0.95):>8.2f}"
         )
     left = sum(r["left"] for r in rows)
     if left:
