@@ -5,7 +5,7 @@ and write the ranked answers as a Delta table (``lakejoin.spark.discover``).
 
 The arguments are those of ``lakejoin discover``; the master comes from spark-submit (or
 ``--spark-master`` when run as a plain script).
-"""
+"""  # noqa: E501 (the spark-submit command line is copied whole)
 
 from __future__ import annotations
 

@@ -34,7 +34,8 @@ name = lambda ti: ti.task_id + ("" if ti.map_index < 0 else f"[{ti.map_index}]")
 states = {name(ti): str(ti.state) for ti in run.get_task_instances()}
 returned = {name(ti): ti.xcom_pull(task_ids=ti.task_id, map_indexes=ti.map_index) for ti in run.get_task_instances()}
 upstream = {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}
-print("DAGRUN_RESULT " + json.dumps({"state": str(run.state), "tasks": states, "returned": returned, "upstream": upstream}, default=str))
+result = {"state": str(run.state), "tasks": states, "returned": returned, "upstream": upstream}
+print("DAGRUN_RESULT " + json.dumps(result, default=str))
 """
 
 

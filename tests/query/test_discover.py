@@ -333,7 +333,9 @@ from lakejoin.spark.session import get_spark
 home, url, out, batches = sys.argv[1], sys.argv[2], Path(sys.argv[3]), json.loads(sys.argv[4])
 spark = get_spark(url)
 for family, (spec, columns, params) in batches.items():
-    print(json.dumps(discover(spark, LakeConfig(home=Path(home)), family, spec, out / family, k=int(sys.argv[5]), params=params, columns=columns)))
+    config = LakeConfig(home=Path(home))
+    result = discover(spark, config, family, spec, out / family, k=int(sys.argv[5]), params=params, columns=columns)
+    print(json.dumps(result))
 """
 
 

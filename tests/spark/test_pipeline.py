@@ -23,7 +23,10 @@ EDGE_CASES = {
     "latin1.csv": "town,country\nZürich,Schweiz\nMálaga,España\n".encode("latin-1"),
     "bom.csv": "\ufeffcode,name\nAT,Austria\nDE,Germany\n".encode("utf-8"),
     "quoted.csv": b'id,note\n1,"line one\nline two"\n2,"a, b"\n',
-    "ragged.csv": b"a,b,c\n1,2,3\n4,5,6\n7,8,9\n10,11,12\n13,14,15\n16,17,18\n19,20,21\n22,23,24\n25,26,27\n28,29,30\n31,32,33\n34,35,36\n37,38,39\n40,41,42\n43,44,45\n46,47,48\n49,50,51\n52,53,54\n55,56,57\n58,59\n",
+    "ragged.csv": (
+        b"a,b,c\n1,2,3\n4,5,6\n7,8,9\n10,11,12\n13,14,15\n16,17,18\n19,20,21\n22,23,24\n25,26,27\n28,29,30\n"
+        b"31,32,33\n34,35,36\n37,38,39\n40,41,42\n43,44,45\n46,47,48\n49,50,51\n52,53,54\n55,56,57\n58,59\n"
+    ),
     "junk.csv": bytes(range(256)) * 8,
     "error_page.csv": b"<!DOCTYPE html><html><body>503 Service Unavailable</body></html>",
     "empty.csv": b"",

@@ -152,7 +152,8 @@ class PortalHandler(BaseHTTPRequestHandler):
 
     @property
     def base_url(self) -> str:
-        return f"http://{self.headers.get('Host') or '{}:{}'.format(*cast(tuple[str, int], self.server.server_address)[:2])}"
+        host, port = cast(tuple[str, int], self.server.server_address)[:2]
+        return f"http://{self.headers.get('Host') or f'{host}:{port}'}"
 
     def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
         self.send_response(status)
