@@ -17,6 +17,7 @@ from lakejoin.profile.join_quality import (
     key_order,
     name_similarity,
     quality,
+    row_numbers,
     semantic_quality,
     words,
 )
@@ -56,7 +57,7 @@ def test_many_to_many_joins_rank_low_and_show_their_row_growth() -> None:
 
 
 def test_flags_and_decimals_are_demoted() -> None:
-    flag = quality(Side("ok", "string", 100, 2), Side("valid", "string", 2, 2), 2, 0.5)
+    flag = quality(Side("ok", "string", 100, 2), Side("valid", "string", 2, 2), 2, 0.1)  # Y/N: in most columns
     assert flag.score < MIN_QUALITY and "flag" in flag.reason
     measures = quality(Side("x", "decimal", 100, 100), Side("y", "decimal", 100, 100), 100, 0.9)
     assert measures.score < quality(Side("x", "string", 100, 100), Side("y", "string", 100, 100), 100, 0.9).score
@@ -110,3 +111,23 @@ def test_the_smallest_recognisable_key_comes_first() -> None:
     assert real < accidental
     runs = Side("R", "integer", 100_000, 180)  # a count with many values
     assert key_order([player, year, stint], [0, 1, 2]) < key_order([player, year, runs], [0, 1, 9])
+
+
+def test_a_row_numbering_key_counts_only_when_the_names_agree() -> None:
+    """Every table numbers its rows 1..n: a join into a numbering is an accident unless the
+    names say it is an id (Chinook's ArtistId is 1..275 and is the key albums reference)."""
+    assert row_numbers("integer", 275, 275, 0, 1.0, 275.0) and not row_numbers("integer", 275, 275, 0, 1.0, 300.0)
+    numbering = Side("rownames", "integer", 500, 500, "survey.csv", row_numbers=True)
+    record = Side("record_id", "integer", 400, 400, "surveys.csv")
+    accident = quality(record, numbering, 400, 0.6)
+    assert accident.reason.startswith("their key is a row numbering") and accident.score < MIN_QUALITY
+    artist = Side("ArtistId", "integer", 275, 275, "Artist.csv", row_numbers=True)
+    album = Side("ArtistId", "integer", 347, 204, "Album.csv")
+    assert quality(album, artist, 204, 0.6).reason == "all your values are keys of theirs"
+
+
+def test_a_few_rare_codes_are_not_a_flag() -> None:
+    """Three airport codes of a key table are rare in the lake; Y/N is everywhere."""
+    origin, faa = Side("origin", "identifier", 26_000, 3), Side("faa", "identifier", 1458, 1458)
+    rare, common = quality(origin, faa, 3, 0.8), quality(origin, faa, 3, 0.05)
+    assert rare.score > 2 * common.score and "flag" in common.reason

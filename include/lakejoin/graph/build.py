@@ -433,7 +433,10 @@ def set_profiles(loaded: LoadedSnapshot, column_ids: np.ndarray) -> SetProfiles:
     dataset_ids = catalog.field_of(column_ids, "dataset_id")
     titles = np.array([(loaded.datasets.get(d) or {}).get("title") or "" for d in dataset_ids], dtype=object)
     rows = np.array([r or 0 for r in catalog.field_of(column_ids, "count")], dtype=np.int64)
-    return SetProfiles(rows, catalog.field_of(column_ids, "type"), catalog.field_of(column_ids, "name"), titles)
+    numbering = np.array([catalog[c].row_numbers if c in catalog else False for c in column_ids.tolist()], dtype=bool)
+    return SetProfiles(
+        rows, catalog.field_of(column_ids, "type"), catalog.field_of(column_ids, "name"), titles, numbering
+    )
 
 
 def _mate(

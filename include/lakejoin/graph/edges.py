@@ -157,15 +157,19 @@ class SetProfiles:
     types: np.ndarray  # object: the column's type
     names: np.ndarray  # object: the column's name
     titles: np.ndarray  # object: its dataset's title
+    row_numbers: np.ndarray  # bool: its values are its table's row numbers 1..n
 
     @classmethod
     def unknown(cls, n: int) -> SetProfiles:
         """Profiles of sets the catalog does not describe: every set a key of unknown type."""
-        return cls(np.zeros(n, np.int64), np.full(n, None, object), np.full(n, "", object), np.full(n, "", object))
+        empty = np.full(n, "", object)
+        return cls(np.zeros(n, np.int64), np.full(n, None, object), empty, empty, np.zeros(n, bool))
 
     def side(self, row: int, distinct: int) -> Side:
         rows = int(self.rows[row]) or distinct
-        return Side(self.names[row] or "", self.types[row], rows, distinct, self.titles[row] or "")
+        return Side(
+            self.names[row] or "", self.types[row], rows, distinct, self.titles[row] or "", bool(self.row_numbers[row])
+        )
 
 
 @dataclass

@@ -131,7 +131,9 @@ def _side(loaded: LoadedSnapshot, column_id: int, distinct: int | None = None) -
     if info is None:
         return Side("", None, distinct or 0, distinct or 0)
     values = distinct if distinct is not None else info.distinct or 0
-    return Side(info.name, info.type, info.count or values, values, _title(loaded, info.dataset_id) or "")
+    return Side(
+        info.name, info.type, info.count or values, values, _title(loaded, info.dataset_id) or "", info.row_numbers
+    )
 
 
 def _tuples_bound(loaded: LoadedSnapshot, column_ids: Sequence[int]) -> int:

@@ -20,8 +20,9 @@ For a join of a column ``F`` (the *foreign* side: the less unique one) into a co
 - ``informativeness`` — the mean, over the shared values, of ``1 - ln f(v) / ln N`` where
   ``f(v)`` is the number of the lake's ``N`` columns holding ``v`` (its posting-list
   length): "shares 200 rare identifiers" beats "shares 300 small integers";
-- ``shape`` — low-cardinality flags (a handful of shared values) and measures (decimals, and
-  integer columns that are not key-like on either side) are demoted;
+- ``shape`` — low-cardinality flags (a handful of shared values, unless they are rare in the
+  lake), measures (decimals, and integer columns that are not key-like on either side) and keys
+  that are a table's row numbering 1..n (unless the names agree: ``ArtistId``) are demoted;
 - ``name`` — how alike the column names are (or the foreign column's name and the key table's
   title plus its column name: ``ArtistId`` → ``Artist.Id``). Names only break ties: their weight
   grows as the shared values carry less information, and a score without content stays low.
@@ -51,6 +52,7 @@ FLAG_VALUES = 3  # sharing this few distinct values is a flag's join (Y/N, 0/1, 
 MEASURE_SHAPE = 0.5  # a non-key numeric join
 DECIMAL_SHAPE = 0.25  # decimals are measurements: unique by accident, equal by coincidence
 SEMANTIC_FACTOR = 0.8  # a semantic match is weaker evidence than an equal value
+ROW_NUMBERS_SHAPE = 0.35  # a key that is the row numbering 1..n: every table has one, so it meets by accident
 MIN_QUALITY = 0.2  # below this a join is listed as weak, after the joins worth making
 NUMERIC = frozenset({"integer", "decimal"})
 
@@ -64,6 +66,7 @@ class Side:
     rows: int  # non-null cells
     distinct: int
     table: str = ""  # the dataset's title (for the name part)
+    row_numbers: bool = False  # its values are exactly the row numbers 1..n (or 0..n-1)
 
     @property
     def uniqueness(self) -> float:
@@ -110,7 +113,7 @@ def content_scores(
     unique_k = np.where(key_is_b, unique_b, unique_a)
     containment = overlap / np.maximum(size_f, 1)
     coverage = overlap / np.maximum(size_k, 1)
-    flags = np.where(overlap <= FLAG_VALUES, (overlap / (FLAG_VALUES + 1)) ** 2, 1.0)
+    flags = flag_part(overlap, informativeness)
     return (
         keyness(unique_k)
         * containment**2
@@ -118,6 +121,27 @@ def content_scores(
         * (0.5 + 0.5 * np.sqrt(coverage))
         * numeric_shape
         * flags
+    )
+
+
+def flag_part(overlap: np.ndarray, informativeness: np.ndarray) -> np.ndarray:
+    """Sharing at most ``FLAG_VALUES`` values is a flag's join (Y/N, 0/1) unless the values are
+    rare in the lake (three airport codes of a key table): the demotion fades as they are rarer."""
+    demoted = (overlap / (FLAG_VALUES + 1)) ** 2
+    return np.where(overlap <= FLAG_VALUES, 1.0 - (1.0 - demoted) * (1.0 - informativeness), 1.0)
+
+
+def row_numbers(
+    type_: str | None, count: int, distinct: int, nulls: int, low: float | None, high: float | None
+) -> bool:
+    """Whether a profiled column holds exactly the row numbers 1..n (or 0..n-1) of its table."""
+    return (
+        type_ == "integer"
+        and nulls == 0
+        and distinct == count > 0
+        and low in (0.0, 1.0)
+        and high is not None
+        and high == low + count - 1
     )
 
 
@@ -149,20 +173,24 @@ def quality(a: Side, b: Side, overlap: int, informativeness: float) -> Quality:
     name = name_similarity(a, b)
     weight = NAME_WEIGHT * (1.0 - informativeness)
     key, foreign = (b, a) if unique_b >= unique_a else (a, b)
+    numbering = key.row_numbers and name < 0.5  # names that agree make a numbering a real id (ArtistId)
     cardinality = _cardinality(unique_a, unique_b)
     growth = (key.rows / key.distinct) if key.distinct else 1.0
     containment = overlap / foreign.distinct if foreign.distinct else 0.0
+    flags = float(flag_part(np.array([overlap]), np.array([informativeness]))[0])
     return Quality(
-        score=content * (1.0 - weight + weight * name),
+        score=content * (1.0 - weight + weight * name) * (ROW_NUMBERS_SHAPE if numbering else 1.0),
         keyness=float(keyness(key.uniqueness)),
         containment=containment,
         coverage=overlap / key.distinct if key.distinct else 0.0,
         informativeness=informativeness,
-        shape=shape if overlap > FLAG_VALUES else shape * (overlap / (FLAG_VALUES + 1)) ** 2,
+        shape=shape * flags * (ROW_NUMBERS_SHAPE if numbering else 1.0),
         name=name,
         cardinality=cardinality,
         growth=growth,
-        reason=_reason(cardinality, overlap, containment, informativeness, growth, a.type in NUMERIC),
+        reason="their key is a row numbering (1..n): every table has one"
+        if numbering
+        else _reason(cardinality, overlap, containment, informativeness, growth, a.type in NUMERIC),
     )
 
 

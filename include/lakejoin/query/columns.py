@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakejoin.lake.schemas import COLUMNS_SCHEMA
+from lakejoin.profile.join_quality import row_numbers
 
 
 @dataclass
@@ -36,6 +37,15 @@ class ColumnInfo:
     key_candidate: bool | None = None
     semantic_type: str | None = None
     count: int | None = None  # non-null cells
+    numeric_min: float | None = None  # numeric columns' range (join quality: row numberings)
+    numeric_max: float | None = None
+
+    @property
+    def row_numbers(self) -> bool:
+        """Its values are exactly its table's row numbers 1..n (or 0..n-1)."""
+        return row_numbers(
+            self.type, self.count or 0, self.distinct or 0, self.nulls or 0, self.numeric_min, self.numeric_max
+        )
 
 
 class ColumnCatalog(Mapping[int, ColumnInfo]):
