@@ -18,7 +18,8 @@ tables that reference the same key as it, or a key it is referenced by (same-key
 The quality rank's order is ``related`` then ``weak``, as listed. The overlap rank lists edges;
 its table order is each table's first appearance when all its edges are sorted by overlap
 descending, across kinds. Metrics, averaged over the query tables of each database and of all:
-precision@5 (good among the first five), recall@5 (direct partners among the first five over
+precision@5 (good among the first five the rank lists as related: for the quality rank its
+``related`` list, not the ``weak`` joins it sets apart), recall@5 (direct partners among the first five over
 min(5, #direct partners)), MRR (reciprocal rank of the first good table), NDCG@10 (the gains
 above, against the ideal order of all good tables).
 """
@@ -171,8 +172,11 @@ def truth_of(database: str, keys: Sequence[ForeignKey]) -> dict[tuple[str, str],
     return truth
 
 
-def precision_at(ranking: Sequence[tuple[str, str]], truth: Truth, k: int = TOP) -> float:
-    return sum(1 for t in ranking[:k] if truth.gain(t)) / k
+def precision_at(ranking: Sequence[tuple[str, str]], truth: Truth, k: int = TOP, listed: int | None = None) -> float:
+    """Good tables among the first ``k`` the rank lists as related (``listed``: how many it
+    claims; the quality rank puts its weak joins apart), 0 when it lists none."""
+    shown = min(k, len(ranking) if listed is None else listed)
+    return sum(1 for t in ranking[:shown] if truth.gain(t)) / shown if shown else 0.0
 
 
 def recall_at(ranking: Sequence[tuple[str, str]], truth: Truth, k: int = TOP) -> float:
@@ -194,8 +198,9 @@ def ndcg_at(ranking: Sequence[tuple[str, str]], truth: Truth, k: int = NDCG_DEPT
 METRICS = {"P@5": precision_at, "R@5": recall_at, "MRR": reciprocal_rank, "NDCG@10": ndcg_at}
 
 
-def scores(ranking: Sequence[tuple[str, str]], truth: Truth) -> dict[str, float]:
-    return {name: metric(ranking, truth) for name, metric in METRICS.items()}
+def scores(ranking: Sequence[tuple[str, str]], truth: Truth, listed: int) -> dict[str, float]:
+    found = {name: metric(ranking, truth) for name, metric in METRICS.items()}
+    return {**found, "P@5": precision_at(ranking, truth, listed=listed)}
 
 
 # -- the rankings ----------------------------------------------------------------------------------
@@ -274,7 +279,8 @@ def evaluate(
             answer = related(loaded, ids[table], rank=rank)
             titles = {n["dataset_id"]: ("lake", n["table"]) for n in entries(answer)}
             ranking = [names.get(i) or titles[i] for i in table_order(answer, rank)]
-            found = per_query[rank][table] = scores(ranking, expected)
+            listed = len(answer["related"]) if rank == "quality" else len(ranking)
+            found = per_query[rank][table] = scores(ranking, expected, listed)
             if found["NDCG@10"] < 1 or found["R@5"] < 1:
                 misses[rank].append(Miss(found["NDCG@10"], table, expected, answer, ranking[:TOP]))
     print(f"{len(databases)} databases, {len(files)} tables, {distractors} distractors; {len(truth)} query tables")

@@ -68,6 +68,8 @@ def test_metrics_on_a_hand_made_ranking() -> None:
     truth = Truth(direct={("d", "a"), ("d", "b")}, siblings={("d", "s")})
     ranking = [("x", "1"), ("d", "s"), ("d", "a"), ("x", "2"), ("x", "3"), ("d", "b")]
     assert precision_at(ranking, truth) == 2 / 5
+    assert precision_at(ranking, truth, listed=3) == 2 / 3  # three listed as related, the rest weak
+    assert precision_at(ranking, truth, listed=0) == 0.0
     assert recall_at(ranking, truth) == 1 / 2
     assert reciprocal_rank(ranking, truth) == 1 / 2
     found = 1 / math.log2(3) + 2 / math.log2(4) + 2 / math.log2(7)
