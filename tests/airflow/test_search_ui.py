@@ -156,8 +156,8 @@ def test_a_results_score_sorting_and_join_preview(page, engine: QueryEngine, ids
     best = expected[0]
     score = page.find_element(By.CSS_SELECTOR, "#results tr.result .score-text").text
     assert (
-        score
-        == f"{best['overlap']:,} of {round(best['overlap'] / best['containment']):,} values, {percent(best['containment'])}"
+        score == f"{best['overlap']:,} of {round(best['overlap'] / best['containment']):,} values, "
+        f"{percent(best['containment'])}"
     )
     # sortable: by table title, then back to rank
     page.find_element(By.CSS_SELECTOR, "th[data-sort=table] button").click()

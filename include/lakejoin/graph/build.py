@@ -12,11 +12,11 @@ products are cheap. Then, for MATE and PEXESO,
 - the changed datasets' queries are searched against the whole snapshot;
 - every unchanged query keeps its list without its edges to changed datasets and merges into it
   the neighbours found by the *reverse search*: the query searched against the changed datasets
-  alone (their shards, ``LoadedSnapshot.load_shards``, and in those only their rows), then the best k of the union by the kinds' total order
-  (``edges.best``). A neighbour the previous list did not hold ranks after its k-th, so the
-  union's best k is the new list unless an edge to a changed dataset left a place that such a
-  neighbour could take (the union short of k, or its k-th ranking after the previous k-th): only
-  then is the query searched again in full (``_known``);
+  alone (their shards, ``LoadedSnapshot.load_shards``, and in those only their rows), then the best
+  k of the union by the kinds' total order (``edges.best``). A neighbour the previous list did not
+  hold ranks after its k-th, so the union's best k is the new list unless an edge to a changed
+  dataset left a place that such a neighbour could take (the union short of k, or its k-th ranking
+  after the previous k-th): only then is the query searched again in full (``_known``);
 - MATE leaves out of the reverse search a key whose k-th overlap exceeds every changed table's
   row count, and keeps a refused key refused without a search when the table that refused it
   does so under any floor and both are unchanged (``_mate``); PEXESO reverse-searches only the

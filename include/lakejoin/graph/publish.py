@@ -5,12 +5,12 @@ A build publishes its snapshot with its graph (:func:`graph_of_versions`, called
 versions about to be pinned is computed, incrementally from the graph last written, and its
 tables are pinned in the same snapshot.
 
-:func:`refresh` (``lakejoin graph``, the graph DAG) is for a snapshot published without one (a
-build run with ``--no-graph``, or another ``k``): the graph of snapshot N is computed (incrementally from the graph last written, when there is
-one), written to ``graph/``, and published as snapshot N+1: N's table versions plus the new
-graph tables, so a reader of N+1 gets N's data with its own graph. Publishing holds the lake's
-write lease like every build; if a newer snapshot appeared meanwhile the graph is written but
-not published (the newer snapshot's own graph run will publish one).
+:func:`refresh` (``lakejoin graph``, the graph DAG) is for a snapshot published without one (a build
+run with ``--no-graph``, or another ``k``): the graph of snapshot N is computed (incrementally from
+the graph last written, when there is one), written to ``graph/``, and published as snapshot N+1:
+N's table versions plus the new graph tables, so a reader of N+1 gets N's data with its own graph.
+Publishing holds the lake's write lease like every build; if a newer snapshot appeared meanwhile the
+graph is written but not published (the newer snapshot's own graph run will publish one).
 """
 
 from __future__ import annotations

@@ -158,7 +158,8 @@ def graph_status(loaded: LoadedSnapshot, graph: Graph | None) -> dict[str, Any]:
     status = {"current": current, "snapshot_id": graph.stats["snapshot_id"] if not current else loaded.snapshot_id}
     if not current:
         status["note"] = (
-            f"the join graph is from snapshot {graph.stats['snapshot_id']}, an earlier state of the lake; the graph of snapshot {loaded.snapshot_id} is not computed yet"
+            f"the join graph is from snapshot {graph.stats['snapshot_id']}, an earlier state of the lake; "
+            f"the graph of snapshot {loaded.snapshot_id} is not computed yet"
         )
     return status
 

@@ -19,8 +19,8 @@ with that of reading the next batch of lists (benefit Eqs. 3.9–3.12), and does
 The prefix filter (§3.2.2) stops new candidates, the position filter (Eqs. 3.2, 3.6)
 drops candidates that cannot reach |Q ∩ X_k|, and only the last list of each duplicate
 group is read, the skipped lists adding to every partial overlap in it (§3.4.1:
-``partial[s] += skipped + 1``; the released code overwrote the count instead of adding). The read costs S and L are fitted to this
-process's arrays when the index is loaded (``cost.py``).
+``partial[s] += skipped + 1``; the released code overwrote the count instead of adding). The read
+costs S and L are fitted to this process's arrays when the index is loaded (``cost.py``).
 
 [D] In memory a decision is not free next to the reads it weighs: it scans every unread
 candidate (the estimation overhead). So the per-set state a posting

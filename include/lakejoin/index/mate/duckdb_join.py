@@ -44,7 +44,8 @@ class DuckDBJoin:
         for i in range(1, m):
             earlier = ", ".join(f"c{j}.column_id" for j in range(i))
             joins.append(
-                f"JOIN cells c{i} ON c{i}.dataset_id = c0.dataset_id AND c{i}.row_id = c0.row_id AND c{i}.value = q.k{i} AND c{i}.column_id NOT IN ({earlier})"
+                f"JOIN cells c{i} ON c{i}.dataset_id = c0.dataset_id AND c{i}.row_id = c0.row_id "
+                f"AND c{i}.value = q.k{i} AND c{i}.column_id NOT IN ({earlier})"
             )
         mapping = ", ".join(f"c{i}.column_id AS m{i}" for i in range(m))
         ordered = ", ".join(f"m{i}" for i in range(m))

@@ -35,7 +35,10 @@ REFUSED = -1  # the count of supported rows the verification functions return fo
 # first (``_pair_mappings``, no row written): a table that will pass SUPPORTED_LIMIT is refused
 # then, with the same error, instead of after writing 16 M rows (1-1.6 s a refusal).
 COUNT_FROM = 1 << 20
-REFUSAL = "MATE: the key's values match over 16 M (column mapping, query row) pairs in one table; choose key columns with more distinct values (flags and small codes sit in many columns at once)"
+REFUSAL = (
+    "MATE: the key's values match over 16 M (column mapping, query row) pairs in one table; "
+    "choose key columns with more distinct values (flags and small codes sit in many columns at once)"
+)
 # The row filter's output held at once, in (PL item, query row) pairs (two int64 arrays, 64 MiB):
 # a table with more pairs is filtered and verified in slices of its items. A query whose initial
 # column has few values meets a large table in billions of pairs (weather's key against flights),

@@ -207,9 +207,10 @@ class MateSearcher:
         """Top-k tables joinable with ``query`` on the composite key ``columns`` (Algorithm 1).
 
         Each result: ``dataset_id``, ``joinability`` (distinct query key tuples found, an int),
-        ``share`` (``joinability`` over the query's distinct non-null key tuples), ``mapping`` {query column: candidate column_id}, ``matched_sample`` (up to 5 matched
-        key tuples, normalized) and ``rows_verified`` (pairs of candidate row and query row
-        that passed the super-key filter), ranked by joinability, then dataset id.
+        ``share`` (``joinability`` over the query's distinct non-null key tuples), ``mapping``
+        {query column: candidate column_id}, ``matched_sample`` (up to 5 matched key tuples,
+        normalized) and ``rows_verified`` (pairs of candidate row and query row that passed the
+        super-key filter), ranked by joinability, then dataset id.
         ``initial_rule`` chooses q' when ``initial_column`` is None: ``"pl_items"`` (fewest PL
         items) or the paper's ``"cardinality"`` (see ``initial_column_selection``). ``query``
         may be ``key_query(frame, columns)``, made once to search several indexes (shards).
