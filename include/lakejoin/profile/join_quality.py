@@ -47,7 +47,7 @@ import numpy as np
 
 KEYNESS_POWER = 8  # uniqueness 0.99 -> 0.92, 0.9 -> 0.43, 0.5 -> 0.004
 KEY_UNIQUENESS = 0.99  # a side this unique is a key (real keys carry a few duplicates)
-NAME_WEIGHT = 0.4
+NAME_WEIGHT = 0.6
 FLAG_VALUES = 3  # sharing this few distinct values is a flag's join (Y/N, 0/1, a handful of codes)
 MEASURE_SHAPE = 0.5  # a non-key numeric join
 DECIMAL_SHAPE = 0.25  # decimals are measurements: unique by accident, equal by coincidence
