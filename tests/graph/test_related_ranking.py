@@ -31,7 +31,8 @@ from lakejoin.query.snapshot import load_snapshot
 
 pytestmark = pytest.mark.spark
 
-FAMILIES = "josie,mate"
+# the session's Spark master (tests/conftest.py): another one would stop the session other tests hold
+RUN_OPTIONS = ("--families", "josie,mate", "--spark-master", "local[2]", "--json")
 
 
 def planted_sources(folder: Path) -> None:
@@ -85,7 +86,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
     root = tmp_path_factory.mktemp("planted")
     planted_sources(root / "sources")
     home = str(root / "home")
-    run_cli("run", "--home", home, "--source", f"folder:{root / 'sources'}", "--families", FAMILIES, "--json")
+    run_cli("run", "--home", home, "--source", f"folder:{root / 'sources'}", *RUN_OPTIONS)
     return home, root / "sources"
 
 
@@ -158,7 +159,7 @@ def test_a_run_updates_the_graph_incrementally_and_no_graph_leaves_it_to_later(l
     (sources / "rooms.csv").unlink()
     frame = pd.read_csv(sources / "patients.csv")
     frame.iloc[: len(frame) // 2].to_csv(sources / "patients.csv", index=False)
-    argv = ("run", "--home", home, "--source", f"folder:{sources}", "--families", FAMILIES, "--json")
+    argv = ("run", "--home", home, "--source", f"folder:{sources}", *RUN_OPTIONS)
     changed = run_cli(*argv)
     assert not changed["graph"]["full"] and changed["graph"]["changed_datasets"] == 2
     config = LakeConfig.from_args(home)
