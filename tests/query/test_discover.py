@@ -246,15 +246,20 @@ def test_batch_discovery_equals_the_engine_for_every_family_on_local(
             tmp_path / family, engine, family, resolve_queries(loaded, family, spec, columns), params
         )
     assert all(found.values()), found  # every family found something
-    # a table file as the query set: the same answer as `lakejoin search --table`
-    table = tmp_path / "mine.csv"
-    loaded.staged_table(in_memory["ids"]["airlines.csv"]).to_pandas().to_csv(table, index=False)
-    discover(spark, sharded_lake, "josie", str(table), tmp_path / "file", k=K, columns=["carrier"])
+    # a table file as the query set: the same answer as `lakejoin search --table`; a file with the
+    # bytes of a lake table is that table, in both (not its own result)
     from lakejoin.spark.discover import read_answers
 
-    assert [json.loads(r["result"]) for r in read_answers(tmp_path / "file")] == engine.search(
-        "josie", ["carrier"], table=read_table_file(table), k=K
-    )["results"]
+    airlines = loaded.staged_table(in_memory["ids"]["airlines.csv"]).to_pandas()
+    mine, itself = tmp_path / "mine.csv", tmp_path / "airlines.csv"
+    airlines[["carrier"]].to_csv(mine, index=False)
+    airlines.to_csv(itself, index=False)
+    for table, folder in ((mine, tmp_path / "file"), (itself, tmp_path / "itself")):
+        discover(spark, sharded_lake, "josie", str(table), folder, k=K, columns=["carrier"])
+        answers = [json.loads(r["result"]) for r in read_answers(folder)]
+        assert answers == engine.search("josie", ["carrier"], table=read_table_file(table), k=K)["results"]
+        in_lake = table == itself
+        assert any(a["dataset_id"] == in_memory["ids"]["airlines.csv"] for a in answers) != in_lake
 
 
 def test_search_with_spark_equals_the_engine(sharded_lake: LakeConfig, in_memory: dict, spark) -> None:

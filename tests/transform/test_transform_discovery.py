@@ -387,4 +387,5 @@ def test_auto_falls_back_to_transform_and_the_cli_prints_the_program(planted: di
             == 0
         )
     text = out.getvalue()
-    assert "rows joined (share)" in text and ids[plant.planted] in text and auto["results"][0]["program"][:40] in text
+    # the CLI names tables by title (plant.planted is the planted table's file name)
+    assert "rows joined (share)" in text and plant.planted in text and auto["results"][0]["program"][:40] in text

@@ -46,7 +46,7 @@ from lakejoin.lake.manifest import read_manifest
 from lakejoin.query.engine import check_params
 from lakejoin.query.family import FamilyQuery, ask, family_query, load_columns, load_searcher, merge, results
 from lakejoin.query.snapshot import LoadedSnapshot, load_snapshot
-from lakejoin.query.tables import dataset_table, read_table_file
+from lakejoin.query.tables import dataset_table, in_lake, read_table_file
 from lakejoin.spark.delta import write_table
 
 FAIL_FIRST_ATTEMPT_VARIABLE = FAIL_DISCOVER_SHARD.name  # a test fault switch
@@ -193,7 +193,7 @@ def _query_tables(loaded: LoadedSnapshot, spec: str | Sequence[str]) -> list[dic
             if path.is_dir()
             else [path]
         )
-        return [_file_query(f) for f in files]
+        return [_file_query(loaded, f) for f in files]
     else:
         ids = [d.strip() for d in spec.split(",")] if isinstance(spec, str) else list(spec)
         ids = [d for d in ids if d]
@@ -208,10 +208,11 @@ def _is_path(spec: str) -> bool:
         return False
 
 
-def _file_query(path: Path) -> dict[str, Any]:
-    table = read_table_file(path)
+def _file_query(loaded: LoadedSnapshot, path: Path) -> dict[str, Any]:
+    """A table file as a query; a file with a lake dataset's bytes is that dataset (not its own result)."""
+    table = in_lake(loaded, read_table_file(path))
     return {
-        "dataset_id": None,
+        "dataset_id": table.dataset_id,
         "table": table.name,
         "staged_path": None,
         "frame": {c: table.column_values(c) for c in table.table.column_names},
@@ -491,7 +492,7 @@ def search_on_spark(
     if errors:
         raise ValueError(errors[0])
     loaded = load_snapshot(config, snapshots.resolve(config, summary["snapshot_id"]))
-    query = read_table_file(table_file) if table_file else dataset_table(loaded, dataset_id or "")
+    query = in_lake(loaded, read_table_file(table_file)) if table_file else dataset_table(loaded, dataset_id or "")
     return {
         "snapshot_id": summary["snapshot_id"],
         "method": method,
