@@ -99,7 +99,7 @@ def measure(searcher, con, queries: list[list[str]], k: int, repeats: int = 1) -
     method read the same lists.
     The in-memory methods run each query ``repeats`` times and keep the fastest of each time;
     they are single-threaded, so their CPU time (``time.thread_time``) is what decides the
-    comparison on a shared machine. DuckDB (multi-threaded, so only wall time means something;
+    comparison on a busy machine. DuckDB (multi-threaded, so only wall time means something;
     hundreds of milliseconds per query) runs once.
     """
     out = {m: {key: [] for key in ("wall", "cpu", "core", "core_cpu", "lists", "sets")} for m in METHODS}

@@ -28,7 +28,7 @@ and checks that all four return the same columns and that PEXESO's matched count
 force's. The three run round-robin query by
 query in one process, so machine load hits them alike. "speed-up" is brute force's p50 (or
 p95) wall time over the method's; "cpu s-up" the same on CPU time (process time: all threads,
-Verify's column workers and brute force's BLAS threads alike), which a shared machine's
+Verify's column workers and brute force's BLAS threads alike), which a busy machine's
 waiting does not inflate. ``--single-thread`` runs every method on one thread (numba and
 OpenBLAS), where CPU time is the verdict that other jobs on the machine cannot sway. Each
 call starts after a pause (``SETTLE_S``). Run:
@@ -72,7 +72,7 @@ METHODS = ("PEXESO", "PEXESO >=T", "PEXESO-H", "brute force")
 # 8 ms after a pause, at 25k vectors); the pause lets every call start on a quiet process
 SETTLE_S = 0.25
 # --single-thread: one thread for every method (numba's Verify workers, OpenBLAS), so CPU time
-# is a verdict that a shared machine's load cannot sway; BLAS reads these at numpy's import
+# is a verdict that a busy machine's load cannot sway; BLAS reads these at numpy's import
 SINGLE_THREAD_ENV = {
     "NUMBA_NUM_THREADS": "1",
     "OPENBLAS_NUM_THREADS": "1",
@@ -187,7 +187,7 @@ def round_robin(
 
     Each method comes with its CPU clock (``time.process_time``: all threads, as both Verify
     and BLAS run on several). Query by query, every method in turn (the first method
-    rotates, each call after a ``SETTLE_S`` pause), so load changes on a shared machine hit
+    rotates, each call after a ``SETTLE_S`` pause), so load changes on a busy machine hit
     all methods alike and no method pays for another's idle threads.
     """
     names = list(methods)

@@ -16,7 +16,7 @@ Metrics as the CST paper computes them (notes/cst.md §4.4-4.5):
 - "cst" is the paper's setting for the dataset (p = 3 and 3 blocks on web tables, p = 4 on
   spreadsheets), "cst+" the improved preset (cst.IMPROVED, cst.IMPROVED_SPREADSHEET);
 - s/table is wall-clock seconds of learn_and_join (both directions), mean and median, cpu s its
-  process CPU time (on a shared machine the wall clock includes waiting for a core);
+  process CPU time (on a busy machine the wall clock includes waiting for a core);
 - P / R / F1 of the joined pairs against the ground truth, undirected and case-insensitive,
   pairs whose two values are both outside the ground truth dropped; F1 is the mean of the
   per-table F1 (not the F1 of mean P and R); an empty join has precision 1.

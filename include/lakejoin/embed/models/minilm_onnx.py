@@ -8,7 +8,7 @@ L2-normalizes).
 
 ``LAKEJOIN_EMBED_THREADS`` caps onnxruntime's intra-op threads (0 or unset: its default, one
 per core); Spark tasks set it to their share of cores (``lakejoin.spark.embed``). Idle threads
-sleep instead of spinning, which matters on shared machines.
+sleep instead of spinning, which matters when other processes share the cores.
 """
 
 from __future__ import annotations
