@@ -86,10 +86,14 @@ def _as_text(column: pa.Array | pa.ChunkedArray) -> pa.Array:
 def already_normalized(texts: pa.Array) -> np.ndarray:
     """Which texts are sure to satisfy ``normalize_value(text) == text`` (a sufficient test,
     vectorized: the rest go through ``normalize_value``)."""
-    plain = pc.and_(
-        pc.match_substring_regex(texts, _PLAIN),
-        pc.less_equal(pc.count_substring_regex(texts, "[0-9]"), _MAX_EXACT_DIGITS),
+    # Digits are counted only in texts long enough to hold too many (counting is the slow part).
+    long = pc.fill_null(pc.greater(pc.binary_length(texts), _MAX_EXACT_DIGITS), False)
+    few_digits = pc.replace_with_mask(
+        pa.array(np.ones(len(texts), bool)),
+        long,
+        pc.less_equal(pc.count_substring_regex(texts.filter(long), "[0-9]"), _MAX_EXACT_DIGITS),
     )
+    plain = pc.and_(pc.match_substring_regex(texts, _PLAIN), few_digits)
     null_like = pc.is_in(texts, pa.array(sorted(NULL_LIKE), pa.string()))
     return pc.fill_null(pc.and_not(plain, null_like), False).to_numpy(zero_copy_only=False)
 
