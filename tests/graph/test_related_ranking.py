@@ -25,8 +25,11 @@ from testkit.cli import run_cli
 from lakejoin import cli
 from lakejoin.config import LakeConfig
 from lakejoin.graph import compute
+from lakejoin.graph.edges import JOSIE, MATE
+from lakejoin.graph.neighbours import Join
 from lakejoin.graph.store import pinned_graph
 from lakejoin.lake import snapshots
+from lakejoin.profile.join_quality import Side, composite_quality
 from lakejoin.query.snapshot import load_snapshot
 
 pytestmark = pytest.mark.spark
@@ -172,3 +175,19 @@ def test_a_run_updates_the_graph_incrementally_and_no_graph_leaves_it_to_later(l
     assert "graph" not in run_cli(*argv, "--no-graph")
     stale = related(home, sources / "visits.csv")
     assert not stale["graph"]["current"] and "earlier state" in stale["graph"]["note"]
+
+
+def test_the_smallest_composite_key_that_joins_as_well_comes_first() -> None:
+    """(series, episode) and (series, episode, baker) both contain all of a table's tuples: the
+    key without the column the join does not need is the table's join; a column join as good
+    comes after the composite one."""
+    columns = ["series", "episode", "baker"]
+    sides = [Side(c, "integer" if c != "baker" else "string", 1000, 10) for c in columns]
+
+    def join(method: str, ids: tuple[int, ...]) -> Join:
+        key = [sides[i] for i in ids]
+        return Join("episodes", method, ids, ids, composite_quality(1.0, 1.0, key, False, key), {})
+
+    bigger, smaller, column = join(MATE, (0, 1, 2)), join(MATE, (0, 1)), join(JOSIE, (2,))
+    assert bigger.quality.score == smaller.quality.score == column.quality.score
+    assert sorted([column, bigger, smaller], key=lambda j: j.order) == [smaller, bigger, column]

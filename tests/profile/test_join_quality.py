@@ -16,6 +16,7 @@ from lakejoin.profile.join_quality import (
     content_scores,
     key_order,
     name_similarity,
+    names_agree,
     quality,
     row_numbers,
     semantic_quality,
@@ -92,11 +93,11 @@ def test_content_scores_in_arrays_equal_the_single_pair_without_names() -> None:
 
 def test_composite_and_semantic_joins_share_the_scale() -> None:
     key = [Side("series", "integer", 100, 10), Side("episode", "integer", 100, 10)]
-    good = composite_quality(share=1.0, coverage_of_theirs=1.0, key_columns=key, this_is_key=True)
+    good = composite_quality(share=1.0, coverage_of_theirs=1.0, key_columns=key, this_is_key=True, mapped_columns=key)
     assert good.score > 0.9 and good.cardinality == "1:n"
     assert good.reason == "all their (series, episode) tuples are keys of yours"
     measured = [Side("series", "integer", 100, 10), Side("rating", "decimal", 100, 100)]
-    assert composite_quality(1.0, 1.0, measured, True).score < good.score
+    assert composite_quality(1.0, 1.0, measured, True, measured).score < good.score
     semantic = semantic_quality(CHILD, PARENT, 0.96)
     assert semantic.reason.startswith("semantic: ") and semantic.score < quality(CHILD, PARENT, 480, 0.5).score
 
@@ -131,3 +132,54 @@ def test_a_few_rare_codes_are_not_a_flag() -> None:
     origin, faa = Side("origin", "identifier", 26_000, 3), Side("faa", "identifier", 1458, 1458)
     rare, common = quality(origin, faa, 3, 0.8), quality(origin, faa, 3, 0.05)
     assert rare.score > 2 * common.score and "flag" in common.reason
+
+
+def test_a_count_completing_a_composite_key_by_accident_is_weak() -> None:
+    """A key of small numbers (series x episode) holds most small tuples: a baker's count of
+    episodes appeared, mapped onto ``episode``, meets it by accident; equal names do not."""
+    key = [Side("series", "integer", 94, 10, "ratings.csv"), Side("episode", "integer", 94, 10, "ratings.csv")]
+    bakers = [Side("series", "integer", 120, 10), Side("total_episodes_appeared", "integer", 120, 10)]
+    accident = composite_quality(0.97, 0.91, key, True, bakers)
+    assert accident.score < MIN_QUALITY and accident.shape < 1.0
+    assert accident.reason == (
+        "pairs your episode with their total_episodes_appeared: numbers named unlike, meeting by accident"
+    )
+    seen_from_bakers = composite_quality(0.97, 0.91, key, False, bakers)
+    assert seen_from_bakers.reason.startswith("pairs your total_episodes_appeared with their episode")
+    episodes = [Side("series", "integer", 1136, 10), Side("episode", "integer", 1136, 10)]
+    assert composite_quality(0.97, 0.91, key, True, episodes).score > 0.8
+    # codes named differently are not numbers meeting by accident: their values speak
+    airports = [Side("faa", "identifier", 1458, 1458), Side("year", "integer", 1458, 1)]
+    origins = [Side("origin", "identifier", 26_000, 3), Side("year", "integer", 26_000, 1)]
+    assert composite_quality(1.0, 1.0, airports, True, origins).score > 0.9
+
+
+def test_a_count_inside_an_integer_key_range_is_no_reference() -> None:
+    """Departure times (hhmm) all fall inside a numbering with gaps (1..37810): every value is a
+    key, by accident. A foreign key of the same name, equally count-like, is a reference."""
+    departures = Side("dep_time", "integer", 20_000, 1186, "flights.csv")
+    numbers = Side("rownames", "integer", 4739, 4739, "CollegeDistance.csv")
+    accident = quality(departures, numbers, 1186, 0.51)
+    assert accident.score < MIN_QUALITY
+    assert accident.reason == "your dep_time is a count, not a reference: it falls in their key's range"
+    assert quality(numbers, departures, 1186, 0.51).reason.startswith("their dep_time is a count")
+    visits = Side("patient_id", "integer", 2000, 120, "visits.csv")
+    patients = Side("patient_id", "integer", 400, 400, "patients.csv")
+    assert quality(visits, patients, 120, 0.51).score > 0.4
+
+
+def test_names_agree_when_they_share_more_than_half_their_words() -> None:
+    assert names_agree(name_similarity(Side("ArtistId", None, 1, 1), Side("Id", None, 1, 1, "Artist.csv")))
+    assert not names_agree(name_similarity(Side("episode_count", None, 1, 1), Side("episode", None, 1, 1)))
+    numbering = Side("episode_count", "integer", 94, 94, "ratings.csv", row_numbers=True)
+    episodes = Side("episode", "integer", 2320, 16, "rpdr_contep.csv")
+    assert quality(episodes, numbering, 16, 0.24).reason.startswith("their key is a row numbering")
+
+
+def test_a_row_numbering_on_either_side_of_a_one_to_one_join_is_an_accident() -> None:
+    """An episode counter 1..94 meets every integer key holding 1..94 (a numbering with gaps)."""
+    counter = Side("episode_count", "integer", 94, 94, "ratings.csv", row_numbers=True)
+    sparse_key = Side("rownames", "integer", 534, 534, "CPS1985.csv")
+    accident = quality(counter, sparse_key, 94, 0.32)
+    assert accident.cardinality == "1:1" and accident.score < MIN_QUALITY
+    assert accident.reason == "your key is a row numbering (1..n): every table has one"

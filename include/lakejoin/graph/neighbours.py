@@ -47,7 +47,10 @@ class Join:
 
     @property
     def order(self) -> tuple:
-        return (-self.quality.score, self.method != MATE, self.dataset_id, self.own_ids, self.other_ids)
+        """Best first; of joins as good (to the shown precision), a composite key's first, the
+        smallest key first: a bigger key that contains as well adds a column the join does not need."""
+        score = round(self.quality.score, 4)
+        return (-score, self.method != MATE, len(self.own_ids), self.dataset_id, self.own_ids, self.other_ids)
 
 
 def joins_of(loaded: LoadedSnapshot, dataset_id: str, edges: Iterable[tuple[Edge, bool]]) -> list[Join]:
@@ -110,7 +113,11 @@ def _join(loaded: LoadedSnapshot, e: Edge, outgoing: bool) -> Join:
         key_ids, other_side = (own, other) if outgoing else (other, own)
         theirs = _tuples_bound(loaded, other_side)
         judged = composite_quality(
-            e.containment, e.overlap / theirs if theirs else 0.0, [_side(loaded, c) for c in key_ids], outgoing
+            e.containment,
+            e.overlap / theirs if theirs else 0.0,
+            [_side(loaded, c) for c in key_ids],
+            outgoing,
+            [_side(loaded, c) for c in other_side],
         )
         raw = {"joinability": e.overlap, "share": e.containment, "key_of": "this" if outgoing else "other"}
     else:

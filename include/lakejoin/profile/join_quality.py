@@ -22,7 +22,9 @@ For a join of a column ``F`` (the *foreign* side: the less unique one) into a co
   length): "shares 200 rare identifiers" beats "shares 300 small integers";
 - ``shape`` — low-cardinality flags (a handful of shared values, unless they are rare in the
   lake), measures (decimals, and integer columns that are not key-like on either side) and keys
-  that are a table's row numbering 1..n (unless the names agree: ``ArtistId``) are demoted;
+  that are a table's row numbering 1..n, on either side (unless the names agree: ``ArtistId``),
+  and count-like integer columns meeting an integer key (a time of day inside a numbering with
+  gaps: no reference, unless the names agree) are demoted;
 - ``name`` — how alike the column names are (or the foreign column's name and the key table's
   title plus its column name: ``ArtistId`` → ``Artist.Id``). Names only break ties: their weight
   grows as the shared values carry less information, and a score without content stays low.
@@ -53,6 +55,9 @@ MEASURE_SHAPE = 0.5  # a non-key numeric join
 DECIMAL_SHAPE = 0.25  # decimals are measurements: unique by accident, equal by coincidence
 SEMANTIC_FACTOR = 0.8  # a semantic match is weaker evidence than an equal value
 ROW_NUMBERS_SHAPE = 0.35  # a key that is the row numbering 1..n: every table has one, so it meets by accident
+COUNT_VALUES = 50  # an integer column with more distinct values than this that is not near-unique is a count
+ACCIDENTAL_PAIR_SHAPE = 0.25  # a composite key's pair of differently named numbers: most small tuples are keys
+COMMON_VALUES = 0.3  # shared values less informative than this are common across the lake
 MIN_QUALITY = 0.2  # below this a join is listed as weak, after the joins worth making
 NUMERIC = frozenset({"integer", "decimal"})
 
@@ -173,50 +178,81 @@ def quality(a: Side, b: Side, overlap: int, informativeness: float) -> Quality:
     name = name_similarity(a, b)
     weight = NAME_WEIGHT * (1.0 - informativeness)
     key, foreign = (b, a) if unique_b >= unique_a else (a, b)
-    numbering = key.row_numbers and name < 0.5  # names that agree make a numbering a real id (ArtistId)
+    agree = names_agree(name)
+    # names that agree make a numbering a real id (ArtistId); either side of a 1:1 join may be the numbering
+    numbering = (a.row_numbers or b.row_numbers) and not agree
+    # a count or measure (a time of day, a weight) falls inside any integer key's range: no reference
+    counted = not numbering and not agree and is_count(foreign) and key.uniqueness >= KEY_UNIQUENESS
+    accident = ROW_NUMBERS_SHAPE if numbering else MEASURE_SHAPE if counted else 1.0
     cardinality = _cardinality(unique_a, unique_b)
     growth = (key.rows / key.distinct) if key.distinct else 1.0
     containment = overlap / foreign.distinct if foreign.distinct else 0.0
     flags = float(flag_part(np.array([overlap]), np.array([informativeness]))[0])
     return Quality(
-        score=content * (1.0 - weight + weight * name) * (ROW_NUMBERS_SHAPE if numbering else 1.0),
+        score=content * (1.0 - weight + weight * name) * accident,
         keyness=float(keyness(key.uniqueness)),
         containment=containment,
         coverage=overlap / key.distinct if key.distinct else 0.0,
         informativeness=informativeness,
-        shape=shape * flags * (ROW_NUMBERS_SHAPE if numbering else 1.0),
+        shape=shape * flags * accident,
         name=name,
         cardinality=cardinality,
         growth=growth,
-        reason="their key is a row numbering (1..n): every table has one"
+        reason=f"{'their' if b.row_numbers else 'your'} key is a row numbering (1..n): every table has one"
         if numbering
+        else _count_reason(foreign.name, foreign is a)
+        if counted and informativeness >= COMMON_VALUES  # else the reason is the values' commonness
         else _reason(cardinality, overlap, containment, informativeness, growth, a.type in NUMERIC),
     )
 
 
 def composite_quality(
-    share: float, coverage_of_theirs: float, key_columns: Sequence[Side], this_is_key: bool
+    share: float,
+    coverage_of_theirs: float,
+    key_columns: Sequence[Side],
+    this_is_key: bool,
+    mapped_columns: Sequence[Side],
 ) -> Quality:
     """A composite-key join found by MATE: one side's composite key (a key by construction) and
-    the other side's columns mapped to it. ``share``: the key's tuples found on the other side
-    (its coverage); ``coverage_of_theirs``: an estimate of the other side's tuples that are keys
-    (their containment). Composite tuples rarely meet by accident, so their informativeness is
-    the key's :func:`recognisable` part."""
+    the other side's columns mapped to it, pair by pair (``mapped_columns``). ``share``: the key's
+    tuples found on the other side (its coverage); ``coverage_of_theirs``: an estimate of the other
+    side's tuples that are keys (their containment). Composite tuples rarely meet by accident, so
+    their informativeness is the key's :func:`recognisable` part, except where a pair maps numbers
+    onto differently named numbers: a key of small numbers (series × episode) holds most small
+    tuples, so a count that completes one (``total_episodes_appeared`` for ``episode``) meets it
+    by accident. Each such pair is demoted (``ACCIDENTAL_PAIR_SHAPE``), and the names of the
+    numeric pairs break ties as for one-column joins."""
     informativeness = recognisable(key_columns)
     containment = min(1.0, coverage_of_theirs)
-    score = containment**2 * (0.25 + 0.75 * informativeness) * (0.5 + 0.5 * math.sqrt(min(1.0, share)))
+    pairs = list(zip(key_columns, mapped_columns))
+    numeric = [(k, m) for k, m in pairs if k.type in NUMERIC and m.type in NUMERIC]
+    similarities = [name_similarity(k, m) for k, m in numeric]
+    accidental = [(k, m) for (k, m), similar in zip(numeric, similarities) if not names_agree(similar)]
+    name = float(np.mean(similarities)) if similarities else 1.0
+    weight = NAME_WEIGHT * len(numeric) / len(pairs) if pairs else 0.0
+    shape = ACCIDENTAL_PAIR_SHAPE ** len(accidental)
+    score = (
+        containment**2
+        * (0.25 + 0.75 * informativeness)
+        * (0.5 + 0.5 * math.sqrt(min(1.0, share)))
+        * shape
+        * (1.0 - weight + weight * name)
+    )
     cardinality = "1:n" if this_is_key else "n:1"
+    ours, theirs = (0, 1) if this_is_key else (1, 0)
     return Quality(
         score=score,
         keyness=1.0,
         containment=containment,
         coverage=share,
         informativeness=informativeness,
-        shape=1.0,
-        name=1.0,
+        shape=shape,
+        name=name,
         cardinality=cardinality,
         growth=1.0,
-        reason=_reason(cardinality, 0, containment, informativeness, 1.0, False, [c.name for c in key_columns]),
+        reason=_accidental_reason([(p[ours].name, p[theirs].name) for p in accidental])
+        if accidental
+        else _reason(cardinality, 0, containment, informativeness, 1.0, False, [c.name for c in key_columns]),
     )
 
 
@@ -239,11 +275,23 @@ def recognisable(columns: Sequence[Side]) -> float:
     for c in columns:
         if c.type == "decimal":
             weights.append(0.0)
-        elif c.type == "integer" and c.distinct > 50 and c.uniqueness < 0.5:
+        elif is_count(c):
             weights.append(0.5)
         else:
             weights.append(1.0)
     return float(np.mean(weights))
+
+
+def is_count(side: Side) -> bool:
+    """An integer column of many values that repeat: a count or a measure (runs, minutes, grams),
+    not an identifier or a small code."""
+    return side.type == "integer" and side.distinct > COUNT_VALUES and side.uniqueness < 0.5
+
+
+def names_agree(similarity: float) -> bool:
+    """Names that share more than half their words name the same thing (``ArtistId`` and
+    ``Artist.Id``; not ``episode_count`` and ``episode``)."""
+    return similarity > 0.5
 
 
 def key_order(columns: Sequence[Side], positions: Sequence[int]) -> tuple[int, float, float]:
@@ -281,6 +329,16 @@ def _jaccard(x: frozenset[str], y: frozenset[str]) -> float:
     return len(x & y) / len(x | y) if x and y else 0.0
 
 
+def _accidental_reason(pairs: Sequence[tuple[str, str]]) -> str:
+    shown = ", ".join(f"your {mine} with their {other}" for mine, other in pairs)
+    return f"pairs {shown}: numbers named unlike, meeting by accident"
+
+
+def _count_reason(name: str, yours: bool) -> str:
+    mine, other = ("your", "their") if yours else ("their", "your")
+    return f"{mine} {name} is a count, not a reference: it falls in {other} key's range"
+
+
 def _cardinality(unique_a: float, unique_b: float) -> str:
     key_a, key_b = unique_a >= KEY_UNIQUENESS, unique_b >= KEY_UNIQUENESS
     return {(True, True): "1:1", (False, True): "n:1", (True, False): "1:n", (False, False): "m:n"}[(key_a, key_b)]
@@ -298,7 +356,7 @@ def _reason(
     """The join in one line, from the part that decides it."""
     if key is None and overlap <= FLAG_VALUES:
         return f"shares only {overlap} value{'s' if overlap != 1 else ''}: a flag or a small code"
-    if informativeness < 0.3:
+    if informativeness < COMMON_VALUES:
         return "shares only " + ("common small numbers" if numeric else "values common across the lake")
     if cardinality == "m:n":
         return f"many-to-many: each row meets about {growth:.1f} rows of the other table"
