@@ -102,7 +102,8 @@ def measure(searcher, con, queries: list[list[str]], k: int, repeats: int = 1) -
     comparison on a busy machine. DuckDB (multi-threaded, so only wall time means something;
     hundreds of milliseconds per query) runs once.
     """
-    out = {m: {key: [] for key in ("wall", "cpu", "core", "core_cpu", "lists", "sets")} for m in METHODS}
+    keys = ("wall", "cpu", "core", "core_cpu", "lists", "sets", "merge_plan")
+    out = {m: {key: [] for key in keys} for m in METHODS}
     for number, query in enumerate(queries):
         answers = {}
         shift = number % len(METHODS)  # rotate the order: no method always runs right after DuckDB
@@ -135,6 +136,7 @@ def measure(searcher, con, queries: list[list[str]], k: int, repeats: int = 1) -
                 out[method][key].append(value)
             out[method]["lists"].append(stats["lists_read"])
             out[method]["sets"].append(stats["sets_read"])
+            out[method]["merge_plan"].append(method == "josie" and stats["plan"] == "mergelist")
         if len({tuple(a) for a in answers.values()}) != 1:
             raise AssertionError(f"methods disagree on a query of {len(query)} values: {answers}")
     return {m: {key: np.array(v) for key, v in d.items()} for m, d in out.items()}
@@ -170,16 +172,19 @@ SIZE_BINS = (10, 100, 1_000, 10_001)
 
 def print_size_table(results: dict[str, dict[str, np.ndarray]], sizes: np.ndarray) -> None:
     """Per query-size class: the per-query median of each method's core CPU time over JOSIE's
-    (> 1: JOSIE faster), so a class where JOSIE loses is not hidden by the overall p50."""
+    (> 1: JOSIE faster), so a class where JOSIE loses is not hidden by the overall p50, and how
+    many of the class's queries JOSIE finished by MergeList's plan."""
     others = [m for m in METHODS if m not in ("josie", "duckdb")]
-    print(f"{'|Q|':>14}{'queries':>9}{'JOSIE p50 ms':>14}" + "".join(f"{m + '/JOSIE':>18}" for m in others))
+    header = f"{'|Q|':>14}{'queries':>9}{'JOSIE p50 ms':>14}" + "".join(f"{m + '/JOSIE':>18}" for m in others)
+    print(header + f"{'MergeList plan':>16}")
     for lo, hi in itertools.pairwise(SIZE_BINS):
         sel = (sizes >= lo) & (sizes < hi)
         if not sel.any():
             continue
         josie = results["josie"]["core_cpu"][sel]
         ratios = "".join(f"{np.median(results[m]['core_cpu'][sel] / josie):18.2f}" for m in others)
-        print(f"{f'{lo:,}-{hi - 1:,}':>14}{sel.sum():>9}{np.median(josie) * 1e3:14.3f}{ratios}")
+        merged = int(results["josie"]["merge_plan"][sel].sum())
+        print(f"{f'{lo:,}-{hi - 1:,}':>14}{sel.sum():>9}{np.median(josie) * 1e3:14.3f}{ratios}{merged:>16}")
 
 
 def searcher_bytes(searcher) -> int:

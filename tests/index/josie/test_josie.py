@@ -24,6 +24,7 @@ from lakejoin.index.josie import (
     SCHEMAS,
     ReadCost,
     build_in_memory,
+    dictionary,
     load,
     update_in_memory,
 )
@@ -208,6 +209,50 @@ def test_sets_matched_once_wait_for_their_second_match(shape):
                 getattr(searcher, algorithm)(query, k)
                 reads[algorithm] += searcher.last_stats["sets_read"]
     assert reads["search"] < reads["search_probeset"]
+
+
+@pytest.mark.parametrize("shape", ["opendata", "webtable"])
+def test_each_plan_answers_like_the_oracle(shape):
+    """JOSIE finishes by MergeList's plan when the cost model prices MergeList's count below
+    JOSIE's finish (``ReadCost.m0``/``m1``): with the count priced free it switches at its first
+    decision point with k estimates, with it unpriced (inf) never; either way, with and without
+    a floor, the answers are the oracle's."""
+    sets = {i: set(values) for i, values in enumerate(set_lake(shape, 1_500, seed=9))}
+    tables = build_in_memory(sets, normalize=False)
+    costs = {"josie": ReadCost(1e-8, 1e-9, 1e-8, 1e-9), "mergelist": ReadCost(1e-8, 1e-9, 1e-8, 1e-9, 0.0, 0.0, 0.0)}
+    rng = np.random.default_rng(6)
+    sizes = np.array([len(v) for v in sets.values()])
+    queries = [sorted(sets[int(i)]) for i in rng.choice(np.flatnonzero(sizes >= 50), size=12, replace=False)]
+    for plan, cost in costs.items():
+        searcher = load(tables, read_cost=cost)
+        plans = set()
+        for query in queries:
+            for k in KS:
+                assert_matches_oracle(searcher, query, sets, k)
+                truth = [o for _, o in overlap_topk(set(query), sets, k)]
+                for floor in (0, truth[-1], truth[-1] + 1, truth[0]):
+                    found = searcher.search(query, k, floor=floor)
+                    assert [r["overlap"] for r in found] == [o for o in truth if o >= floor], (plan, k, floor)
+                    plans.add(searcher.last_stats["plan"])
+        assert plan in plans and (plan == "mergelist" or plans == {"josie"}), plans
+
+
+def test_a_long_query_is_normalized_like_its_cells():
+    """``prepare``'s vectorized normalization of a long query (``dictionary.normalized_set``)
+    gives ``normalize_set``'s values: texts that are their own normalization and texts that are
+    not (case, spaces, full-width forms, numbers in other forms, null-likes, long digit runs),
+    and values of other types, which take ``normalize_set`` itself."""
+    rng = np.random.default_rng(2)
+    texts = ["AA", " dl ", "ＵＡ", "2019.0", "007", "0.50", "1e3", "NA", "n/a", "", "-", "café", "x  y", "true"]
+    texts += ["1234567890123456", "123456789012345", "a1234567890123456", "-0", "0.0001", "0.00001", "İstanbul"]
+    words = [f"{rng.choice(['w', 'W', ' w'])}{i}" for i in range(400)] + [str(i) for i in range(300)]
+    query = [str(v) for v in rng.permutation(np.array(texts * 20 + words, dtype=object))]
+    assert len(query) >= dictionary.VECTORIZED_FROM
+    assert dictionary.normalized_set(query) == normalize_set(query)
+    assert dictionary.normalized_set(query + [None]) == normalize_set(query)
+    mixed = query + [7, 2.5, True, b"bytes"]
+    assert dictionary.normalized_set(mixed) == normalize_set(mixed)
+    assert dictionary.normalized_set(iter(query)) == normalize_set(query)
 
 
 def test_tables_follow_the_global_order():

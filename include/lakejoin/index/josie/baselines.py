@@ -19,8 +19,9 @@ from lakejoin.index.josie.reads import count_suffix, heap_push, is_group_end, kt
 
 
 @njit(cache=True)
-def mergelist(q, k, index, scratch, top):
-    """MergeList-D. ``scratch.counts`` is a zeroed per-set array, left zeroed on return."""
+def mergelist(q, k, index, scratch, top, n=0):
+    """MergeList-D. ``scratch.counts`` is a zeroed per-set array, left zeroed on return. ``n``:
+    the entries of ``top`` it starts from (a floor's placeholders, ``kernels.josie``)."""
     list_indptr, post_set, group = index.list_indptr, index.post_set, index.group
     counts, touched, out_sets, out_overlaps, stats = scratch.counts, scratch.touched, top.sets, top.overlaps, top.stats
     n_touched = 0
@@ -34,12 +35,25 @@ def mergelist(q, k, index, scratch, top):
         stats[0] += 1
         stats[2] += list_indptr[token + 1] - list_indptr[token]
         skipped = 0
-    n = 0
     for t in range(n_touched):
         s = touched[t]
         n = heap_push(out_overlaps, out_sets, n, k, counts[s], s)
         counts[s] = 0
     return n
+
+
+@njit(cache=True)
+def timed_merge_reads(tokens, repeats, index, scratch):
+    """MergeList's list reads as the cost fit times them (``cost.fit_read_cost``, the ``m`` of
+    Eq. 3.1 JOSIE weighs when it may finish MergeList's way): ``tokens`` counted, the counts
+    reset after each repeat."""
+    counts, touched = scratch.counts, scratch.touched
+    for _ in range(repeats):
+        n_touched = 0
+        for t in tokens:
+            n_touched = scan_list(index.list_indptr, index.post_set, t, 1, counts, touched, n_touched)
+        for m in range(n_touched):
+            counts[touched[m]] = 0
 
 
 @njit(cache=True)

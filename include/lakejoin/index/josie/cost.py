@@ -8,13 +8,16 @@ list read, passed in by the searcher, and ``reads.count_suffix``), on samples of
 index, when the index is loaded.
 
 ``d`` is fitted the same way, by timing JOSIE's own decision step (``kernels.fit_decision_cost``)
-on growing numbers of candidates.
+on growing numbers of candidates, and ``m0``/``m1`` are MergeList's ``L`` (its bare count), which
+JOSIE weighs when it may finish by MergeList's plan (``kernels._merge_is_cheaper``).
 
-Single reads take tens of nanoseconds, below a timer's resolution, so the samples are
+Single reads take tens of nanoseconds, below a timer's resolution, so the sampled sets are
 timed in batches of similar sizes (each batch read ``repeats`` times inside one compiled
 call, which also amortizes the call overhead) and the per-read coefficients come from a
 least-squares fit of ``time(batch) = c0·reads + c1·tokens`` over the batches, on relative
-errors.
+errors. Lists are timed as a query reads them: the lists of a sampled set's tokens, in their
+order, each query once (a list read again is found in the cache, which a query's lists are
+not), with the call's fixed cost fitted apart.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from numba import njit
 from lakejoin.index.josie.reads import count_suffix
 
 _MIN_COST = 1e-10  # seconds; keeps a coefficient positive when the fit lands at or below 0
+QUERY_LISTS = 2_000  # lists per query the list-read fit reads at most (its time on load stays a fraction of a second)
 
 
 class ReadCost(NamedTuple):
@@ -41,6 +45,8 @@ class ReadCost(NamedTuple):
     l0: float
     l1: float
     d: float = 0.0
+    m0: float = np.inf  # MergeList's L(f) = m0 + m1·f (Eq. 3.1); inf: JOSIE never switches to its plan
+    m1: float = np.inf
 
     def S(self, n: float) -> float:  # noqa: N802 - the thesis's name
         return self.s0 + self.s1 * n
@@ -90,6 +96,23 @@ def _fit(timer, items: np.ndarray, lengths: np.ndarray, batch: int) -> tuple[flo
     return max(float(c0), _MIN_COST), max(float(c1), _MIN_COST)
 
 
+def _fit_in_query_order(timer, queries: list[np.ndarray], list_lengths: np.ndarray) -> tuple[float, float]:
+    """Least-squares ``(c0, c1)`` of ``time = c + c0·lists + c1·entries`` over whole queries'
+    lists, each query read once, in its order: a query's lists lie apart in the arrays, so
+    each list read starts cold, unlike the same few lists read again (:func:`_fit`), and the
+    per-list part of ``L`` is where JOSIE's list read and MergeList's count differ most. The
+    constant ``c`` is the call's own overhead, left out of ``L``."""
+    timer(queries[0][:1], 1)  # compile
+    rows, times = [], []
+    for tokens in queries:
+        rows.append((1.0, len(tokens), float(list_lengths[tokens].sum())))
+        times.append(_timed(timer, tokens, 1))
+    t = np.array(times)
+    a = np.array(rows) / t[:, None]
+    (_, c0, c1), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
+    return max(float(c0), _MIN_COST), max(float(c1), _MIN_COST)
+
+
 def _timed(timer, chunk: np.ndarray, repeats: int) -> float:
     start = time.perf_counter()
     timer(chunk, repeats)
@@ -98,6 +121,7 @@ def _timed(timer, chunk: np.ndarray, repeats: int) -> float:
 
 def fit_read_cost(
     read_lists: Callable[[np.ndarray, int], None],
+    merge_lists: Callable[[np.ndarray, int], None],
     list_lengths: np.ndarray,
     set_indptr: np.ndarray,
     set_tokens: np.ndarray,
@@ -109,7 +133,8 @@ def fit_read_cost(
     """Fit ``S`` and ``L`` by timing ``samples`` sets and ``samples`` posting lists.
 
     ``read_lists(token_ids, repeats)`` is the searcher's own list read (JOSIE's, with its
-    candidate bookkeeping, which costs more per entry than a bare count); sets are read with
+    candidate bookkeeping, which costs more per entry than a bare count) and ``merge_lists``
+    MergeList's count of the same lists (``m0``, ``m1``); sets are read with
     :func:`~lakejoin.index.josie.reads.count_suffix`, the read every searcher uses.
     """
     rng = np.random.default_rng(seed)
@@ -118,6 +143,13 @@ def fit_read_cost(
     mark[::2] = 1
     lists = _sample(list_lengths, samples, rng).astype(np.int64)
     sets = _sample(set_lengths, samples, rng).astype(np.int64)
-    l0, l1 = _fit(read_lists, lists, list_lengths, batch)
     s0, s1 = _fit(lambda c, r: _read_sets(set_indptr, set_tokens, mark, c, r), sets, set_lengths, batch)
-    return ReadCost(s0=s0, s1=s1, l0=l0, l1=l1)
+    if len(sets) < 4:  # too few sets to read a query's lists from: timed list by list
+        return ReadCost(s0, s1, *_fit(read_lists, lists, list_lengths, batch))
+    # The sampled sets' tokens are the queries (the first QUERY_LISTS of each: a query's
+    # rarest lists, the ones every plan reads), half for each read so neither finds the
+    # other's lists in the cache.
+    queries = [set_tokens[set_indptr[s] : min(set_indptr[s + 1], set_indptr[s] + QUERY_LISTS)] for s in sets]
+    l0, l1 = _fit_in_query_order(read_lists, queries[::2], list_lengths)
+    m0, m1 = _fit_in_query_order(merge_lists, queries[1::2], list_lengths)
+    return ReadCost(s0=s0, s1=s1, l0=l0, l1=l1, m0=m0, m1=m1)

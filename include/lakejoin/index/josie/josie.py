@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from lakejoin.index.josie.arrays import ARRAYS, IndexArrays, arrays_from_tables, check_arrays
-from lakejoin.index.josie.baselines import mergelist, probeset
+from lakejoin.index.josie.baselines import mergelist, probeset, timed_merge_reads
 from lakejoin.index.josie.cost import ReadCost, fit_read_cost
 from lakejoin.index.josie.dictionary import PreparedQuery, TokenDictionary, prepare, token_dictionary
 from lakejoin.index.josie.kernels import fit_decision_cost, josie, matched_samples, timed_list_reads
@@ -102,6 +102,7 @@ class JosieSearcher:
         if read_cost is None:
             read_cost = fit_read_cost(
                 self._time_list_reads,
+                self._time_merge_reads,
                 np.diff(self._index.list_indptr),
                 self._index.set_indptr,
                 self._index.set_tokens,
@@ -115,6 +116,9 @@ class JosieSearcher:
     def _time_list_reads(self, tokens: np.ndarray, repeats: int) -> None:
         timed_list_reads(tokens, repeats, self._index, self._scratch)
 
+    def _time_merge_reads(self, tokens: np.ndarray, repeats: int) -> None:
+        timed_merge_reads(tokens, repeats, self._index, self._scratch)
+
     @property
     def set_ids(self) -> np.ndarray:
         """Each set's ``set_id`` (the lake's column id), ascending: a result's set index points here."""
@@ -125,8 +129,9 @@ class JosieSearcher:
         return len(self.set_ids)
 
     def search(self, query: Iterable[str] | PreparedQuery, k: int = 10, *, floor: int = 0) -> list[dict]:
-        """Top-k columns by overlap with ``query``'s distinct normalized values (JOSIE); ``query``
-        may be :meth:`prepare`'s. With a ``floor`` (the k-th overlap other shards already
+        """Top-k columns by overlap with ``query``'s distinct normalized values (JOSIE, or
+        MergeList's plan where its cost model prices that cheaper: ``last_stats["plan"]``);
+        ``query`` may be :meth:`prepare`'s. With a ``floor`` (the k-th overlap other shards already
         found), only columns whose overlap reaches it are returned, and the search prunes by it
         from the start (:func:`josie`)."""
         return self._run("josie", query, k, floor)
@@ -164,18 +169,18 @@ class JosieSearcher:
         last, held_ids = self._last_held
         if last is prepared:  # shard by shard, held() and then search() ask for the same query
             return prepared, held_ids
-        global_ids = prepared.global_ids
+        global_ids = prepared.global_ids  # ascending, as token_of: the local ids come out ascending
         token_of = self._index.token_of
         local = np.minimum(np.searchsorted(token_of, global_ids), max(len(token_of) - 1, 0))
         held = (token_of[local] == global_ids) if len(token_of) else np.zeros(len(global_ids), bool)
-        self._last_held = found = (prepared, np.sort(local[held]).astype(np.int32))
+        self._last_held = found = (prepared, local[held].astype(np.int32))
         return found
 
     def _run(self, algorithm: str, query: Iterable[str] | PreparedQuery, k: int, floor: int = 0) -> list[dict]:
         if not isinstance(k, (int, np.integer)) or k < 1:
             raise ValueError(f"k must be a positive integer, got {k!r}")
         prepared, q = self._prepare(query)
-        top = TopK(np.zeros(k, np.int64), np.full(k, -1, np.int64), np.zeros(4, np.int64))
+        top = TopK(np.zeros(k, np.int64), np.full(k, -1, np.int64), np.zeros(5, np.int64))
         out_sets, out_overlaps, stats = top.sets, top.overlaps, top.stats
         mark = self._scratch.mark
         with self._lock:
@@ -186,11 +191,20 @@ class JosieSearcher:
             found = out_sets[:n] >= 0  # a floor's placeholders left in the top-k are no sets
             sets, overlaps = out_sets[:n][found], out_overlaps[:n][found]
             # most shards asked under a floor find nothing: no compiled call for them
-            samples = matched_samples(sets, self._index, mark, MATCHED_SAMPLE) if len(sets) else ()
-            results = [self._result(int(s), int(o), prepared, sample) for s, o, sample in zip(sets, overlaps, samples)]
+            samples = self._matched_samples(sets, prepared)
+            results = [
+                {
+                    "column_id": column_id,
+                    "overlap": overlap,
+                    "containment": overlap / len(prepared.values),
+                    "matched_sample": sample,
+                }
+                for column_id, overlap, sample in zip(self.set_ids[sets].tolist(), overlaps.tolist(), samples)
+            ]
             mark[q] = 0
         self.last_stats = {
             "algorithm": algorithm,
+            "plan": "mergelist" if stats[4] else algorithm,  # JOSIE may finish by MergeList's plan
             "query_size": len(prepared.values),
             "matched_tokens": len(q),
             "lists_read": int(stats[0]),
@@ -209,13 +223,16 @@ class JosieSearcher:
             return probeset(q, k, self._index, self._scratch, top)
         return josie(q, k, self.batch_size or 0, floor, self.read_cost, self._index, self._scratch, top)
 
-    def _result(self, set_index: int, overlap: int, prepared: PreparedQuery, sample: np.ndarray) -> dict:
-        return {
-            "column_id": int(self.set_ids[set_index]),
-            "overlap": overlap,
-            "containment": overlap / len(prepared.values),
-            "matched_sample": [prepared.found[int(self._index.token_of[t])] for t in sample.tolist() if t >= 0],
-        }
+    def _matched_samples(self, sets: np.ndarray, prepared: PreparedQuery) -> list[list[str]]:
+        """Up to ``MATCHED_SAMPLE`` query values each of ``sets`` holds, looked up all at once
+        (most shards asked under a floor find nothing: no compiled call for them)."""
+        if not len(sets):
+            return []
+        tokens = matched_samples(sets, self._index, self._scratch.mark, MATCHED_SAMPLE)
+        held = tokens >= 0
+        positions = np.searchsorted(prepared.global_ids, self._index.token_of[tokens[held]]).tolist()
+        values = iter([prepared.found[p] for p in positions])
+        return [[next(values) for _ in range(count)] for count in held.sum(axis=1).tolist()]
 
 
 def to_arrays(searcher: JosieSearcher) -> dict[str, np.ndarray]:

@@ -34,7 +34,7 @@ read) in a max-heap, as the reading usually stops after a few of them; its
 cost per candidate, ``d``, is timed on load with the read costs (:func:`fit_decision_cost`),
 and a decision point is skipped when ``d·|U|`` exceeds the cost of all posting lists still
 unread, i.e. when no outcome could pay for it. λ is chosen per query
-(:func:`_query_batch`) so that every query has about 24 decision points: the thesis's λ = 20
+(in :func:`josie`'s first pass over the query) so that every query has about 24 decision points: the thesis's λ = 20
 for Open Data fits a query of ~480 lists, but a web-table query of a dozen lists would never
 decide (i.e. run MergeList), and a 3,000-list query would pay ~150 decision passes. Past the prefix, where lists only
 resolve U, a decision whose next batch has NetCost(B) ≥ 0 (Eq. 3.13: the batch costs more
@@ -64,6 +64,16 @@ reads far fewer sets than ProbeSet for about one more list (tests/benchmarks/ben
 prints both). A first sight that counts a skipped duplicate group already has two matches
 and is resolved at once.
 
+[D] MergeList's plan is one JOSIE can always take (read every list, no set), and on lakes of
+large sets and short lists it is the cheapest (thesis §3.5.4, Fig. 3.5), but a list read that
+keeps JOSIE's per-set state costs more than MergeList's bare count. So the cost model weighs it
+too: at a decision point, before any candidate is read, reading every remaining list with the
+count (Eq. 3.1, MergeList's own fitted L, ``ReadCost.m0``/``m1``) is compared with the least
+JOSIE's finish can cost, the lists up to the prefix filter of the k-th largest of the
+overlaps found and the candidates' estimates (Eq. 3.4) plus the set reads of those k
+(:func:`_merge_is_cheaper`); where the count is cheaper, the search runs MergeList from the
+start (its state is simpler to start than to convert) and says so in ``top.stats``.
+
 Errata followed (the printed equations and the released code disagree): the batch
 overlap rate uses the observed window ``|Q[1:i] ∩ X| / (i − i_{X,0} + 1)`` (consistent with
 Eq. 3.4) rather than the printed Eq. 3.9 denominator; positions are 0-based.
@@ -77,6 +87,7 @@ import numpy as np
 from numba import njit
 
 from lakejoin.index.josie.arrays import IndexArrays
+from lakejoin.index.josie.baselines import mergelist
 from lakejoin.index.josie.cost import ReadCost
 from lakejoin.index.josie.reads import Scratch, TopK, count_suffix, heap_push, is_group_end, kth_overlap
 
@@ -131,15 +142,6 @@ def _new_threshold(values, n, k, estimate):
 
 
 @njit(cache=True)
-def _query_batch(q, group):
-    """λ for this query: its distinct lists split into ``DECISIONS_PER_QUERY`` batches."""
-    distinct = 0
-    for i in range(q.shape[0]):
-        distinct += is_group_end(q, group, i)
-    return max(MIN_BATCH_SIZE, -(-distinct // DECISIONS_PER_QUERY))
-
-
-@njit(cache=True)
 def _next_batch_end(q, group, i, batch):
     """Query position of the last list of the next batch of λ distinct lists after ``i``."""
     nq = q.shape[0]
@@ -189,7 +191,7 @@ def _sift_down(keys, rows, n, root):
 
 
 @njit(cache=True)
-def _decide(q, i, k, batch, list_cost, cost, index, scratch, top, n_cand, n_unread, n_heap):
+def _decide(q, i, k, batch, list_cost, merge_rest, cost, index, scratch, top, n_cand, n_unread, n_heap):
     """One decision point after reading the list at query position ``i``.
 
     One pass over the candidate table prunes unread candidates with the position filter
@@ -200,8 +202,10 @@ def _decide(q, i, k, batch, list_cost, cost, index, scratch, top, n_cand, n_unre
     (Eq. 3.13) is no more than the next batch's. The reading stops at the first estimate
     ≤ |Q ∩ X_k|, so only the candidates estimated above it are kept, in a max-heap popped
     best first. ``list_cost[m]`` is the summed L(f) of the distinct lists before query
-    position m. Returns
-    (n_cand, n_unread, n_heap, NetCost(B)).
+    position m; ``merge_rest`` what reading every list after ``i`` MergeList's way costs
+    (Eq. 3.1), inf when that plan is not priced. Before any candidate is read, the pass's
+    estimates say whether that plan is the cheaper finish (:func:`_merge_is_cheaper`).
+    Returns (n_cand, n_unread, n_heap, NetCost(B), whether to finish MergeList's way).
     """
     s0, s1, hot, cand = cost.s0, cost.s1, scratch.hot, scratch.cand
     heap_values = top.overlaps
@@ -263,6 +267,10 @@ def _decide(q, i, k, batch, list_cost, cost, index, scratch, top, n_cand, n_unre
             benefit_batch += s1 * max(0.0, min(next_j, size - 1.0) - last)  # shorter suffix
     n_cand = kept
     net_batch = cost_batch - benefit_batch if width > 0 else np.inf
+    if merge_rest < np.inf and _merge_is_cheaper(
+        q, i, k, list_cost, merge_rest, cost, scratch, hopeful, hopeful_estimate, n_hopeful
+    ):
+        return n_cand, n_unread, n_heap, net_batch, True
     for b in range(1, cap + 1):
         pruned_cost[b] += pruned_cost[b - 1]
 
@@ -304,7 +312,32 @@ def _decide(q, i, k, batch, list_cost, cost, index, scratch, top, n_cand, n_unre
         # with NetCost(B) ≥ 0), so reading all of U now is the cheaper way to finish.
         for c in range(n_cand):
             n_unread, n_heap = _read_candidate(nq, i, k, index, scratch, top, cand[c, _SET], n_unread, n_heap)
-    return n_cand, n_unread, n_heap, net_batch
+    return n_cand, n_unread, n_heap, net_batch, False
+
+
+@njit(cache=True)
+def _merge_is_cheaper(q, i, k, list_cost, merge_rest, cost, scratch, hopeful, estimates, n_hopeful):
+    """Whether reading every list after query position ``i`` with MergeList's count (its cost
+    ``merge_rest``, Eq. 3.1 with MergeList's fitted L) costs no more than JOSIE's cheapest
+    finish with the k best-estimated unread candidates (Eq. 3.4) as its top k: the lists up
+    to the prefix filter of the k-th estimate, which no plan of JOSIE's can skip, plus those
+    k set reads (Eq. 3.15's S). The thesis's cost model weighs lists against sets at every
+    step; a list read that also keeps JOSIE's per-set bookkeeping costs more than
+    MergeList's bare count, so where the prefix covers about every list and the sets are
+    large (short lists: MergeList's case, §3.5.4) the count is the cheaper way to finish.
+    Fewer than k candidates estimated above |Q ∩ X_k| price no such finish: JOSIE goes on."""
+    nq = q.shape[0]
+    best = np.zeros(k)  # ascending, as the running top-k
+    best_read = np.zeros(k)  # the S of reading each
+    n_best = 0
+    for h in range(n_hopeful):
+        s = scratch.cand[hopeful[h], _SET]
+        suffix = scratch.cand[hopeful[h], _SIZE] - 1 - scratch.hot[_LAST, s]
+        n_best = heap_push(best, best_read, n_best, k, estimates[h], cost.s0 + cost.s1 * suffix)
+    if n_best < k:
+        return False
+    prefix_end = max(i + 1, nq - int(best[0]))
+    return merge_rest <= list_cost[prefix_end] - list_cost[i + 1] + best_read.sum()
 
 
 @njit(cache=True, inline="always")
@@ -395,9 +428,19 @@ def timed_list_reads(tokens, repeats, index, scratch):
 
 
 @njit(cache=True)
+def _floor_heap(out_overlaps, out_sets, k, floor):
+    """The running top-k a search starts from: empty, or k placeholders at ``floor - 1``."""
+    if floor <= 1:
+        return 0
+    out_overlaps[:k] = floor - 1
+    out_sets[:k] = -1
+    return k
+
+
+@njit(cache=True)
 def josie(q, k, batch, floor, cost, index, scratch, top):
     """JOSIE (Algorithm 2) over the query's token ids ``q`` (ascending, all in the index),
-    with batches of ``batch`` distinct lists (λ; 0: :func:`_query_batch` chooses it).
+    with batches of ``batch`` distinct lists (λ; 0: ⌈distinct lists / ``DECISIONS_PER_QUERY``⌉).
 
     ``floor`` (> 1) is an overlap known to be reached by k sets elsewhere (other shards of the
     index: the k-th overlap merged so far). The running top-k starts as k placeholders (set -1)
@@ -409,22 +452,26 @@ def josie(q, k, batch, floor, cost, index, scratch, top):
     set) must have row ``_PARTIAL`` zeroed and is left so; ``scratch.touched`` and ``scratch.cand``
     (the candidate table) hold one row per set. Results go to ``top.sets``/``top.overlaps``
     (ascending overlap); returns their count. ``top.stats`` gets lists read, sets read, posting
-    entries read, set tokens read.
+    entries read, set tokens read, and 1 in its fifth slot when the search finished by
+    MergeList's plan (:func:`_merge_is_cheaper`: read from the start again, the lists JOSIE
+    read before deciding are counted twice).
     """
     list_indptr, group, hot, touched, cand = index.list_indptr, index.group, scratch.hot, scratch.touched, scratch.cand
     out_overlaps, out_sets, stats = top.overlaps, top.sets, top.stats
     l0, l1, d = cost.l0, cost.l1, cost.d
     nq = q.shape[0]
-    batch = batch if batch > 0 else _query_batch(q, group)
     list_cost = np.zeros(nq + 1)
+    merge_cost = np.zeros(nq + 1)  # the same sums with MergeList's L (Eq. 3.1)
+    merge_priced = cost.m0 + cost.m1 < np.inf
+    distinct = 0
     for m in range(nq):
-        read = l0 + l1 * (list_indptr[q[m] + 1] - list_indptr[q[m]]) if is_group_end(q, group, m) else 0.0
-        list_cost[m + 1] = list_cost[m] + read
-    n_heap = 0
-    if floor > 1:
-        out_overlaps[:k] = floor - 1
-        out_sets[:k] = -1
-        n_heap = k
+        length = list_indptr[q[m] + 1] - list_indptr[q[m]] if is_group_end(q, group, m) else -1
+        distinct += length >= 0
+        list_cost[m + 1] = list_cost[m] + (l0 + l1 * length if length >= 0 else 0.0)
+        if merge_priced:
+            merge_cost[m + 1] = merge_cost[m] + (cost.m0 + cost.m1 * length if length >= 0 else 0.0)
+    batch = batch if batch > 0 else max(MIN_BATCH_SIZE, -(-distinct // DECISIONS_PER_QUERY))
+    n_heap = _floor_heap(out_overlaps, out_sets, k, floor)
     n_touched = 0
     n_cand = 0
     n_unread = 0
@@ -471,9 +518,15 @@ def josie(q, k, batch, floor, cost, index, scratch, top):
         if n_heap == k and d * n_unread > list_cost[nq] - list_cost[i + 1]:
             continue  # the decision would cost more than all the lists it could save
         since_decision = 0
-        n_cand, n_unread, n_heap, read_below = _decide(
-            q, i, k, batch, list_cost, cost, index, scratch, top, n_cand, n_unread, n_heap
+        merge_rest = merge_cost[nq] - merge_cost[i + 1] if merge_priced else np.inf
+        n_cand, n_unread, n_heap, read_below, merge = _decide(
+            q, i, k, batch, list_cost, merge_rest, cost, index, scratch, top, n_cand, n_unread, n_heap
         )
+        if merge:  # MergeList's plan from the start: a count is cheaper than JOSIE's state
+            for t in range(n_touched):
+                hot[_PARTIAL, touched[t]] = _UNSEEN
+            stats[4] = 1
+            return mergelist(q, k, index, scratch, top, _floor_heap(out_overlaps, out_sets, k, floor))
     if all_read:  # every list was read: partial overlaps of unread candidates are exact
         for c in range(n_cand):
             s = cand[c, _SET]
@@ -513,7 +566,7 @@ def fit_decision_cost(index: IndexArrays, cost: ReadCost, *, samples: int = 1000
             hot[_PARTIAL, table[:, _SET]] = 1
             top = TopK(np.full(k, 2, np.int64), np.zeros(k, np.int64), np.zeros(4, np.int64))
             started = time.perf_counter()
-            _decide(q, i, k, 20, list_cost, cost, lists, scratch, top, n, n, k)
+            _decide(q, i, k, 20, list_cost, np.inf, cost, lists, scratch, top, n, n, k)
             best = min(best, time.perf_counter() - started)
         counts.append(n)
         times.append(best)

@@ -52,7 +52,7 @@ class TopK(NamedTuple):
 
     overlaps: np.ndarray  # int64, k
     sets: np.ndarray  # int64, k: set index, -1 for a floor's placeholder
-    stats: np.ndarray  # int64: lists read, sets read, posting entries read, set tokens read
+    stats: np.ndarray  # int64: lists read, sets read, posting entries read, set tokens read, plan (JOSIE's)
 
 
 @njit(cache=True, inline="always")
@@ -92,8 +92,9 @@ def scan_list(
 
 
 @njit(cache=True)
-def heap_push(values: np.ndarray, ids: np.ndarray, n: int, k: int, overlap: int, set_index: int) -> int:
-    """Offer ``(overlap, set)`` to the running top-k and return its new size.
+def heap_push(values: np.ndarray, ids: np.ndarray, n: int, k: int, overlap: float, set_index: float) -> int:
+    """Offer ``(overlap, set)`` to the running top-k and return its new size (compiled for
+    integers, and for floats where JOSIE keeps its k best estimates, ``kernels._merge_is_cheaper``).
 
     The heap is kept as an ascending array, so ``values[0]`` is |Q ∩ X_k| once full and
     ``values[1]`` is |Q ∩ X_{k-1}| (both needed by Eq. 3.5); k is small (tens), so sorted
