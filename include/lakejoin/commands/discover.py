@@ -23,6 +23,7 @@ NAME = "discover"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the method, the query set, the output table and the family flags."""
     parser.add_argument("method", help=f"one of {', '.join(SEARCH_FAMILIES)}")
     parser.add_argument(
         "--queries",
@@ -53,6 +54,7 @@ def family_params(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Start a Spark session and run the batch discovery (``run_discover``)."""
     from lakejoin.spark.session import get_spark
 
     config = LakeConfig.from_args(args.home, args.spark_master, quiet=args.quiet or args.json)
@@ -84,6 +86,7 @@ def run_discover(args: argparse.Namespace, config: LakeConfig, spark: Any) -> di
 
 
 def summarize(result: dict[str, Any]) -> str:
+    """One line: queries, shards, rows written and where."""
     return (
         f"snapshot {result['snapshot_id']}, {result['method']}: {result['queries']} queries over {result['shards']} "
         f"shards -> {result['rows']} rows in {result['out']} (version {result['version']}, {result['seconds']} s)"

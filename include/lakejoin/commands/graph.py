@@ -15,6 +15,7 @@ NAME = "graph"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add ``-k``, ``--full`` and ``--no-publish``."""
     parser.add_argument("-k", type=int, default=DEFAULT_K, help=f"neighbours per column or key (default {DEFAULT_K})")
     parser.add_argument("--full", action="store_true", help="recompute every list instead of updating the last graph")
     parser.add_argument(
@@ -23,12 +24,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Refresh the latest snapshot's join graph (``lakejoin.graph.build.refresh``)."""
     if args.k < 1:
         raise ValueError(f"-k must be at least 1, got {args.k}")
     return refresh(LakeConfig.from_args(args.home), k=args.k, full=args.full, publish=args.publish)
 
 
 def summarize(result: dict[str, Any]) -> str:
+    """One line: edges, columns and keys, time, and the snapshot published."""
     if result.get("graph") == "current":
         return f"snapshot {result['snapshot_id']} already has its join graph"
     published = f", published as snapshot {result['published']}" if result["published"] else ", not published"

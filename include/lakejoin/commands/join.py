@@ -22,6 +22,7 @@ NAME = "join"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the query arguments of ``search`` and the join's rank, kind, policy, transform and output."""
     add_query_arguments(parser)
     parser.add_argument("--rank", type=int, default=1, help="join the result at this rank (default 1)")
     parser.add_argument("--how", choices=HOWS, default="left")
@@ -46,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Search, join the chosen result onto the query table and write it to ``--out``."""
     engine = engine_for(LakeConfig.from_args(args.home), LOCAL_LIMITS)
     table, summary = engine.join(
         **query_arguments(args),
@@ -60,6 +62,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def summarize(result: dict[str, Any]) -> str:
+    """One line: the joined table, its score and the rows and files written."""
     r = result["result"]
     return (
         f"joined {r['table']} ({r['dataset_id']}, rank {r['rank']}, {result['method']}: "

@@ -19,6 +19,7 @@ NAME = "portal"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the action (serve or fill), the folder, the address and the fault injection flags."""
     # one flat parser (not nested sub-commands) so the common --json/--quiet work after the action
     parser.add_argument(
         "action",
@@ -55,6 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    """Fill ``--root`` with real tables, or serve it until ``--duration`` ends or Ctrl-C."""
     if args.action == "fill":
         written = write_real_tables(Path(args.root), args.count, parquet_every=args.parquet_every)
         return {"root": str(Path(args.root).resolve()), "tables": len(written)}
@@ -90,6 +92,7 @@ def _wait_forever() -> None:
 
 
 def summarize(result: dict) -> str:
+    """One line: the tables written, or the requests the portal served."""
     if "tables" in result:
         return f"wrote {result['tables']} tables to {result['root']}"
     return f"portal at {result['url']} stopped; requests: {result['stats'].get('requests', 0)}"

@@ -13,6 +13,7 @@ NAME = "quality"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the ``--dataset`` and ``--failed`` filters."""
     parser.add_argument("--dataset", help="only this dataset_id")
     parser.add_argument("--failed", action="store_true", help="only versions with drift")
 
@@ -31,6 +32,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def summarize(result: dict[str, Any]) -> str:
+    """One line per validated version, with one indented line per drift finding."""
     lines = []
     for row in result["validations"]:
         status = "ok" if row["success"] else f"drift ({len(row['drift'])})"

@@ -35,6 +35,7 @@ NAME = "related"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the dataset (or table file), the ranking and the snapshot."""
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--dataset", help="a dataset_id of the lake")
     source.add_argument("--table", help="a table file the lake holds (matched by content)")
@@ -48,6 +49,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    """The tables related to the dataset (or the file's dataset) in the snapshot's join graph."""
     loaded = engine_for(LakeConfig.from_args(args.home), LOCAL_LIMITS).snapshot(args.snapshot)
     dataset_id = args.dataset if args.table is None else dataset_of_file(loaded, Path(args.table))
     return related(loaded, dataset_id, rank=args.rank)
@@ -67,6 +69,7 @@ def dataset_of_file(loaded: LoadedSnapshot, path: Path) -> str:
 
 
 def summarize(result: dict[str, Any]) -> str:
+    """A table of the related tables: by quality (one row per table) or every edge by overlap."""
     if result.get("rank") == "quality":
         return _summarize_by_quality(result)
     graph = result["graph"]

@@ -12,6 +12,7 @@ NAME = "run"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the sources, lake size, families, publishing and sharding options."""
     parser.add_argument(
         "--source",
         action="append",
@@ -56,6 +57,7 @@ def add_wait_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
+    """Check the options and run the main pipeline (``lakejoin.spark.pipeline.run``)."""
     from lakejoin.spark.pipeline import RunOptions
     from lakejoin.spark.pipeline import run as run_pipeline
 
@@ -88,6 +90,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def summarize(result: dict) -> str:
+    """The run's summary: datasets, columns, cells, index builds, graph, snapshot and the first errors."""
     d = result["datasets"]
     lines = [
         "Lakejoin run finished",

@@ -61,6 +61,7 @@ def add_query_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the query arguments and ``--spark`` (answer by batch discovery on Spark)."""
     add_query_arguments(parser)
     parser.add_argument(
         "--spark",
@@ -88,6 +89,7 @@ def query_arguments(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    """Search one snapshot, locally or on Spark (``--spark``)."""
     if args.spark:
         return _run_on_spark(args)
     return engine_for(LakeConfig.from_args(args.home), LOCAL_LIMITS).search(**query_arguments(args))
@@ -158,6 +160,7 @@ def _evidence(r: dict[str, Any]) -> str:
 
 
 def summarize(result: dict[str, Any]) -> str:
+    """One aligned row per result: rank, dataset, column(s), score and evidence."""
     picked = f" (auto: {result['auto']['reason']})" if "auto" in result else ""
     lines = [f"snapshot {result['snapshot_id']}, {result['method']}{picked}, {len(result['results'])} result(s)"]
     if not result["results"]:

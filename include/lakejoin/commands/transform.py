@@ -19,6 +19,7 @@ NAME = "transform"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the source and target CSV columns, the learning method and the direction."""
     parser.add_argument("--source", required=True, help="CSV file holding the column to transform")
     parser.add_argument("--source-column", required=True)
     parser.add_argument("--target", required=True, help="CSV file holding the column to join with")
@@ -41,6 +42,7 @@ def read_column(path: str, column: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> dict:
+    """Learn the transformations from the two columns and join them (``learn_and_join``)."""
     return learn_and_join(
         read_column(args.source, args.source_column),
         read_column(args.target, args.target_column),
