@@ -121,6 +121,7 @@ def build_index(family: str) -> dict:
 
 @task(outlets=[SNAPSHOT_ASSET])
 def publish(builds: list[dict]) -> int:
+    """Publish a snapshot pinning the builds' index versions (and the join graph unless ``params.graph`` is false)."""
     from lakejoin.progress import Progress
     from lakejoin.spark.pipeline import publish as publish_stage
 
@@ -164,6 +165,8 @@ def quality_docs(snapshot_id: int) -> dict:
     },
 )
 def lakejoin_pipeline():
+    """The main job: ingest, build every index family in parallel, publish, then compact and render Data Docs."""
+
     @task
     def ingest() -> dict:
         return _ingest(list(get_current_context()["params"]["sources"]))
@@ -186,6 +189,8 @@ def lakejoin_pipeline():
     params=LAKE_PARAMS,
 )
 def lakejoin_crawl():
+    """Crawl every source of Variable ``lakejoin_sources`` (none: the bundled lake), then emit the crawl Asset."""
+
     @task
     def configured_sources() -> list[list[str]]:
         specs = json.loads(Variable.get("lakejoin_sources", default="[]"))
@@ -216,6 +221,7 @@ def lakejoin_crawl():
     params=LAKE_PARAMS,
 )
 def lakejoin_index():
+    """After a crawl: rebuild every index family, publish a snapshot, then compact and render Data Docs."""
     published = publish(build_index.expand(family=list(FAMILIES)))
     compact(published)
     quality_docs(published)
@@ -233,6 +239,8 @@ def lakejoin_index():
     | {"k": Param(10, type="integer", minimum=1, maximum=100, description="neighbours per column or key")},
 )
 def lakejoin_graph():
+    """Compute the latest snapshot's join graph and publish it."""
+
     @task(outlets=[GRAPH_ASSET])
     def join_graph() -> dict:
         from lakejoin.graph import refresh

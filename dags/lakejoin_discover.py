@@ -51,6 +51,7 @@ from lakejoin_airflow.operators import LakeDiscoverOperator
     },
 )
 def lakejoin_discover():
+    """Batch discovery of a query set on Spark, written as a Delta table."""
     LakeDiscoverOperator(
         task_id="discover",
         pool="lakejoin_spark",

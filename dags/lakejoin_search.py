@@ -62,6 +62,7 @@ QUERY = {
     },
 )
 def lakejoin_search():
+    """Search from the trigger form, then join the chosen result when ``join`` is ticked."""
     search = LakeSearchOperator(task_id="search", **QUERY)
 
     @task.short_circuit

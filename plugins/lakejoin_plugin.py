@@ -9,6 +9,8 @@ from lakejoin_airflow.api import app
 
 
 class LakejoinPlugin(AirflowPlugin):
+    """Registers the search API and its pages with Airflow's UI."""
+
     name = "lakejoin"
     fastapi_apps = [{"app": app, "url_prefix": "/lakejoin", "name": "Lakejoin search API"}]  # noqa: RUF012 (AirflowPlugin declares these as plain class-level lists)
     external_views = [  # noqa: RUF012

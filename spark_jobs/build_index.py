@@ -20,6 +20,7 @@ from lakejoin.spark.pipeline import build_indexes, publish
 
 
 def main(argv: list[str] | None = None) -> dict:
+    """Build the index families on the committed cells (and publish when asked); spark-submit's entry point."""
     parser = argparse.ArgumentParser(prog="spark_jobs/build_index.py", description=__doc__.splitlines()[0])
     parser.add_argument("--home", required=True)
     parser.add_argument("--family", action="append", choices=FAMILIES, help="repeatable; default every family")

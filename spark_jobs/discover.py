@@ -19,6 +19,7 @@ from lakejoin.spark.session import get_spark
 
 
 def main(argv: list[str] | None = None) -> dict:
+    """Batch discovery on the cluster spark-submit gives; spark-submit's entry point."""
     parser = argparse.ArgumentParser(prog="spark_jobs/discover.py", description=__doc__.splitlines()[0])
     parser.add_argument("--home", required=True)
     add_arguments(parser)

@@ -20,6 +20,7 @@ from lakejoin.spark.pipeline import RunOptions, ingest
 
 
 def main(argv: list[str] | None = None) -> dict:
+    """Ingest the sources into the catalog and cells; spark-submit's entry point."""
     parser = argparse.ArgumentParser(prog="spark_jobs/ingest.py", description=__doc__.splitlines()[0])
     parser.add_argument("--home", required=True)
     parser.add_argument("--source", action="append", default=[])

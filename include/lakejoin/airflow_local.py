@@ -122,6 +122,7 @@ def postgres_up(config: StackConfig) -> str:
 
 
 def postgres_down(config: StackConfig) -> None:
+    """Stop the local PostgreSQL server, if it runs."""
     data = config.state / "postgres"
     if (data / "postmaster.pid").exists():
         _run(_as_db_owner([str(postgres_bin() / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"]))
@@ -325,6 +326,7 @@ def _serve(config: StackConfig) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """``python -m lakejoin.airflow_local up|down``: start or stop the local Airflow stack."""
     parser = argparse.ArgumentParser(prog="python -m lakejoin.airflow_local", description=__doc__.split("\n")[0])
     parser.add_argument("action", choices=["up", "down"])
     parser.add_argument("--state", type=Path, default=Path(os.environ.get("AIRFLOW_STATE", REPO / ".airflow")))

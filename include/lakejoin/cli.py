@@ -21,6 +21,7 @@ OPTIONAL_COMMAND_MODULES = ("transform", "quality", "portal", "search", "join", 
 
 
 def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
+    """The ``lakejoin`` parser with one sub-command per module of ``COMMAND_MODULES``, and the modules by name."""
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--home", help="lake root (default: $LAKEJOIN_HOME, else ./.lakejoin)")
     common.add_argument("--json", action="store_true", help="machine output: JSON alone on stdout")
@@ -37,6 +38,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, Any]]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one ``lakejoin`` command; print its JSON or summary, and return the exit status."""
     parser, modules = build_parser()
     args = parser.parse_args(argv)
     module = modules[args.command]

@@ -22,6 +22,8 @@ DEFAULT_HOME = ".lakejoin"
 
 
 class SettingKind(Enum):
+    """What a ``LAKEJOIN_*`` setting is for: users, or tests' fault switches and pause points."""
+
     USER = "user setting"
     FAULT_SWITCH = "test fault switch"
     PAUSE_POINT = "test pause point"

@@ -16,6 +16,7 @@ import yaml
 
 
 def airflow_cli(*args: str, env: dict[str, str] | None = None) -> str:
+    """Run the ``airflow`` command of this environment and return its output; RuntimeError on failure."""
     executable = Path(sys.executable).with_name("airflow")
     completed = subprocess.run(
         [str(executable), *args], env=env or os.environ.copy(), capture_output=True, text=True, check=False

@@ -25,6 +25,7 @@ def dataset_id(kind: str, key: str, label: str) -> str:
 
 
 def sha256_file(path, chunk: int = 1 << 20) -> str:
+    """The SHA-256 of a file's bytes, read in chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as handle:
         while block := handle.read(chunk):

@@ -19,6 +19,7 @@ PAUSE_ENV = PAUSE_AT.name
 
 
 def pause_point(name: str) -> None:
+    """Sleep until killed when ``LAKEJOIN_PAUSE_AT`` names this point (see the module docstring)."""
     if PAUSE_AT.read() != name:
         return
     print(f"lakejoin: paused at {name}", file=sys.stderr, flush=True)

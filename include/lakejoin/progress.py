@@ -21,6 +21,8 @@ BAR_WIDTH = 30
 
 
 class Progress:
+    """Progress lines and bars on stderr (none when quiet), with each stage's time."""
+
     def __init__(self, quiet: bool = False, stream=None) -> None:
         self.quiet = quiet
         self.stream = stream or sys.stderr

@@ -77,6 +77,7 @@ RESOURCE_NAME = "Lakejoin"
 
 
 def max_upload_bytes() -> int:
+    """The largest upload the API accepts, in bytes (``LAKEJOIN_MAX_UPLOAD_BYTES``)."""
     return MAX_UPLOAD_BYTES.read()
 
 
@@ -117,6 +118,8 @@ class SearchBody(BaseModel):
 
 
 class JoinBody(SearchBody):
+    """A search request plus the join's rank, kind, policy, transformation, prefix and output format."""
+
     rank: int = Field(1, ge=1, le=100)
     how: Literal[HOWS] = "left"  # type: ignore[valid-type]
     policy: Literal[POLICIES] = "first"  # type: ignore[valid-type]
@@ -213,12 +216,14 @@ async def _not_found(request: Request, error: LookupError) -> JSONResponse:
 
 @app.post("/api/search", summary="Search the lake for joinable tables", openapi_extra=_request_body_doc(SearchBody))
 async def search(request: Request) -> dict[str, Any]:
+    """A JSON body or a multipart form with the query table; the answer is ``lakejoin search --json``'s."""
     body, table = await _read_request(request, SearchBody)
     return await run_in_threadpool(engine().search, **_search_arguments(body, table))
 
 
 @app.post("/api/join", summary="Join a search result onto the query table", openapi_extra=_request_body_doc(JoinBody))
 async def join(request: Request) -> Response:
+    """The joined table as JSON (``preview_rows`` rows), Parquet or CSV (provenance in ``X-Lakejoin-Provenance``)."""
     body, table = await _read_request(request, JoinBody)
     joined, summary = await run_in_threadpool(
         engine().join,
@@ -250,6 +255,7 @@ async def join(request: Request) -> Response:
 
 @app.post("/api/columns", summary="The columns of an uploaded table with their profile")
 async def columns(request: Request) -> dict[str, Any]:
+    """The uploaded table is profiled, not stored."""
     _form, table = await _read_form(request)
     if table is None:
         raise HTTPException(400, "upload a table as the multipart field 'file'")
@@ -274,12 +280,14 @@ async def status() -> dict[str, Any]:
 
 @app.get("/api/catalog", summary="Find tables by title, publisher, source or column name (paged)")
 async def find_tables(q: str = "", offset: int = 0, limit: int = 20, snapshot_id: int | None = None) -> dict[str, Any]:
+    """Every word of ``q`` must occur (case-insensitive); ``offset`` and ``limit`` page through the matches."""
     loaded = await run_in_threadpool(engine().snapshot, snapshot_id)
     return lake_catalog.find_tables(loaded, q, offset, limit)
 
 
 @app.get("/api/methods", summary="Each method's parameters (type, default, bounds, help) and the join's options")
 async def methods() -> dict[str, Any]:
+    """The search page builds its forms from this answer."""
     pexeso_loaded = "pexeso" in warmup.status()["loaded"]
     model = (await run_in_threadpool(engine().snapshot)).searcher("pexeso")[0].model if pexeso_loaded else None
     return method_params.forms(model)
@@ -287,11 +295,13 @@ async def methods() -> dict[str, Any]:
 
 @app.get("/api/datasets", summary="Datasets and columns of a snapshot")
 async def datasets(snapshot_id: int | None = None) -> dict[str, Any]:
+    """The active datasets of the snapshot (default: the latest published) with their columns."""
     return await run_in_threadpool(engine().datasets, snapshot_id)
 
 
 @app.get("/api/snapshots", summary="Every snapshot with its status and table versions")
 async def snapshots() -> list[dict[str, Any]]:
+    """``lakejoin snapshots --json``."""
     return await run_in_threadpool(engine().snapshots)
 
 
@@ -299,6 +309,7 @@ async def snapshots() -> list[dict[str, Any]]:
     "/api/datasets/{dataset_id:path}/columns", summary="A table's catalog entry and its columns with their profile"
 )
 async def dataset_columns(dataset_id: str, snapshot_id: int | None = None) -> dict[str, Any]:
+    """Ids may hold slashes: the path converter takes everything up to ``/columns``."""
     loaded = await run_in_threadpool(engine().snapshot, snapshot_id)
     return lake_catalog.table_profile(loaded, dataset_id)
 
@@ -353,6 +364,7 @@ def _docs_url(request: Request, page: str) -> str:
 
 @app.get("/search", response_class=HTMLResponse, summary="The search page", include_in_schema=False)
 async def search_page() -> FileResponse:
+    """The search page (static HTML; it calls the API)."""
     return FileResponse(STATIC / "search.html", media_type="text/html")
 
 
@@ -363,11 +375,13 @@ async def search_page() -> FileResponse:
     include_in_schema=False,
 )
 async def dataset_page() -> FileResponse:
+    """The dataset page (static HTML; it calls the API)."""
     return FileResponse(STATIC / "dataset.html", media_type="text/html")
 
 
 @app.get("/static/{name}", include_in_schema=False)
 async def static(name: str) -> FileResponse:
+    """A static asset of the pages; 404 outside the static folder."""
     path = STATIC / name
     if path.parent != STATIC or not path.is_file():
         raise HTTPException(404, f"no asset {name!r}")

@@ -71,6 +71,8 @@ EDGES_SCHEMA = pa.schema(
 
 @dataclass(frozen=True)
 class Edge:
+    """One edge of the join graph: a query column (or key) and a column (or key) that joins with it."""
+
     kind: str
     query_dataset_id: str
     query_column_ids: tuple[int, ...]

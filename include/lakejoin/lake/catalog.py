@@ -103,6 +103,7 @@ def apply_parse_outcome(
 
 
 def to_arrow(rows: dict[str, dict[str, Any]]) -> pa.Table:
+    """The catalog rows as a ``DATASETS_SCHEMA`` table, in dataset-id order."""
     ordered = [rows[k] for k in sorted(rows)]
     return pa.Table.from_pylist(
         [{f.name: r.get(f.name) for f in DATASETS_SCHEMA} for r in ordered], schema=DATASETS_SCHEMA

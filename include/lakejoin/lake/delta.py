@@ -62,6 +62,7 @@ class DataFile:
 
 
 def exists(path: Path) -> bool:
+    """True if ``path`` holds a Delta table."""
     return DeltaTable.is_deltatable(str(path))
 
 
@@ -73,6 +74,7 @@ def open_table(path: Path, version: int | None = None) -> DeltaTable:
 
 
 def current_version(path: Path) -> int | None:
+    """The table's latest version, or None if there is no table at ``path``."""
     return open_table(path).version() if exists(path) else None
 
 

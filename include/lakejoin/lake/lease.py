@@ -70,6 +70,7 @@ def new_build_id() -> str:
 
 
 def lease_ttl() -> float:
+    """Seconds a dead writer's lease lasts before the next writer takes it (``LAKEJOIN_LEASE_SECONDS``)."""
     return LEASE_SECONDS.read()
 
 
@@ -223,6 +224,7 @@ def check_commit(table_path: Path) -> str | None:
 
 
 def is_live(record: dict[str, Any]) -> bool:
+    """True if the record is a held lease that has not expired."""
     return record.get("state") == HELD and float(record.get("expires_at", 0)) > time.time()
 
 

@@ -48,6 +48,8 @@ MANIFEST_SCHEMA = pa.schema(
 
 @dataclass
 class Manifest:
+    """A sharded family's manifest: its shards, the catalog version it indexes and each shard's rows and build."""
+
     n_shards: int
     catalog_version: int | None
     state: str
@@ -62,6 +64,7 @@ class Manifest:
 
 
 def manifest_path(home: Path, family: str) -> Path:
+    """The Delta table holding the family's manifest."""
     return home / "index" / family / MANIFEST
 
 

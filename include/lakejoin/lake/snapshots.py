@@ -52,6 +52,8 @@ class MixedBuilds(lease.LakeWriteError):
 
 @dataclass(frozen=True)
 class Snapshot:
+    """A snapshot: the version of every table it pins, its status and its build statistics."""
+
     snapshot_id: int
     created_at: datetime
     status: str

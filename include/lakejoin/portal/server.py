@@ -93,6 +93,8 @@ class PortalState:
 
 
 class PortalHandler(BaseHTTPRequestHandler):
+    """Answers the CKAN and Socrata API routes and the table downloads, with the configured faults."""
+
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out as separate writes on keep-alive
     server_version = "LakejoinPortal/0.1"
@@ -484,6 +486,7 @@ def _matches_q(package: dict[str, Any], q: str) -> bool:
 def make_server(
     root: Path, host: str, port: int, faults: Faults, cache_dir: Path
 ) -> tuple[ThreadingHTTPServer, PortalState]:
+    """A threaded HTTP server for the portal over ``root`` (not yet serving), and its state."""
     state = PortalState(catalog=Catalog(root), faults=faults, rows=RowIndexCache(cache_dir))
     handler = type("BoundPortalHandler", (PortalHandler,), {"state": state})
     server = ThreadingHTTPServer((host, port), handler)

@@ -69,6 +69,8 @@ KEYS_SCHEMA = pa.schema(
 
 @dataclass(frozen=True)
 class CompositeKey:
+    """A composite key of a table: its columns and how many distinct tuples they hold."""
+
     ordinals: tuple[int, ...]  # every column of the key, constants included, ascending
     constants: tuple[int, ...]  # the constant columns among them
     distinct: int  # distinct tuples of the key's columns

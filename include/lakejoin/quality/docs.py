@@ -140,6 +140,7 @@ class DocsBuild:
 
 
 def site_dir(config: LakeConfig) -> Path:
+    """Where the lake's Data Docs site is written."""
     return config.home / SITE_DIR
 
 

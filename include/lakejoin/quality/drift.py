@@ -159,6 +159,7 @@ def suite_from_json(text: str):
 
 
 def suite_json(suite) -> str:
+    """The suite as canonical JSON (sorted keys), so equal suites compare equal as text."""
     return json.dumps(suite.to_json_dict(), sort_keys=True)
 
 

@@ -44,6 +44,8 @@ class GateLimits:
 
 @dataclass(frozen=True)
 class GateResult:
+    """The structural gate's verdict on a parsed table, and its validation result as JSON."""
+
     success: bool
     reason: str | None
     result_json: str

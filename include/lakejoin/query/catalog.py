@@ -72,6 +72,7 @@ def table_profile(loaded: LoadedSnapshot, dataset_id: str) -> dict[str, Any]:
 
 
 def column_profile(column: ColumnInfo) -> dict[str, Any]:
+    """A column's profile as the REST API and the search page show it."""
     return {
         "name": column.name,
         "column_id": column.column_id,

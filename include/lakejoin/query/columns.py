@@ -24,6 +24,8 @@ from lakejoin.profile.join_quality import row_numbers
 
 @dataclass
 class ColumnInfo:
+    """A column of the snapshot: its dataset, position, name, profile and the families indexing it."""
+
     column_id: int
     dataset_id: str
     ordinal: int

@@ -59,6 +59,8 @@ Key = tuple[str, ...]
 
 @dataclass(frozen=True)
 class KeyPair:
+    """A query column and the found column it is joined with."""
+
     query_column: str
     found_column: str
 
@@ -128,6 +130,7 @@ def join(
 
 
 def provenance_of(table: pa.Table) -> dict[str, Any]:
+    """The provenance a joined table carries in its schema metadata; ValueError if it has none."""
     raw = (table.schema.metadata or {}).get(PROVENANCE_KEY)
     if raw is None:
         raise ValueError("the table carries no lakejoin provenance")

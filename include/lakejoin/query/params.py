@@ -33,6 +33,8 @@ class ParamSpec:
 
 @dataclass(frozen=True)
 class MethodSpec:
+    """A search method: its name, title, help and parameters."""
+
     name: str
     title: str
     help: str
@@ -193,6 +195,7 @@ def transform_default() -> str | None:
 
 
 def join_specs() -> tuple[ParamSpec, ...]:
+    """The join's options (kind, one-to-many policy, transformation, prefix) as parameters."""
     from lakejoin.transform import METHODS as TRANSFORMS
 
     default = transform_default()

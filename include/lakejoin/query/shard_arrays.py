@@ -71,6 +71,7 @@ _mapped_lock = threading.Lock()
 
 
 def shard_folder(config: LakeConfig, snapshot_id: int, family: str, shard: int) -> Path:
+    """The folder caching one shard's arrays of one snapshot and family."""
     return config.shard_cache_dir / str(snapshot_id) / family / str(shard)
 
 

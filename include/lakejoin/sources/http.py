@@ -415,6 +415,8 @@ def metadata_unchanged(previous: Mapping[str, Any] | None, token: str | None, ur
 
 
 class Validators(TypedDict):
+    """The stored version's ETag and Last-Modified, sent back to ask whether it changed."""
+
     etag: str | None
     last_modified: str | None
 

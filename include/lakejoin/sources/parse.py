@@ -44,6 +44,8 @@ class UnparseableFile(Exception):
 
 @dataclass
 class ParsedTable:
+    """A table file parsed to all-text columns, with how it was read and what was repaired."""
+
     table: pa.Table  # every column pa.string(), names unique, headers in field metadata (headers.with_names)
     format: str
     encoding: str | None = None
@@ -53,6 +55,7 @@ class ParsedTable:
 
 
 def detect_format(path: Path) -> str:
+    """The table format of a file, from its suffix."""
     suffix = path.suffix.lower().lstrip(".")
     if suffix in ("jsonl", "ndjson", "json"):
         return "jsonl"

@@ -34,6 +34,8 @@ from lakejoin.sources.parse import UnparseableFile, parse_file
 
 @dataclass
 class ParseTask:
+    """One file for a Spark task to parse, validate and stage."""
+
     dataset_id: str
     local_path: str
     format: str
@@ -46,6 +48,8 @@ class ParseTask:
 
 @dataclass
 class ParseOutcome:
+    """What parsing one file gave: its rows and columns, or why it was rejected."""
+
     dataset_id: str
     ok: bool
     reason: str | None

@@ -32,6 +32,7 @@ CACHE_COLUMNS = ("model", "value_hash", "vector")
 
 
 def vector_array(vectors: np.ndarray) -> pa.ListArray:
+    """The rows of a vector matrix as an Arrow list array (float32)."""
     rows, dim = vectors.shape
     offsets = pa.array(np.arange(0, (rows + 1) * dim, dim, dtype=np.int32))
     return pa.ListArray.from_arrays(offsets, pa.array(vectors.reshape(-1), pa.float32()))

@@ -396,6 +396,8 @@ def _distinct(rng: np.random.Generator, domain: _Domain, n: int) -> list[str]:
 
 
 class JoinablePair(TypedDict):
+    """A planted joinable column pair with its overlap and containment."""
+
     left_table: str
     left_column: str
     right_table: str
@@ -405,6 +407,8 @@ class JoinablePair(TypedDict):
 
 
 class CompositeKey(TypedDict):
+    """A planted composite-key join between two tables."""
+
     query_table: str
     query_columns: list[str]
     target_table: str
@@ -414,6 +418,8 @@ class CompositeKey(TypedDict):
 
 
 class NearDuplicate(TypedDict):
+    """A planted pair of columns whose values match only after normalization or semantically."""
+
     left_table: str
     left_column: str
     right_table: str
@@ -422,6 +428,8 @@ class NearDuplicate(TypedDict):
 
 
 class UniqueKey(TypedDict):
+    """A planted unique column."""
+
     table: str
     column: str
 
@@ -800,6 +808,8 @@ def generate_lake(out_dir: str | Path, n_tables: int = 100, seed: int = 0, **ove
 
 
 class KeyedTable(TypedDict):
+    """A generated table with its planted minimal composite key."""
+
     name: str
     columns: dict[str, list[str]]  # column name -> cells, in column order
     key: list[str]  # the planted minimal composite key

@@ -48,6 +48,8 @@ MIN_Q = 3
 
 @dataclass(frozen=True)
 class AutoJoinConfig:
+    """The Auto-Join search's knobs, named after the paper's symbols."""
+
     top_pairs: int = 64  # k: top-scored row pairs kept as the example pool
     subsets: int = 32  # r: random example subsets
     subset_size: int = 3  # b: examples per learning attempt (the thesis uses 3-4)
@@ -304,6 +306,8 @@ def constrained_fuzzy_join(
 
 @dataclass
 class AutoJoinResult:
+    """The programs Auto-Join learned, ranked by the rows they join, and the best program's joined pairs."""
+
     ranked: list[tuple[Program, int]]  # distinct programs with the target rows they join
     example_pairs: list[tuple[int, int]]
     pairs: list[tuple[int, int]]  # joined (source row, target row) with the best program

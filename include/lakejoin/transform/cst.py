@@ -154,6 +154,8 @@ class Learned:
 
 @dataclass
 class CSTResult:
+    """The programs CST learned: a cover of the example pairs and every program with enough support."""
+
     cover: list[Learned]
     supported: list[tuple[Program, int]]  # every program reaching join_support, by coverage
     pairs: int

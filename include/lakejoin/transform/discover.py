@@ -59,6 +59,8 @@ NO_TRANSFORMATION = "no transformation found"
 
 @dataclass(frozen=True)
 class DiscoveryParams:
+    """Transformation discovery's bounds: candidate columns, sample size, time budget and learner."""
+
     candidates: int = DEFAULT_CANDIDATES
     sample: int = DEFAULT_SAMPLE
     budget: float = DEFAULT_BUDGET

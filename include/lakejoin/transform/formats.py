@@ -34,6 +34,7 @@ _NUMBER_TOKEN = re.compile(r"(?:(?<![\w.,'])[-+])?(?:\d+(?:[,.']\d+)*|[.,]\d+)(?
 
 
 def number_tokens(value: str) -> list[re.Match]:
+    """The number tokens of a value (none for values too long to be one)."""
     return list(_NUMBER_TOKEN.finditer(value)) if len(value) <= MAX_VALUE else []
 
 
@@ -60,6 +61,7 @@ def read_number(token: str, point: str) -> Decimal | None:
 def print_number(
     number: Decimal, decimals: int | None, significant: int | None, thousands: str, point: str, width: int = 0
 ) -> str:
+    """A number printed with the given decimals or significant digits, separators and width."""
     if significant is not None and number:
         decimals = significant - 1 - number.adjusted()
     if decimals is not None:
@@ -249,6 +251,7 @@ _PRINTED_FROM = {
 
 
 def print_date(fmt: str, fields: dict[str, int]) -> str | None:
+    """A date printed in ``fmt`` (strftime-style), or None if a field it needs is missing."""
     out = []
     for part in _format_parts(fmt):
         if part not in _NUMERIC and part not in _NAMED:

@@ -321,6 +321,7 @@ def _unit_text(kind: type, fields: tuple) -> str:  # keyed on the kind: Substr(0
 
 
 def unit_text(unit: Unit) -> str:
+    """A unit as program text, e.g. ``Split(' ', 1)``."""
     kind: type = type(unit)
     return _unit_text(kind, tuple(unit))
 

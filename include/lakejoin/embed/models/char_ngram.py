@@ -20,6 +20,8 @@ N = 3
 
 
 class CharNgramModel:
+    """Hashed character 3-grams: the dependency-free model (shared spelling, not meaning)."""
+
     name = "char-ngram"
     dim = DIM
 

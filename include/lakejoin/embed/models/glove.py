@@ -28,6 +28,8 @@ _RUNS = re.compile(r"[^\W_]+")
 
 
 class GloveModel:
+    """GloVe 6B 50-d word vectors: a value is the mean of its known words' vectors (a seeded random one if none is)."""
+
     name = "glove-50"
     dim = 50
 

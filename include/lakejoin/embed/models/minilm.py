@@ -20,6 +20,8 @@ INSTALL_HINT = (
 
 
 class MiniLMModel:
+    """all-MiniLM-L6-v2 through sentence-transformers (PyTorch)."""
+
     name = "minilm"
     dim = 384
 

@@ -35,6 +35,8 @@ BATCH_TOKENS = 512
 
 
 class MiniLMOnnxModel:
+    """all-MiniLM-L6-v2 through ONNX Runtime: the same vectors without PyTorch."""
+
     name = "minilm-onnx"
     dim = 384
 

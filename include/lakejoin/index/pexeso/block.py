@@ -44,6 +44,8 @@ class Pairs:
 
 @dataclass(frozen=True)
 class BlockResult:
+    """The (query vector, leaf) pairs blocking sorted into matching, browsed and candidate pairs."""
+
     matching: Pairs  # mPair: Lemmas 5 and 6, every vector of the leaf matches
     browsing: Pairs  # quick browsing: the leaf with the query vector's own key
     candidate: Pairs  # cPair: survivors of Lemmas 3 and 4, verified one vector at a time

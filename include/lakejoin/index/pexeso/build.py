@@ -231,6 +231,7 @@ def params_row(
 
 
 def pivot_rows(plan: PartitionPlan) -> list[dict]:
+    """One row per pivot of a partition: the partition, the pivot's number and its vector."""
     return [{"partition": plan.partition, "pivot": i, "vector": p.tolist()} for i, p in enumerate(plan.pivots)]
 
 

@@ -121,6 +121,8 @@ def exact_match(q_vectors: np.ndarray, q: int, x_vectors: np.ndarray, v: int, ta
 
 
 class Verified(NamedTuple):
+    """What verification decided per column, with one matching vector per (query vector, column) hit."""
+
     matched: np.ndarray  # int64 per column: matched query records (a lower bound if joinable early)
     undecided: np.ndarray  # int64 per column: records never decided (0 means matched is exact)
     status: np.ndarray  # int8 per column: OPEN, JOINABLE, PRUNED
