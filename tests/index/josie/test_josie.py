@@ -215,14 +215,17 @@ def test_sets_matched_once_wait_for_their_second_match(shape):
 def test_each_plan_answers_like_the_oracle(shape):
     """JOSIE finishes by MergeList's plan when the cost model prices MergeList's count below
     JOSIE's finish (``ReadCost.m0``/``m1``): with the count priced free it switches at its first
-    decision point with k estimates, with it unpriced (inf) never; either way, with and without
-    a floor, the answers are the oracle's."""
+    decision point with enough estimates, with it unpriced (inf) never; either way, with and
+    without a floor, the answers are the oracle's."""
     sets = {i: set(values) for i, values in enumerate(set_lake(shape, 1_500, seed=9))}
     tables = build_in_memory(sets, normalize=False)
-    costs = {"josie": ReadCost(1e-8, 1e-9, 1e-8, 1e-9), "mergelist": ReadCost(1e-8, 1e-9, 1e-8, 1e-9, 0.0, 0.0, 0.0)}
+    # Set reads priced far above list reads, so candidates stay unread until a decision weighs them.
+    costs = {"josie": ReadCost(1e-6, 1e-6, 1e-9, 1e-12), "mergelist": ReadCost(1e-6, 1e-6, 1e-9, 1e-12, 0.0, 0.0, 0.0)}
     rng = np.random.default_rng(6)
     sizes = np.array([len(v) for v in sets.values()])
     queries = [sorted(sets[int(i)]) for i in rng.choice(np.flatnonzero(sizes >= 50), size=12, replace=False)]
+    vocabulary = sorted(set().union(*sets.values()))
+    queries += [list(rng.choice(vocabulary, size=min(size, len(vocabulary)), replace=False)) for size in (300, 1_000)]
     for plan, cost in costs.items():
         searcher = load(tables, read_cost=cost)
         plans = set()

@@ -93,6 +93,7 @@ from lakejoin.index.josie.reads import Scratch, TopK, count_suffix, heap_push, i
 
 DECISIONS_PER_QUERY = 24  # λ per query = ⌈distinct lists / 24⌉ (24 and ⌈⌉: bench_josie, both lakes)
 MIN_BATCH_SIZE = 2  # estimates (Eq. 3.4) need two lists since first sight to be a rate at all
+PLAN_CANDIDATES = 2  # estimated candidates per result before MergeList's plan is weighed (bench_josie, both shapes)
 
 # Per-set state ``hot[_PARTIAL, s]`` and ``hot[_LAST, s]`` (|Q[1:i] ∩ X| and j_X), the only
 # memory a posting entry touches. They are two int32 arrays, not one 8-byte row per set:
@@ -325,7 +326,10 @@ def _merge_is_cheaper(q, i, k, list_cost, merge_rest, cost, scratch, hopeful, es
     step; a list read that also keeps JOSIE's per-set bookkeeping costs more than
     MergeList's bare count, so where the prefix covers about every list and the sets are
     large (short lists: MergeList's case, §3.5.4) the count is the cheaper way to finish.
-    Fewer than k candidates estimated above |Q ∩ X_k| price no such finish: JOSIE goes on."""
+    The k-th estimate stands for |Q ∩ X_k| only when the candidates estimated outnumber k
+    several times (``PLAN_CANDIDATES``): with few of them, the sets of the true top k are
+    mostly not seen yet, the k-th estimate is far too low and the prefix far too long, and
+    JOSIE goes on."""
     nq = q.shape[0]
     best = np.zeros(k)  # ascending, as the running top-k
     best_read = np.zeros(k)  # the S of reading each
@@ -334,7 +338,7 @@ def _merge_is_cheaper(q, i, k, list_cost, merge_rest, cost, scratch, hopeful, es
         s = scratch.cand[hopeful[h], _SET]
         suffix = scratch.cand[hopeful[h], _SIZE] - 1 - scratch.hot[_LAST, s]
         n_best = heap_push(best, best_read, n_best, k, estimates[h], cost.s0 + cost.s1 * suffix)
-    if n_best < k:
+    if n_hopeful < PLAN_CANDIDATES * k:
         return False
     prefix_end = max(i + 1, nq - int(best[0]))
     return merge_rest <= list_cost[prefix_end] - list_cost[i + 1] + best_read.sum()
