@@ -33,6 +33,7 @@ PACKAGES_MARKER = "<!-- lakejoin:packages -->"
 
 
 def on_files(files: Files, config: Any) -> Files:
+    """Add the generated reference pages (CLI, REST, settings) to the site."""
     files.append(File.generated(config, "reference/cli.md", content=cli_page()))
     files.append(File.generated(config, "reference/rest.md", content=rest_page()))
     files.append(File.generated(config, "reference/settings.md", content=settings_page()))
@@ -40,6 +41,7 @@ def on_files(files: Files, config: Any) -> Files:
 
 
 def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str:
+    """Replace the packages and parameters markers of a page with their tables."""
     if PACKAGES_MARKER in markdown:
         markdown = markdown.replace(PACKAGES_MARKER, packages_table())
     return PARAMS_MARKER.sub(lambda match: params_table(match.group(1)), markdown)
@@ -49,6 +51,7 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
 
 
 def cli_page() -> str:
+    """``reference/cli.md``: every ``lakejoin`` command's usage and options, from its parser."""
     os.environ["COLUMNS"] = "110"  # argparse wraps usage lines to the terminal width
     from lakejoin.cli import build_parser
 
@@ -116,6 +119,7 @@ def _md_text(text: str) -> str:
 
 
 def rest_page() -> str:
+    """``reference/rest.md``: every route of the search API, from its OpenAPI document."""
     sys.path.insert(0, str(ROOT / "plugins"))
     from lakejoin_airflow.api import app
 
@@ -217,6 +221,7 @@ def _cell(text: str) -> str:
 
 
 def settings_page() -> str:
+    """``reference/settings.md``: every ``LAKEJOIN_*`` setting with its default and meaning."""
     from lakejoin.config import SETTINGS, SettingKind
 
     lines = [
@@ -262,6 +267,7 @@ def _first_sentence(doc: str) -> str:
 
 
 def params_table(method: str) -> str:
+    """The table of one method's parameters: type, default, range and meaning."""
     from lakejoin.query.params import METHOD_SPECS, ParamSpec
 
     def bounds(spec: ParamSpec) -> str:
