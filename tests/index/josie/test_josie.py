@@ -248,7 +248,7 @@ def test_a_long_query_is_normalized_like_its_cells():
     rng = np.random.default_rng(2)
     texts = ["AA", " dl ", "ＵＡ", "2019.0", "007", "0.50", "1e3", "NA", "n/a", "", "-", "café", "x  y", "true"]
     texts += ["1234567890123456", "123456789012345", "a1234567890123456", "-0", "0.0001", "0.00001", "İstanbul"]
-    words = [f"{rng.choice(['w', 'W', ' w'])}{i}" for i in range(400)] + [str(i) for i in range(300)]
+    words = [f"{rng.choice(['w', 'W', ' w'])}{i}" for i in range(800)] + [str(i) for i in range(300)]
     query = [str(v) for v in rng.permutation(np.array(texts * 20 + words, dtype=object))]
     assert len(query) >= dictionary.VECTORIZED_FROM
     assert dictionary.normalized_set(query) == normalize_set(query)
