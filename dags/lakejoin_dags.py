@@ -29,11 +29,15 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 import pendulum
 from airflow.sdk import Asset, Param, Variable, dag, get_current_context, task
 
 from lakejoin.index import FAMILIES
+
+if TYPE_CHECKING:  # for annotations only: the tasks import the library where they run
+    from lakejoin.config import LakeConfig
 
 SNAPSHOT_ASSET = Asset("lakejoin-snapshot", uri="lakejoin://snapshots/latest")
 CRAWL_ASSET = Asset("lakejoin-crawl", uri="lakejoin://crawl/finished")
@@ -75,7 +79,7 @@ LAKE_PARAMS = {
 }
 
 
-def _config():
+def _config() -> LakeConfig:
     from lakejoin.config import LakeConfig
 
     params = get_current_context()["params"]
@@ -164,7 +168,7 @@ def quality_docs(snapshot_id: int) -> dict:
         ),
     },
 )
-def lakejoin_pipeline():
+def lakejoin_pipeline() -> None:
     """The main job: ingest, build every index family in parallel, publish, then compact and render Data Docs."""
 
     @task
@@ -188,7 +192,7 @@ def lakejoin_pipeline():
     tags=["lakejoin"],
     params=LAKE_PARAMS,
 )
-def lakejoin_crawl():
+def lakejoin_crawl() -> None:
     """Crawl every source of Variable ``lakejoin_sources`` (none: the bundled lake), then emit the crawl Asset."""
 
     @task
@@ -220,7 +224,7 @@ def lakejoin_crawl():
     tags=["lakejoin"],
     params=LAKE_PARAMS,
 )
-def lakejoin_index():
+def lakejoin_index() -> None:
     """After a crawl: rebuild every index family, publish a snapshot, then compact and render Data Docs."""
     published = publish(build_index.expand(family=list(FAMILIES)))
     compact(published)
@@ -238,7 +242,7 @@ def lakejoin_index():
     params={key: LAKE_PARAMS[key] for key in ("home", "lease_wait")}
     | {"k": Param(10, type="integer", minimum=1, maximum=100, description="neighbours per column or key")},
 )
-def lakejoin_graph():
+def lakejoin_graph() -> None:
     """Compute the latest snapshot's join graph and publish it."""
 
     @task(outlets=[GRAPH_ASSET])

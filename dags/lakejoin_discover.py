@@ -50,7 +50,7 @@ from lakejoin_airflow.operators import LakeDiscoverOperator
         ),
     },
 )
-def lakejoin_discover():
+def lakejoin_discover() -> None:
     """Batch discovery of a query set on Spark, written as a Delta table."""
     LakeDiscoverOperator(
         task_id="discover",

@@ -61,7 +61,7 @@ QUERY = {
         ),
     },
 )
-def lakejoin_search():
+def lakejoin_search() -> None:
     """Search from the trigger form, then join the chosen result when ``join`` is ticked."""
     search = LakeSearchOperator(task_id="search", **QUERY)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 
 
@@ -24,7 +25,7 @@ def dataset_id(kind: str, key: str, label: str) -> str:
     return f"{kind}-{slug}-{digest}"
 
 
-def sha256_file(path, chunk: int = 1 << 20) -> str:
+def sha256_file(path: str | os.PathLike[str], chunk: int = 1 << 20) -> str:
     """The SHA-256 of a file's bytes, read in chunks."""
     h = hashlib.sha256()
     with open(path, "rb") as handle:

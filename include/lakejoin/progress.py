@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import TextIO, TypeVar
 
 T = TypeVar("T")
 BAR_WIDTH = 30
@@ -23,7 +23,7 @@ BAR_WIDTH = 30
 class Progress:
     """Progress lines and bars on stderr (none when quiet), with each stage's time."""
 
-    def __init__(self, quiet: bool = False, stream=None) -> None:
+    def __init__(self, quiet: bool = False, stream: TextIO | None = None) -> None:
         self.quiet = quiet
         self.stream = stream or sys.stderr
         self.timings: dict[str, float] = {}

@@ -14,7 +14,7 @@ import bisect
 import json
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -469,7 +469,9 @@ def _files_to_replace(
     return [p for p, value in live.items() if str(value) in targets]
 
 
-def partition_writer(table_root: str, schema: pa.Schema, partition_by: list[str], layout: FileLayout = DEFAULT_LAYOUT):
+def partition_writer(
+    table_root: str, schema: pa.Schema, partition_by: list[str], layout: FileLayout = DEFAULT_LAYOUT
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The function that turns Arrow batches into Parquet files under ``table_root`` (one per
     partition of the batches, laid out as ``layout`` says) and yields one row per file (path, size,
     num_records, partition_values as JSON, stats): what each Spark executor task runs, and

@@ -474,7 +474,9 @@ def _static_index_view() -> type:
     class StaticIndexPageView(DefaultJinjaIndexPageView):
         """GE's index page, its result tables also rendered server-side (see the module doc)."""
 
-        def __init__(self, custom_styles_directory=None, custom_views_directory=None) -> None:
+        def __init__(
+            self, custom_styles_directory: str | None = None, custom_views_directory: str | None = None
+        ) -> None:
             super().__init__(custom_styles_directory, custom_views_directory)
             original = PrefixLoader({"gx": PackageLoader("great_expectations", "render/view/templates")})
             assert self.env.loader is not None  # GE's page view always sets its template loader
@@ -594,7 +596,7 @@ def _write_whole(path: Path, text: str) -> None:
     temporary.replace(path)
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type:
     # GE instantiates the view and the index builder from the site config by module and class
     # name; defined lazily because importing GE takes seconds and most users of this module only
     # read pages.json

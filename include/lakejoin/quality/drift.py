@@ -31,7 +31,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 import pyarrow as pa
@@ -40,6 +40,10 @@ from lakejoin.normalize import NormalizedColumn
 from lakejoin.profile import TOP_K, finish_profile, profile_values, table_aggregates
 from lakejoin.profile.types import VALUE_PATTERNS
 from lakejoin.quality.expectations import validate
+
+if TYPE_CHECKING:  # imported lazily at run time: importing GE takes seconds
+    from great_expectations import ExpectationSuite
+    from great_expectations.data_context import EphemeralDataContext
 
 NULL_TOLERANCE = 0.05
 
@@ -76,7 +80,7 @@ VALIDATIONS_SCHEMA = pa.schema(
 
 
 @cache
-def _ge_context():
+def _ge_context() -> EphemeralDataContext:
     """The process's ephemeral GE context: suites and results need one to exist."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
@@ -120,7 +124,7 @@ def profile_table(table: pa.Table | pd.DataFrame) -> list[dict[str, Any]]:
     return [finish_profile(a) for a in aggregates]
 
 
-def build_suite(dataset_id: str, profiles: Sequence[Mapping[str, Any]]):
+def build_suite(dataset_id: str, profiles: Sequence[Mapping[str, Any]]) -> ExpectationSuite:
     """The expectation suite a dataset's first version states (see the module table)."""
     import great_expectations as gx
 
@@ -150,7 +154,7 @@ def build_suite(dataset_id: str, profiles: Sequence[Mapping[str, Any]]):
     return gx.ExpectationSuite(name=f"lakejoin.{dataset_id}", expectations=expectations)
 
 
-def suite_from_json(text: str):
+def suite_from_json(text: str) -> ExpectationSuite:
     """An ``ExpectationSuite`` from the JSON stored in ``quality/validations.suite``."""
     import great_expectations as gx
 
@@ -158,7 +162,7 @@ def suite_from_json(text: str):
     return gx.ExpectationSuite(**json.loads(text))
 
 
-def suite_json(suite) -> str:
+def suite_json(suite: ExpectationSuite) -> str:
     """The suite as canonical JSON (sorted keys), so equal suites compare equal as text."""
     return json.dumps(suite.to_json_dict(), sort_keys=True)
 

@@ -164,7 +164,7 @@ def _parse_with_arrow(text: str, delimiter: str, header: list[str], has_header: 
     """The fast path; None when any row is ragged (the slow path pads and reports them)."""
     ragged = []
 
-    def on_invalid(row) -> str:
+    def on_invalid(row: pacsv.InvalidRow) -> str:
         ragged.append(row)
         return "skip"
 

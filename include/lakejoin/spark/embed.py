@@ -16,7 +16,7 @@ contend and wait on each other at every operator.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -45,7 +45,7 @@ def _task_threads() -> None:
     os.environ.setdefault(THREADS_ENV, str(context.cpus() if context is not None else 0))
 
 
-def _embedder(model: str):
+def _embedder(model: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     def embed_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         _task_threads()
         for batch in batches:

@@ -29,13 +29,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
-from typing import TypedDict, TypeVar
+from typing import TYPE_CHECKING, TypedDict, TypeVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from lakejoin.normalize import normalize_value
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # ---------------------------------------------------------------------------------------------
 # Shared sampling helpers
@@ -92,7 +95,10 @@ SHAPES: dict[str, SetLakeShape] = {
 }
 
 
-def _overridden(defaults, overrides: Mapping[str, object], caller: str):
+_Config = TypeVar("_Config", bound="DataclassInstance")
+
+
+def _overridden(defaults: _Config, overrides: Mapping[str, object], caller: str) -> _Config:
     """``defaults`` (a dataclass) with ``overrides`` replaced; a clear error names unknown fields."""
     known = {f.name for f in fields(defaults)}
     unknown = sorted(set(overrides) - known)

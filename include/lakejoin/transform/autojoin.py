@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import random
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -140,7 +140,7 @@ def _separators(value: str) -> list[str]:
     return list(dict.fromkeys(char for char in value if not char.isalnum()))
 
 
-def _copied_spans(text: str, output: str):
+def _copied_spans(text: str, output: str) -> Iterator[tuple[int, int]]:
     """(start, end) of every substring of ``text`` that occurs in ``output``."""
     for start in range(len(text)):
         for end in range(start + 1, len(text) + 1):
@@ -149,7 +149,7 @@ def _copied_spans(text: str, output: str):
             yield start, end
 
 
-def _substring_params(piece: str, output: str):
+def _substring_params(piece: str, output: str) -> Iterator[tuple[int, int | None]]:
     for start, end in _copied_spans(piece, output):
         if start == 0 and end == len(piece):
             yield 0, None
@@ -250,7 +250,9 @@ def _qgrams(q: int) -> Callable[[str], frozenset[str]]:
 TOKENIZERS: dict[str, Callable[[str], frozenset[str]]] = {"word": _words, "2gram": _qgrams(2), "3gram": _qgrams(3)}
 
 
-def _distances(derived: Sequence[str], targets: Sequence[str], tokenize) -> list[tuple[float, int, int]]:
+def _distances(
+    derived: Sequence[str], targets: Sequence[str], tokenize: Callable[[str], frozenset[str]]
+) -> list[tuple[float, int, int]]:
     """Jaccard distances of the (derived, target) pairs sharing a token (token blocking)."""
     target_tokens = [tokenize(text) for text in targets]
     index: dict[str, list[int]] = {}
@@ -267,7 +269,7 @@ def _distances(derived: Sequence[str], targets: Sequence[str], tokenize) -> list
     return found
 
 
-def _matches(distances, threshold: float) -> list[tuple[int, int]] | None:
+def _matches(distances: list[tuple[float, int, int]], threshold: float) -> list[tuple[int, int]] | None:
     """The pairs within ``threshold``, or None when Eq. 4.10's constraints are violated."""
     chosen = [(c, k) for distance, c, k in distances if distance <= threshold]
     per_c: dict[int, int] = {}

@@ -14,6 +14,7 @@ import math
 import random
 import time
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from lakejoin.normalize import normalize_value
 from lakejoin.transform import autojoin, cst, reformat
@@ -214,7 +215,7 @@ def learn_and_join(
     target_values: Sequence[str],
     method: str = DEFAULT_METHOD,
     direction: str = "auto",
-    **params,
+    **params: Any,
 ) -> dict:
     """Learn transformations from ``source_values`` to ``target_values`` and equi-join with them.
 
