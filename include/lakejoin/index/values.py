@@ -106,7 +106,7 @@ class ValueDictionary:
 
 
 @njit(cache=True, nogil=True)
-def _hash(data, lo, hi):
+def _hash(data: np.ndarray, lo: int, hi: int) -> np.uint64:
     """64-bit FNV-1a of ``data[lo:hi]``, its bits mixed by the SplitMix64 finalizer (a key
     keeps the high bits)."""
     h = np.uint64(0xCBF29CE484222325)
@@ -118,7 +118,7 @@ def _hash(data, lo, hi):
 
 
 @njit(cache=True, nogil=True)
-def _keys(data, offsets, id_bits):
+def _keys(data: np.ndarray, offsets: np.ndarray, id_bits: np.uint64) -> np.ndarray:
     """Each string's key: its hash's high bits above its id."""
     n = len(offsets) - 1
     keys = np.empty(n, np.uint64)
@@ -128,7 +128,7 @@ def _keys(data, offsets, id_bits):
 
 
 @njit(cache=True, nogil=True)
-def _equal(a, a_lo, a_hi, b, b_lo, b_hi):
+def _equal(a: np.ndarray, a_lo: int, a_hi: int, b: np.ndarray, b_lo: int, b_hi: int) -> bool:
     if a_hi - a_lo != b_hi - b_lo:
         return False
     for i in range(a_hi - a_lo):
@@ -138,7 +138,15 @@ def _equal(a, a_lo, a_hi, b, b_lo, b_hi):
 
 
 @njit(cache=True, nogil=True)
-def _lookup(data, offsets, keys, id_bits, query_data, query_offsets, out):
+def _lookup(
+    data: np.ndarray,
+    offsets: np.ndarray,
+    keys: np.ndarray,
+    id_bits: np.uint64,
+    query_data: np.ndarray,
+    query_offsets: np.ndarray,
+    out: np.ndarray,
+) -> None:
     """``out[q]``: the id whose bytes equal query value q, or -1: the keys with q's hash bits
     are one run of the sorted ``keys`` (lower bound, then each compared)."""
     id_mask = (np.uint64(1) << id_bits) - np.uint64(1)

@@ -124,7 +124,7 @@ class PrefixForest:
             np.asarray(b, dtype=np.int64),
             np.asarray(r, dtype=np.int64),
         )
-        return _union(self.keys, self.ids, self.directory, *probes, min_row)  # type: ignore[call-arg]  # numba's Dispatcher.__call__ is typed with fewer parameters than _union has
+        return _union(self.keys, self.ids, self.directory, *probes, min_row)
 
 
 @njit(cache=True)
@@ -148,7 +148,9 @@ def _directory(keys: np.ndarray, segments: np.ndarray, bits: np.ndarray, offsets
 
 
 @njit(cache=True, nogil=True)
-def _probes(bits, offsets, query_keys, partitions, b, r):
+def _probes(
+    bits: np.ndarray, offsets: np.ndarray, query_keys: np.ndarray, partitions: np.ndarray, b: np.ndarray, r: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per probed tree (partition ``partitions[i]``, bands ``0..b[i]-1`` of width ``r[i]``): the
     tree, the directory cell of the query's prefix and the key range ``[low_key, high_key]`` of
     the run."""
@@ -173,7 +175,16 @@ def _probes(bits, offsets, query_keys, partitions, b, r):
 
 
 @njit(cache=True, nogil=True)
-def _union(keys, ids, directory, tree, cell, low_key, high_key, min_row) -> np.ndarray:
+def _union(
+    keys: np.ndarray,
+    ids: np.ndarray,
+    directory: np.ndarray,
+    tree: np.ndarray,
+    cell: np.ndarray,
+    low_key: np.ndarray,
+    high_key: np.ndarray,
+    min_row: int,
+) -> np.ndarray:
     """The rows ``>= min_row`` of every probe's run, sorted and unique.
 
     Probes are independent, so each pass issues one scattered read for every probe before any
@@ -220,7 +231,9 @@ def _union(keys, ids, directory, tree, cell, low_key, high_key, min_row) -> np.n
 
 
 @njit(cache=True, nogil=True)
-def _bounds(keys, tree, lo, hi, target, inclusive: bool) -> np.ndarray:
+def _bounds(
+    keys: np.ndarray, tree: np.ndarray, lo: np.ndarray, hi: np.ndarray, target: np.ndarray, inclusive: bool
+) -> np.ndarray:
     """For every ``k``, the first position in sorted ``keys[tree[k], lo[k]:hi[k]]`` whose key is
     > ``target[k]`` (``inclusive``) or >= it.
 

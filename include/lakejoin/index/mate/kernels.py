@@ -19,6 +19,9 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from lakejoin.index.mate.index import Cells
+from lakejoin.index.mate.query import Candidates, QueryValues
+
 CODE_LIMIT = 1 << 62  # packed (mapping, query row) codes stay below this (int64)
 DENSE_MIN = 1 << 12  # presence tables up to this size (or 4 entries per supported row) are cheap
 # calculateJ's supported (mapping, query row) rows of one table, at most: a key whose values
@@ -48,7 +51,7 @@ STATS = ("tables_verified", "pruned_rule1", "pruned_rule2", "pairs_checked", "pa
 
 
 @njit(cache=True, nogil=True)
-def _contains(item_keys, i, bucket_keys, j):
+def _contains(item_keys: np.ndarray, i: int, bucket_keys: np.ndarray, j: int) -> bool:
     """Line 22: query row j's key is in item i's super key S (``key & ~S == 0``), tested word by
     word in the order the candidates hold them (``query.filter_word_order``: the words that
     reject most pairs first)."""
@@ -60,21 +63,21 @@ def _contains(item_keys, i, bucket_keys, j):
 
 @njit(cache=True, nogil=True)
 def _item_pairs(
-    i,
-    first_only,
-    item_keys,
-    item_rows,
-    item_slots,
-    slot_start,
-    slot_count,
-    bucket_keys,
-    probe,
-    row_offsets,
-    cell_values,
-    out_item,
-    out_j,
-    n,
-):
+    i: int,
+    first_only: bool,
+    item_keys: np.ndarray,
+    item_rows: np.ndarray,
+    item_slots: np.ndarray,
+    slot_start: np.ndarray,
+    slot_count: np.ndarray,
+    bucket_keys: np.ndarray,
+    probe: np.ndarray,
+    row_offsets: np.ndarray,
+    cell_values: np.ndarray,
+    out_item: np.ndarray,
+    out_j: np.ndarray,
+    n: int,
+) -> int:
     """Lines 21-25 for PL item i: appends to ``out_item``/``out_j`` from ``n`` the bucket positions
     j (ascending) whose key is in the item's super key S, only the first when ``first_only``;
     returns the new count.
@@ -117,20 +120,20 @@ def _item_pairs(
 
 @njit(cache=True, nogil=True)
 def row_filter(
-    lo,
-    hi,
-    item_keys,
-    item_rows,
-    item_slots,
-    slot_start,
-    slot_count,
-    bucket_keys,
-    probe,
-    row_offsets,
-    cell_values,
-    out_item,
-    out_j,
-):
+    lo: int,
+    hi: int,
+    item_keys: np.ndarray,
+    item_rows: np.ndarray,
+    item_slots: np.ndarray,
+    slot_start: np.ndarray,
+    slot_count: np.ndarray,
+    bucket_keys: np.ndarray,
+    probe: np.ndarray,
+    row_offsets: np.ndarray,
+    cell_values: np.ndarray,
+    out_item: np.ndarray,
+    out_j: np.ndarray,
+) -> int:
     """Lines 20-25 for items ``lo:hi``: the pairs (item, bucket position j) whose key is in S
     (``_item_pairs``).
 
@@ -161,8 +164,19 @@ def row_filter(
 
 @njit(cache=True, nogil=True)
 def _passed_rows(
-    lo, hi, item_keys, item_rows, item_slots, slot_start, slot_count, bucket_keys, probe, row_offsets, cell_values, seen
-):
+    lo: int,
+    hi: int,
+    item_keys: np.ndarray,
+    item_rows: np.ndarray,
+    item_slots: np.ndarray,
+    slot_start: np.ndarray,
+    slot_count: np.ndarray,
+    bucket_keys: np.ndarray,
+    probe: np.ndarray,
+    row_offsets: np.ndarray,
+    cell_values: np.ndarray,
+    seen: np.ndarray,
+) -> int:
     """Rule 2's r_match without keeping the pairs: distinct candidate rows among items ``lo:hi``
     with some pair passing the row filter. ``seen`` (one flag per lake row, all False) is left as
     it was found."""
@@ -193,7 +207,7 @@ def _passed_rows(
 
 
 @njit(cache=True, nogil=True)
-def _distinct_rows(item_rows, items, seen):
+def _distinct_rows(item_rows: np.ndarray, items: np.ndarray, seen: np.ndarray) -> int:
     """r_match of rule 2: distinct candidate rows among ``items``; ``seen`` (one flag per lake
     row, all False) is left as it was found."""
     distinct = 0
@@ -207,7 +221,7 @@ def _distinct_rows(item_rows, items, seen):
 
 
 @njit(cache=True, nogil=True)
-def _first_cell(cell_values, lo, hi, value):
+def _first_cell(cell_values: np.ndarray, lo: int, hi: int, value: int) -> int:
     """Lower bound of ``value`` in the sorted ``cell_values[lo:hi]``."""
     while lo < hi:
         mid = (lo + hi) >> 1
@@ -220,8 +234,22 @@ def _first_cell(cell_values, lo, hi, value):
 
 @njit(cache=True, nogil=True)
 def _verify_pair(
-    g, c0, x, value_ids, initial, checks, row_offsets, cell_values, cell_columns, out, n, first, count, pick, combo
-):
+    g: int,
+    c0: int,
+    x: int,
+    value_ids: np.ndarray,
+    initial: int,
+    checks: np.ndarray,
+    row_offsets: np.ndarray,
+    cell_values: np.ndarray,
+    cell_columns: np.ndarray,
+    out: np.ndarray,
+    n: int,
+    first: np.ndarray,
+    count: np.ndarray,
+    pick: np.ndarray,
+    combo: np.ndarray,
+) -> tuple[np.ndarray, int, bool]:
     """calculateJ's comparison for pair (row g, initial column c0, query row x).
 
     Every other key value ``value_ids[x, p]`` must sit in some cell of row g, looked up for
@@ -275,7 +303,15 @@ def _verify_pair(
 
 
 @njit(cache=True, nogil=True)
-def _pair_mappings(g, x, value_ids, initial, checks, row_offsets, cell_values):
+def _pair_mappings(
+    g: int,
+    x: int,
+    value_ids: np.ndarray,
+    initial: int,
+    checks: np.ndarray,
+    row_offsets: np.ndarray,
+    cell_values: np.ndarray,
+) -> int:
     """How many rows ``_verify_pair`` appends for (row g, query row x), without enumerating them.
 
     A row has one cell per column, so cells of different values are different columns: the
@@ -304,8 +340,18 @@ def _pair_mappings(g, x, value_ids, initial, checks, row_offsets, cell_values):
 
 @njit(cache=True, nogil=True)
 def _refuse_early(
-    n, items, positions, start, item_rows, query_rows, value_ids, initial, checks, row_offsets, cell_values
-):
+    n: int,
+    items: np.ndarray,
+    positions: np.ndarray,
+    start: int,
+    item_rows: np.ndarray,
+    query_rows: np.ndarray,
+    value_ids: np.ndarray,
+    initial: int,
+    checks: np.ndarray,
+    row_offsets: np.ndarray,
+    cell_values: np.ndarray,
+) -> bool:
     """Whether ``_verify_pair`` would refuse: the ``n`` rows so far and those of pairs ``start:``
     pass ``SUPPORTED_LIMIT`` (the count stops once they do)."""
     total = n
@@ -319,14 +365,14 @@ def _refuse_early(
 
 
 @njit(cache=True, nogil=True)
-def _dense_ranks(codes):
+def _dense_ranks(codes: np.ndarray) -> tuple[np.ndarray, int]:
     """Codes replaced by their rank among the distinct codes (order kept); and how many there are."""
     distinct = np.unique(codes)
     return np.searchsorted(distinct, codes).astype(np.int64), len(distinct)
 
 
 @njit(cache=True, nogil=True)
-def _column_ranks(columns):
+def _column_ranks(columns: np.ndarray) -> tuple[np.ndarray, int]:
     """Each column id's rank among the distinct ids in ``columns``; and how many there are.
 
     A table's column ids are usually a short range, so a presence table over the range ranks
@@ -348,7 +394,7 @@ def _column_ranks(columns):
 
 
 @njit(cache=True, nogil=True)
-def _mapping_codes(ranks, width):
+def _mapping_codes(ranks: np.ndarray, width: int) -> tuple[np.ndarray, int]:
     """One int64 code per mapping that sorts like its column-id tuple (first column most
     significant); re-ranked densely whenever the next factor would overflow. Returns (codes, span)."""
     codes = ranks[:, 0].copy()
@@ -362,7 +408,9 @@ def _mapping_codes(ranks, width):
 
 
 @njit(cache=True, nogil=True)
-def _count_dense(codes, xs, span, n_query):
+def _count_dense(
+    codes: np.ndarray, xs: np.ndarray, span: int, n_query: int
+) -> tuple[int, int | np.integer, np.ndarray]:
     """Distinct query rows per mapping code through a (code, x) presence table: (ȷ, code, rows)."""
     seen = np.zeros(span * n_query, np.bool_)
     counts = np.zeros(span, np.int64)
@@ -376,7 +424,7 @@ def _count_dense(codes, xs, span, n_query):
 
 
 @njit(cache=True, nogil=True)
-def _count_sorted(codes, xs, n_query):
+def _count_sorted(codes: np.ndarray, xs: np.ndarray, n_query: int) -> tuple[int, int | np.integer, np.ndarray]:
     """``_count_dense`` for code spaces too large for a table: sort (code, x) keys, then scan."""
     keys = np.sort(codes * n_query + xs)
     best, best_code, best_start = 0, -1, 0
@@ -402,7 +450,7 @@ def _count_sorted(codes, xs, n_query):
 
 
 @njit(cache=True, nogil=True)
-def best_mapping(supported, n_query):
+def best_mapping(supported: np.ndarray, n_query: int) -> tuple[int, np.ndarray, np.ndarray]:
     """calculateJ's count: (ȷ_t, best mapping's columns, its matched query rows ascending).
 
     ``supported`` holds rows (columns..., x). Each mapping becomes one int64 code (local column
@@ -426,20 +474,20 @@ def best_mapping(supported, n_query):
 
 @njit(cache=True, nogil=True)
 def _verify_passed(
-    items,
-    positions,
-    item_rows,
-    item_columns,
-    query_rows,
-    value_ids,
-    initial,
-    checks,
-    row_offsets,
-    cell_values,
-    cell_columns,
-    out,
-    n,
-):
+    items: np.ndarray,
+    positions: np.ndarray,
+    item_rows: np.ndarray,
+    item_columns: np.ndarray,
+    query_rows: np.ndarray,
+    value_ids: np.ndarray,
+    initial: int,
+    checks: np.ndarray,
+    row_offsets: np.ndarray,
+    cell_values: np.ndarray,
+    cell_columns: np.ndarray,
+    out: np.ndarray,
+    n: int,
+) -> tuple[np.ndarray, int, int]:
     """calculateJ's comparison for the pairs that passed the row filter, appending to the ``n``
     supported mappings already in ``out``: (``out``, their count or ``REFUSED``, pairs supporting
     some mapping). Once ``COUNT_FROM`` rows are there, the rest are counted before they are
@@ -485,7 +533,16 @@ def _verify_passed(
 
 
 @njit(cache=True, nogil=True)
-def _verify_slices(lo, hi, c, query, cells, items, positions, out):
+def _verify_slices(
+    lo: int,
+    hi: int,
+    c: Candidates,
+    query: QueryValues,
+    cells: Cells,
+    items: np.ndarray,
+    positions: np.ndarray,
+    out: np.ndarray,
+) -> tuple[np.ndarray, int, int, int]:
     """Row filter and calculateJ over items ``lo:hi`` in slices whose pairs fit ``items`` and
     ``positions`` (one item's pairs always fit): the same pairs in the same order as one pass.
     Returns (``out``, supported mappings or ``REFUSED``, pairs passed, pairs supporting some mapping)."""
@@ -541,22 +598,22 @@ def _verify_slices(lo, hi, c, query, cells, items, positions, out):
 
 @njit(cache=True, nogil=True)
 def _verify_items(
-    lo,
-    hi,
-    item_rows,
-    item_columns,
-    item_slots,
-    slot_start,
-    slot_count,
-    query_rows,
-    value_ids,
-    initial,
-    checks,
-    row_offsets,
-    cell_values,
-    cell_columns,
-    out,
-):
+    lo: int,
+    hi: int,
+    item_rows: np.ndarray,
+    item_columns: np.ndarray,
+    item_slots: np.ndarray,
+    slot_start: np.ndarray,
+    slot_count: np.ndarray,
+    query_rows: np.ndarray,
+    value_ids: np.ndarray,
+    initial: int,
+    checks: np.ndarray,
+    row_offsets: np.ndarray,
+    cell_values: np.ndarray,
+    cell_columns: np.ndarray,
+    out: np.ndarray,
+) -> tuple[np.ndarray, int, int]:
     """``_verify_passed`` for SCR: every pair of items ``lo:hi``, read straight from the buckets."""
     m = value_ids.shape[1]
     first, count, pick, combo = (
@@ -593,7 +650,7 @@ def _verify_items(
 
 
 @njit(cache=True, nogil=True)
-def _worst_slot(top_score, top_rank, filled):
+def _worst_slot(top_score: np.ndarray, top_rank: np.ndarray, filled: int) -> int:
     """The top-k entry to evict: lowest score, ties the latest-ranked table."""
     worst = 0
     for e in range(1, filled):
@@ -603,7 +660,17 @@ def _worst_slot(top_score, top_rank, filled):
 
 
 @njit(cache=True, nogil=True)
-def scan_tables(c, use_superkeys, query, cells, k, sample_size, pair_buffer, floor, at):
+def scan_tables(
+    c: Candidates,
+    use_superkeys: bool,
+    query: QueryValues,
+    cells: Cells,
+    k: int,
+    sample_size: int,
+    pair_buffer: int,
+    floor: int,
+    at: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Algorithm 1 lines 7-30 over tables ``table_start[r]:table_start[r+1]`` in rank order r.
 
     Rule 1 (line 10) stops at the first table with ``L_t ≤ ȷ_k``. Rule 2 (line 17) is

@@ -46,7 +46,14 @@ def offsets(counts: np.ndarray) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _scatter_by_row(value_ids, rows, columns, row_offsets, cell_values, cell_columns):
+def _scatter_by_row(
+    value_ids: np.ndarray,
+    rows: np.ndarray,
+    columns: np.ndarray,
+    row_offsets: np.ndarray,
+    cell_values: np.ndarray,
+    cell_columns: np.ndarray,
+) -> None:
     """Cells grouped by row (input order within a row)."""
     fill = row_offsets[:-1].copy()
     for i in range(len(rows)):
@@ -57,7 +64,7 @@ def _scatter_by_row(value_ids, rows, columns, row_offsets, cell_values, cell_col
 
 
 @njit(cache=True, nogil=True)
-def _sort_rows(row_offsets, cell_values, cell_columns):
+def _sort_rows(row_offsets: np.ndarray, cell_values: np.ndarray, cell_columns: np.ndarray) -> None:
     """Each row's cells by (value, column), stably: by column, then stably by value (two stable
     sorts rather than one packed key, which could overflow for wide ids)."""
     for g in range(len(row_offsets) - 1):
@@ -71,7 +78,14 @@ def _sort_rows(row_offsets, cell_values, cell_columns):
 
 
 @njit(cache=True, nogil=True)
-def _scatter_by_value(row_offsets, cell_values, cell_columns, pl_offsets, pl_row, pl_column):
+def _scatter_by_value(
+    row_offsets: np.ndarray,
+    cell_values: np.ndarray,
+    cell_columns: np.ndarray,
+    pl_offsets: np.ndarray,
+    pl_row: np.ndarray,
+    pl_column: np.ndarray,
+) -> None:
     """Posting lists from the cells in (row, value, column) order: a stable scatter by value
     leaves each list in (row, column) order."""
     fill = pl_offsets[:-1].copy()

@@ -114,13 +114,22 @@ def xash_array(values: pa.Array, bits: int = 128) -> np.ndarray:
 
 
 @njit(cache=True, nogil=True)
-def _set_bit(out, v, bit):
+def _set_bit(out: np.ndarray, v: int, bit: int) -> None:
     """Bit ``bit`` (worth 2**bit) of key ``v``; word 0 holds the most significant bits."""
     out[v, out.shape[1] - 1 - (bit >> 6)] |= np.uint64(1) << np.uint64(bit & 63)
 
 
 @njit(cache=True, nogil=True)
-def _xash_ascii(data, offsets, beta, chars, length_bits, segment_of, out, ascii_values):
+def _xash_ascii(
+    data: np.ndarray,
+    offsets: np.ndarray,
+    beta: int,
+    chars: int,
+    length_bits: int,
+    segment_of: np.ndarray,
+    out: np.ndarray,
+    ascii_values: np.ndarray,
+) -> None:
     """:func:`xash` of each value that is pure ASCII; ``ascii_values[v]`` set False for the others.
     Only up to K + 1 bits are set, so the rotation moves each bit rather than the whole region."""
     counts = np.zeros(128, np.int64)

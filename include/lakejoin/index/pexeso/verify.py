@@ -148,7 +148,19 @@ def _bisect(sorted_values: np.ndarray, lo: int, hi: int, value: float) -> int:
 
 
 @numba.njit(cache=True)
-def _next_candidate(v, stop, filtered, pivot_match_possible, q, q_mapped, q_heads, repo, tau, head_bound, eps):
+def _next_candidate(
+    v: int,
+    stop: int,
+    filtered: bool,
+    pivot_match_possible: bool,
+    q: int,
+    q_mapped: np.ndarray,
+    q_heads: np.ndarray,
+    repo: Repository,
+    tau: float,
+    head_bound: float,
+    eps: float,
+) -> tuple[int, int, bool]:
     """From ``x_v`` on, the first vector that Lemma 2 matches (returned with True) or whose
     principal-axis head is within ``τ`` of q's (with False), or ``stop``; and how many
     vectors reached the distance stage on the way (each one exact distance computation).
@@ -175,22 +187,22 @@ def _next_candidate(v, stop, filtered, pivot_match_possible, q, q_mapped, q_head
 
 @numba.njit(cache=True)
 def _first_match(
-    q,
-    p,
-    post_vstart,
-    post_vend,
-    post_lo,
-    post_hi,
-    q_vectors,
-    q_mapped,
-    q_heads,
-    repo,
-    tau,
-    tau2,
-    head_bound,
-    eps,
-    use_lemmas,
-):
+    q: int,
+    p: int,
+    post_vstart: np.ndarray,
+    post_vend: np.ndarray,
+    post_lo: np.ndarray,
+    post_hi: np.ndarray,
+    q_vectors: np.ndarray,
+    q_mapped: np.ndarray,
+    q_heads: np.ndarray,
+    repo: Repository,
+    tau: float,
+    tau2: float,
+    head_bound: float,
+    eps: float,
+    use_lemmas: bool,
+) -> tuple[int, int]:
     """The first vector of posting ``p`` that matches ``q`` (or -1), and the distances computed."""
     start, stop = post_vstart[p], post_vend[p]
     pivot_match_possible = False
@@ -222,7 +234,18 @@ _M, _B, _C = 0, 1, 2  # event kinds: matching leaf (Lemmas 5/6), browsed leaf, c
 
 
 @numba.njit(cache=True)
-def _column_events(weights, leaf_start, post_column, m_ptr, m_leaf, b_ptr, b_leaf, c_ptr, c_leaf, n_columns):
+def _column_events(
+    weights: np.ndarray,
+    leaf_start: np.ndarray,
+    post_column: np.ndarray,
+    m_ptr: np.ndarray,
+    m_leaf: np.ndarray,
+    b_ptr: np.ndarray,
+    b_leaf: np.ndarray,
+    c_ptr: np.ndarray,
+    c_leaf: np.ndarray,
+    n_columns: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The pair lists regrouped by column: per S, its postings ``(q, posting, kind)`` in the
     order the query-at-a-time Algorithm 2 visits them (q, then matching, browsed, candidate
     leaves), plus ``reach[S]``, the records whose leaves reach S, and how many distinct q do.
@@ -263,10 +286,32 @@ def _column_events(weights, leaf_start, post_column, m_ptr, m_leaf, b_ptr, b_lea
 
 @numba.njit(cache=True)
 def _verify_column(
-    ev_start, ev_stop, ev_q, ev_p, ev_kind, weights, reach, bound, stop_when_joinable, use_lemmas,
-    q_vectors, q_mapped, q_heads, repo, post_vstart, post_vend, post_lo, post_hi,
-    tau, tau2, head_bound, eps, hit_q, hit_v, hit_start,
-):  # fmt: skip
+    ev_start: int,
+    ev_stop: int,
+    ev_q: np.ndarray,
+    ev_p: np.ndarray,
+    ev_kind: np.ndarray,
+    weights: np.ndarray,
+    reach: int,
+    bound: int,
+    stop_when_joinable: bool,
+    use_lemmas: bool,
+    q_vectors: np.ndarray,
+    q_mapped: np.ndarray,
+    q_heads: np.ndarray,
+    repo: Repository,
+    post_vstart: np.ndarray,
+    post_vend: np.ndarray,
+    post_lo: np.ndarray,
+    post_hi: np.ndarray,
+    tau: float,
+    tau2: float,
+    head_bound: float,
+    eps: float,
+    hit_q: np.ndarray,
+    hit_v: np.ndarray,
+    hit_start: int,
+) -> tuple[int, int, int, int, int]:
     """Algorithm 2 for one column S: returns ``matched``, ``undecided``, status, hits, distances.
 
     Columns do not interact (every counter and early termination is per S), so S alone, in
@@ -362,10 +407,35 @@ def _verify_column(
 
 @numba.njit(cache=True, nogil=True)
 def _verify_columns(
-    columns, ev_start, ev_q, ev_p, ev_kind, weights, reach, bound, stop_when_joinable, use_lemmas,
-    q_vectors, q_mapped, q_heads, repo, post_vstart, post_vend, post_lo, post_hi,
-    tau, head_bound, eps, hit_q, hit_v, hit_start, matched, undecided, status, n_hits,
-):  # fmt: skip
+    columns: np.ndarray,
+    ev_start: np.ndarray,
+    ev_q: np.ndarray,
+    ev_p: np.ndarray,
+    ev_kind: np.ndarray,
+    weights: np.ndarray,
+    reach: np.ndarray,
+    bound: int,
+    stop_when_joinable: bool,
+    use_lemmas: bool,
+    q_vectors: np.ndarray,
+    q_mapped: np.ndarray,
+    q_heads: np.ndarray,
+    repo: Repository,
+    post_vstart: np.ndarray,
+    post_vend: np.ndarray,
+    post_lo: np.ndarray,
+    post_hi: np.ndarray,
+    tau: float,
+    head_bound: float,
+    eps: float,
+    hit_q: np.ndarray,
+    hit_v: np.ndarray,
+    hit_start: np.ndarray,
+    matched: np.ndarray,
+    undecided: np.ndarray,
+    status: np.ndarray,
+    n_hits: np.ndarray,
+) -> int:
     """``_verify_column`` for each of ``columns``, into their slots of the per-column arrays;
     returns the distances computed. Releases the GIL: workers run it side by side."""
     distances = 0
