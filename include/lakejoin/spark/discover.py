@@ -26,7 +26,7 @@ import shutil
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
@@ -294,7 +294,7 @@ def _missing_locally(uri: str) -> bool:
     return "://" not in path and not Path(path).exists()
 
 
-def _read_values(home: str):
+def _read_values(home: str) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """Executor side of stage 1: each lake dataset's query column values from its staged copy."""
 
     def read(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

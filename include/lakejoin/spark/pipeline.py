@@ -9,6 +9,7 @@ snapshot serving, and the next run redoes what was not committed).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -49,10 +50,13 @@ from lakejoin.spark.session import get_spark
 # per-job latency would cost more than the work. First ingests run on Spark.
 LOCAL_INGEST_FILES, LOCAL_INGEST_FILES_ENV = INGEST_FILES.default, INGEST_FILES.name
 LOCAL_INGEST_BYTES, LOCAL_INGEST_BYTES_ENV = INGEST_BYTES.default, INGEST_BYTES.name
+SparkFactory = Callable[[str | None], SparkSession]  # get_spark's signature: a master URL (None: the default)
 
 
 @dataclass
 class RunOptions:
+    """What a run does: its sources, lake size, families, publishing, sharding and lease wait."""
+
     sources: list[str] = field(default_factory=list)  # empty: the bundled real-data lake
     tables: int | None = DEFAULT_TABLES  # bundled lake size; None = all
     allow_private_hosts: bool = False
@@ -68,12 +72,16 @@ class RunOptions:
 
 @dataclass
 class IngestResult:
+    """What ingestion changed: the datasets rewritten or removed, the counts, and each failed dataset's reason."""
+
     changed: set[str]  # datasets whose cells were (re)written or removed
     counts: dict[str, int]
     errors: dict[str, str]
 
 
-def ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_factory=None) -> IngestResult:
+def ingest(
+    config: LakeConfig, options: RunOptions, progress: Progress, spark_factory: SparkFactory | None = None
+) -> IngestResult:
     """Bring the catalog, cells and columns up to date with the sources, holding the lake's
     write lease. Spark starts only when something changed, so an unchanged re-run costs a
     listing (and a hash per file)."""
@@ -81,7 +89,9 @@ def ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_fa
         return _ingest(config, options, progress, spark_factory)
 
 
-def _ingest(config: LakeConfig, options: RunOptions, progress: Progress, spark_factory=None) -> IngestResult:
+def _ingest(
+    config: LakeConfig, options: RunOptions, progress: Progress, spark_factory: SparkFactory | None = None
+) -> IngestResult:
     if not options.sources:  # the embedded default: crawl the bundled lake through the local portal
         with bundled_portal(config.home, options.tables) as spec:
             progress.say(f"  serving the bundled lake ({options.tables or 'all'} tables) at {spec}")
@@ -253,7 +263,13 @@ def run(config: LakeConfig, options: RunOptions, progress: Progress | None = Non
     return summary
 
 
-def _list_resources(config, sources, previous, options, progress):
+def _list_resources(
+    config: LakeConfig,
+    sources: list[str],
+    previous: dict[str, dict[str, Any]],
+    options: RunOptions,
+    progress: Progress,
+) -> tuple[list[Resource], set[str]]:
     listed: list[Resource] = []
     failed: set[str] = set()
     workdir = config.home / "downloads"
@@ -329,7 +345,9 @@ def _baseline_suites(config: LakeConfig) -> dict[str, str]:
     return {k: suite for k, (_, suite) in first.items()}
 
 
-def _ingest_session(config: LakeConfig, plan: catalog.Plan, lake_exists: bool, spark_factory) -> SparkSession | None:
+def _ingest_session(
+    config: LakeConfig, plan: catalog.Plan, lake_exists: bool, spark_factory: SparkFactory | None
+) -> SparkSession | None:
     """The Spark session the ingest runs on; None when there is nothing to write, or when a
     small update of an existing lake is parsed and melted in this process."""
     if not (plan.to_parse or plan.removed) or (lake_exists and small_ingest(plan)):

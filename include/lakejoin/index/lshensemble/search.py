@@ -245,7 +245,9 @@ class LshEnsembleSearcher:
 
 
 @njit(cache=True, nogil=True)
-def _containment_estimates(signatures, sizes, rows, signature, q: int) -> np.ndarray:
+def _containment_estimates(
+    signatures: np.ndarray, sizes: np.ndarray, rows: np.ndarray, signature: np.ndarray, q: int
+) -> np.ndarray:
     """Eq. 2.7 per row: the MinHash Jaccard estimate ``ŝ`` translated with the exact sizes,
     ``t̂ = (x/q + 1) ŝ / (1 + ŝ)``, clipped to the possible ``[0, min(1, x/q)]``."""
     jaccard = equal_slots(signatures, rows, signature) / max(signatures.shape[1], 1)
@@ -386,7 +388,7 @@ def _topk_thresholds(floor: float) -> list[float]:
     return [t for t in steps if t > floor] + [floor]
 
 
-def _ranked(column_ids: np.ndarray, scores: dict, keep, k: int | None) -> list[dict]:
+def _ranked(column_ids: np.ndarray, scores: dict, keep: np.ndarray | slice, k: int | None) -> list[dict]:
     """Result dicts, best first, built only for the ``k`` returned."""
     kept_ids = column_ids[keep]
     # By column_id (unique: any sort), then stably by score: np.lexsort's order in about 2/3

@@ -136,6 +136,7 @@ def width_quantile(widths: pa.Table, q: float = ROW_WIDTH_QUANTILE) -> float:
 
 
 def params_table(bits: int, chosen: bool) -> pa.Table:
+    """The ``params`` row: the XASH size in bits, and whether :func:`choose_bits` chose it."""
     return pa.table({"bits": [bits], "chosen": [chosen]}, schema=PARAMS_SCHEMA)
 
 
@@ -234,7 +235,7 @@ def row_superkeys(cells: pa.Table, bits: int, n_shards: int) -> pa.Table:
 
 
 @njit(cache=True, nogil=True)
-def _or_rows(row_codes, value_codes, value_words, words):
+def _or_rows(row_codes: np.ndarray, value_codes: np.ndarray, value_words: np.ndarray, words: np.ndarray) -> None:
     """``words[row_codes[i]] |= value_words[value_codes[i]]`` for each cell i, in one pass (no
     sort, no per-cell copy of the value's words)."""
     for i in range(len(row_codes)):
