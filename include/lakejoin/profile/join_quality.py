@@ -98,6 +98,7 @@ class Quality:
 
 
 def keyness(uniqueness: np.ndarray | float) -> np.ndarray | float:
+    """How close a column is to a key: its uniqueness clipped to [0, 1] and sharpened by ``KEYNESS_POWER``."""
     return np.clip(uniqueness, 0.0, 1.0) ** KEYNESS_POWER
 
 
