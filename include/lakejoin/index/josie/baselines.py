@@ -13,13 +13,15 @@ read counts in ``top.stats`` (lists read, sets read, posting entries read, set t
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
-from lakejoin.index.josie.reads import count_suffix, heap_push, is_group_end, kth_overlap, scan_list
+from lakejoin.index.josie.arrays import IndexArrays
+from lakejoin.index.josie.reads import Scratch, TopK, count_suffix, heap_push, is_group_end, kth_overlap, scan_list
 
 
 @njit(cache=True)
-def mergelist(q, k, index, scratch, top, n=0):
+def mergelist(q: np.ndarray, k: int, index: IndexArrays, scratch: Scratch, top: TopK, n: int = 0) -> int:
     """MergeList-D. ``scratch.counts`` is a zeroed per-set array, left zeroed on return. ``n``:
     the entries of ``top`` it starts from (a floor's placeholders, ``kernels.josie``)."""
     list_indptr, post_set, group = index.list_indptr, index.post_set, index.group
@@ -43,7 +45,7 @@ def mergelist(q, k, index, scratch, top, n=0):
 
 
 @njit(cache=True)
-def timed_merge_reads(tokens, repeats, index, scratch):
+def timed_merge_reads(tokens: np.ndarray, repeats: int, index: IndexArrays, scratch: Scratch) -> None:
     """MergeList's list reads as the cost fit times them (``cost.fit_read_cost``, the ``m`` of
     Eq. 3.1 JOSIE weighs when it may finish MergeList's way): ``tokens`` counted, the counts
     reset after each repeat."""
@@ -57,7 +59,7 @@ def timed_merge_reads(tokens, repeats, index, scratch):
 
 
 @njit(cache=True)
-def probeset(q, k, index, scratch, top):
+def probeset(q: np.ndarray, k: int, index: IndexArrays, scratch: Scratch, top: TopK) -> int:
     """ProbeSet-D with the position filter. ``scratch.counts``, its seen flags, is a zeroed per-set
     array, left zeroed on return."""
     list_indptr, post_set, post_pos, group = index.list_indptr, index.post_set, index.post_pos, index.group

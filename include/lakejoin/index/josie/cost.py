@@ -33,6 +33,7 @@ from lakejoin.index.josie.reads import count_suffix
 
 _MIN_COST = 1e-10  # seconds; keeps a coefficient positive when the fit lands at or below 0
 QUERY_LISTS = 2_000  # lists per query the list-read fit reads at most (its time on load stays a fraction of a second)
+Timer = Callable[[np.ndarray, int], object]  # a compiled read loop, called with (items, repeats)
 
 
 class ReadCost(NamedTuple):
@@ -56,7 +57,7 @@ class ReadCost(NamedTuple):
 
 
 @njit(cache=True)
-def _read_sets(set_indptr, set_tokens, mark, sets, repeats):
+def _read_sets(set_indptr: np.ndarray, set_tokens: np.ndarray, mark: np.ndarray, sets: np.ndarray, repeats: int) -> int:
     hits = 0
     for _ in range(repeats):
         for s in sets:
@@ -75,7 +76,7 @@ def _sample(lengths: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray
     return picked[np.argsort(lengths[picked], kind="stable")]
 
 
-def _fit(timer, items: np.ndarray, lengths: np.ndarray, batch: int) -> tuple[float, float]:
+def _fit(timer: Timer, items: np.ndarray, lengths: np.ndarray, batch: int) -> tuple[float, float]:
     """Least-squares ``(c0, c1)`` of ``time = c0·reads + c1·tokens`` over batches of items."""
     rows, times = [], []
     for start in range(0, len(items), batch):
@@ -96,7 +97,7 @@ def _fit(timer, items: np.ndarray, lengths: np.ndarray, batch: int) -> tuple[flo
     return max(float(c0), _MIN_COST), max(float(c1), _MIN_COST)
 
 
-def _fit_in_query_order(timer, queries: list[np.ndarray], list_lengths: np.ndarray) -> tuple[float, float]:
+def _fit_in_query_order(timer: Timer, queries: list[np.ndarray], list_lengths: np.ndarray) -> tuple[float, float]:
     """Least-squares ``(c0, c1)`` of ``time = c + c0·lists + c1·entries`` over whole queries'
     lists, each query read once, in its order: a query's lists lie apart in the arrays, so
     each list read starts cold, unlike the same few lists read again (:func:`_fit`), and the
@@ -113,7 +114,7 @@ def _fit_in_query_order(timer, queries: list[np.ndarray], list_lengths: np.ndarr
     return max(float(c0), _MIN_COST), max(float(c1), _MIN_COST)
 
 
-def _timed(timer, chunk: np.ndarray, repeats: int) -> float:
+def _timed(timer: Timer, chunk: np.ndarray, repeats: int) -> float:
     start = time.perf_counter()
     timer(chunk, repeats)
     return time.perf_counter() - start

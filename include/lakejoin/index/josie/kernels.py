@@ -110,7 +110,7 @@ _UNSEEN, _DONE, _ONCE = 0, -(1 << 30), -1
 
 
 @njit(cache=True)
-def matched_samples(sets, index, mark, limit):
+def matched_samples(sets: np.ndarray, index: IndexArrays, mark: np.ndarray, limit: int) -> np.ndarray:
     """``out[i]``: the first ``limit`` tokens of set ``sets[i]`` that the query holds (``mark``),
     in the set's order (rarest first), -1 after the last. It stops at ``limit``: a shard's top k
     are each sampled, and most are dropped by the merge, so a sample must not cost a scan of a
@@ -129,7 +129,7 @@ def matched_samples(sets, index, mark, limit):
 
 
 @njit(cache=True)
-def _new_threshold(values, n, k, estimate):
+def _new_threshold(values: np.ndarray, n: int, k: int, estimate: float) -> float:
     """|Q ∩ X'_k|_est after reading a candidate estimated at ``estimate`` (Eq. 3.5)."""
     if n < k - 1:
         return 0.0
@@ -143,7 +143,7 @@ def _new_threshold(values, n, k, estimate):
 
 
 @njit(cache=True)
-def _next_batch_end(q, group, i, batch):
+def _next_batch_end(q: np.ndarray, group: np.ndarray, i: int, batch: int) -> int:
     """Query position of the last list of the next batch of λ distinct lists after ``i``."""
     nq = q.shape[0]
     end = i
@@ -156,7 +156,9 @@ def _next_batch_end(q, group, i, batch):
 
 
 @njit(cache=True)
-def _read_candidate(nq, i, k, index, scratch, top, s, n_unread, n_heap):
+def _read_candidate(
+    nq: int, i: int, k: int, index: IndexArrays, scratch: Scratch, top: TopK, s: int, n_unread: int, n_heap: int
+) -> tuple[int, int]:
     """Resolve set ``s`` if it is an unread candidate: drop it if its upper bound (Eq. 3.6)
     cannot beat |Q ∩ X_k|, else read its suffix and offer its overlap to the top-k."""
     set_indptr, set_tokens, mark, hot = index.set_indptr, index.set_tokens, scratch.mark, scratch.hot
@@ -176,7 +178,7 @@ def _read_candidate(nq, i, k, index, scratch, top, s, n_unread, n_heap):
 
 
 @njit(cache=True)
-def _sift_down(keys, rows, n, root):
+def _sift_down(keys: np.ndarray, rows: np.ndarray, n: int, root: int) -> None:
     """Restore the max-heap order of ``keys[:n]`` (``rows`` moving with them) below ``root``."""
     while True:
         child = 2 * root + 1
@@ -192,7 +194,21 @@ def _sift_down(keys, rows, n, root):
 
 
 @njit(cache=True)
-def _decide(q, i, k, batch, list_cost, merge_rest, cost, index, scratch, top, n_cand, n_unread, n_heap):
+def _decide(
+    q: np.ndarray,
+    i: int,
+    k: int,
+    batch: int,
+    list_cost: np.ndarray,
+    merge_rest: float,
+    cost: ReadCost,
+    index: IndexArrays,
+    scratch: Scratch,
+    top: TopK,
+    n_cand: int,
+    n_unread: int,
+    n_heap: int,
+) -> tuple[int, int, int, float, bool]:
     """One decision point after reading the list at query position ``i``.
 
     One pass over the candidate table prunes unread candidates with the position filter
@@ -317,7 +333,18 @@ def _decide(q, i, k, batch, list_cost, merge_rest, cost, index, scratch, top, n_
 
 
 @njit(cache=True)
-def _merge_is_cheaper(q, i, k, list_cost, merge_rest, cost, scratch, hopeful, estimates, n_hopeful):
+def _merge_is_cheaper(
+    q: np.ndarray,
+    i: int,
+    k: int,
+    list_cost: np.ndarray,
+    merge_rest: float,
+    cost: ReadCost,
+    scratch: Scratch,
+    hopeful: np.ndarray,
+    estimates: np.ndarray,
+    n_hopeful: int,
+) -> bool:
     """Whether reading every list after query position ``i`` with MergeList's count (its cost
     ``merge_rest``, Eq. 3.1 with MergeList's fitted L) costs no more than JOSIE's cheapest
     finish with the k best-estimated unread candidates (Eq. 3.4) as its top k: the lists up
@@ -345,7 +372,20 @@ def _merge_is_cheaper(q, i, k, list_cost, merge_rest, cost, scratch, hopeful, es
 
 
 @njit(cache=True, inline="always")
-def _read_list(token, i, skipped, nq, k, admit, read_below, cost, index, scratch, top, counts):
+def _read_list(
+    token: int,
+    i: int,
+    skipped: int,
+    nq: int,
+    k: int,
+    admit: bool,
+    read_below: float,
+    cost: ReadCost,
+    index: IndexArrays,
+    scratch: Scratch,
+    top: TopK,
+    counts: tuple[int, int, int, int, int],
+) -> tuple[int, int, int, int, int]:
     """Read the posting list of ``token`` at query position ``i`` (the last of a duplicate
     group of ``skipped + 1`` lists): add to the partial overlap and latest position of every
     unread candidate (read and pruned sets are left alone), and, while ``admit`` (inside the
@@ -413,7 +453,7 @@ def _read_list(token, i, skipped, nq, k, admit, read_below, cost, index, scratch
 
 
 @njit(cache=True)
-def timed_list_reads(tokens, repeats, index, scratch):
+def timed_list_reads(tokens: np.ndarray, repeats: int, index: IndexArrays, scratch: Scratch) -> None:
     """JOSIE's list reads as the cost fit times them (``cost.fit_read_cost``): ``tokens``
     read as the first lists of a long query, so every set in them is recorded at its first
     match and becomes a candidate at its second (none is read: no decision has priced a
@@ -432,7 +472,7 @@ def timed_list_reads(tokens, repeats, index, scratch):
 
 
 @njit(cache=True)
-def _floor_heap(out_overlaps, out_sets, k, floor):
+def _floor_heap(out_overlaps: np.ndarray, out_sets: np.ndarray, k: int, floor: int) -> int:
     """The running top-k a search starts from: empty, or k placeholders at ``floor - 1``."""
     if floor <= 1:
         return 0
@@ -442,7 +482,9 @@ def _floor_heap(out_overlaps, out_sets, k, floor):
 
 
 @njit(cache=True)
-def josie(q, k, batch, floor, cost, index, scratch, top):
+def josie(
+    q: np.ndarray, k: int, batch: int, floor: int, cost: ReadCost, index: IndexArrays, scratch: Scratch, top: TopK
+) -> int:
     """JOSIE (Algorithm 2) over the query's token ids ``q`` (ascending, all in the index),
     with batches of ``batch`` distinct lists (λ; 0: ⌈distinct lists / ``DECISIONS_PER_QUERY``⌉).
 
