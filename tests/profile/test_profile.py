@@ -102,7 +102,7 @@ def test_pexeso_takes_label_like_strings_only():
     assert "pexeso" not in profile_values([sentence, sentence + " again"], name="remarks")["indexed_by"]
     assert "pexeso" not in profile_values(["N14228", "N24211"], name="tailnum")["indexed_by"]  # identifier codes
     assert "pexeso" in profile_values(["Korea, Rep.", "Viet Nam"], name="country")["indexed_by"]
-    every_text = SelectionRules(pexeso=frozenset({"string", "identifier"}), pexeso_max_mean_length=None)
+    every_text = SelectionRules(pexeso=frozenset({"string", "identifier"}), label_max_mean_length=None)
     assert "pexeso" in profile_values([sentence, sentence + " again"], name="remarks", rules=every_text)["indexed_by"]
     assert "pexeso" in profile_values(["N14228", "N24211"], name="tailnum", rules=every_text)["indexed_by"]
 

@@ -20,6 +20,7 @@ from testkit.cli import run_cli, without_timing
 from lakejoin import cli
 from lakejoin.config import LakeConfig
 from lakejoin.ids import sha256_file
+from lakejoin.index import registry
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.schemas import CELLS, COLUMNS
 from lakejoin.normalize import normalize_set, normalize_value
@@ -27,7 +28,6 @@ from lakejoin.query import QueryEngine, read_table_file
 from lakejoin.query import engine as engine_module
 from lakejoin.query.join import KeyPair, join, provenance_of, write_table
 from lakejoin.query.memory import (
-    LOAD_BYTES_PER_ROW,
     MEMORY_LIMIT_VARIABLE,
     IndexTooLarge,
     estimated_load_bytes,
@@ -465,7 +465,7 @@ def test_an_index_too_large_for_memory_is_refused_and_nothing_else_breaks(
     loaded = fresh.snapshot()
     rows = {name: loaded.row_count(f"index/josie/{name}") for name in loaded.index_tables_of("josie")}
     needed = estimated_load_bytes("josie", rows)
-    assert rows["postings"] > 0 and needed >= rows["postings"] * LOAD_BYTES_PER_ROW["josie"]["postings"]
+    assert rows["postings"] > 0 and needed >= rows["postings"] * registry.family("josie").load_bytes_per_row["postings"]
     monkeypatch.setenv(MEMORY_LIMIT_VARIABLE, str(min(ShardedFamily(loaded, "josie").load_bytes.values()) - 1))
     with pytest.raises(
         IndexTooLarge, match=r"josie index of snapshot \d+ needs about [\d.]+ MiB to load \([\d,]+ rows in index/josie/"

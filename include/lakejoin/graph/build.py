@@ -77,9 +77,8 @@ from lakejoin.graph.edges import (
 from lakejoin.graph.key_cache import cached_key, prune
 from lakejoin.index.mate import KeyQuery
 from lakejoin.index.mate.search import MateRefused
-from lakejoin.index.shards import MANIFEST, shards_of
+from lakejoin.index.shards import shards_of
 from lakejoin.lake import delta
-from lakejoin.lake.manifest import read_manifest
 from lakejoin.lake.schemas import CELLS, KEYS
 from lakejoin.profile.join_quality import FLAG_VALUES, KEY_UNIQUENESS
 from lakejoin.query.columns import ColumnInfo
@@ -216,7 +215,7 @@ def shard_groups(loaded: LoadedSnapshot, family: str, shards: Iterable[int] | No
     """The family's shards that hold rows (those among ``shards`` when given) in consecutive
     groups whose estimated load stays within ``GRAPH_LOAD_BYTES`` (a larger shard alone).
     ``[None]`` (the whole index at once) for an index without a shard manifest."""
-    manifest = read_manifest(loaded.config.home, family, loaded.snapshot.version_of(f"index/{family}/{MANIFEST}"))
+    manifest = loaded.manifest(family)
     if manifest is None:
         return [None] if shards is None else [sorted(set(shards))]
     wanted = set(manifest.shard_rows) if shards is None else set(shards)
@@ -321,7 +320,7 @@ def _mapped_mate_shards(loaded: LoadedSnapshot) -> dict[int, Any] | None:
     shard's memory at a time, and a later snapshot adopts those of the shards its run did not
     rewrite), so all stay open together in the OS's page cache. None without a shard manifest or
     when a shard's arrays could not be cached (the graph then reads groups of shards)."""
-    manifest = read_manifest(loaded.config.home, MATE, loaded.snapshot.version_of(f"index/{MATE}/{MANIFEST}"))
+    manifest = loaded.manifest(MATE)
     if manifest is None:
         return None
     searchers = {}

@@ -6,7 +6,7 @@ shard gives for the same query. The merge depends only on the shape of the famil
 
 - **top-k by a score** (JOSIE's overlap, MATE's joinability, PEXESO's top-k mode): each shard's
   top-k holds every candidate of the global top-k that lives in it, so the global top-k is the
-  k best of their union, by the family's own ranking key (:data:`RANK_KEYS`);
+  k best of their union, by the family's own ranking key (``IndexFamily.rank_key``);
 - **threshold** (PEXESO's threshold mode): the union, ranked;
 - **threshold steps** (LSH Ensemble's top-k mode, which lowers its threshold step by step until
   k results reach it): each shard reports, per step, how many of its candidates reach that
@@ -22,33 +22,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from itertools import chain
-from typing import Any, cast
+from typing import Any
 
 Result = dict[str, Any]
 
-# Each family's ranking, as its searcher sorts: best score first, then the smaller id.
-RANK_KEYS: dict[str, Callable[[Result], tuple]] = {
-    "josie": lambda r: (-r["overlap"], r["column_id"]),
-    "lshensemble": lambda r: (-cast(float, r.get("containment", r["containment_estimate"])), r["column_id"]),
-    "mate": lambda r: (-r["joinability"], r["dataset_id"]),
-    "pexeso": lambda r: (-r["matched"], r["column_id"]),
-    "qgram": lambda r: (-r["overlap"], r["column_id"]),
-}
+RankKey = Callable[[Result], tuple]  # a family's ranking, as its searcher sorts: best score first, then the smaller id
 
 
-def merge_top_k(parts: Iterable[Sequence[Result]], k: int, key: Callable[[Result], tuple]) -> list[Result]:
+def merge_top_k(parts: Iterable[Sequence[Result]], k: int, key: RankKey) -> list[Result]:
     """The ``k`` best results of the parts' union by ``key``."""
     return sorted(chain.from_iterable(parts), key=key)[:k]
 
 
-def merge_threshold(parts: Iterable[Sequence[Result]], key: Callable[[Result], tuple]) -> list[Result]:
+def merge_threshold(parts: Iterable[Sequence[Result]], key: RankKey) -> list[Result]:
     """Every part's results (each passed the threshold on its own), ranked by ``key``."""
     return sorted(chain.from_iterable(parts), key=key)
 
 
-def merge_threshold_steps(parts: Iterable[Sequence[dict[str, Any]]], k: int | None) -> list[Result]:
+def merge_threshold_steps(parts: Iterable[Sequence[dict[str, Any]]], k: int | None, key: RankKey) -> list[Result]:
     """LSH Ensemble's answer from each part's threshold steps (``{"threshold", "reached",
-    "results"}``, thresholds descending; see the module docstring). A part stops once its own
+    "results"}``, thresholds descending; see the module docstring), ranked by ``key``. A part stops once its own
     count reaches ``k``, which the total then has too, so every part has each step examined."""
     stepped = [p for p in parts if p]
     if not stepped:
@@ -59,7 +52,7 @@ def merge_threshold_steps(parts: Iterable[Sequence[dict[str, Any]]], k: int | No
         raise ValueError(
             f"LSH Ensemble parts disagree on their steps: one stopped before step {step} without reaching k={k}"
         )
-    return sorted(chain.from_iterable(p[step]["results"] for p in stepped), key=RANK_KEYS["lshensemble"])[:k]
+    return sorted(chain.from_iterable(p[step]["results"] for p in stepped), key=key)[:k]
 
 
 def _reached(stepped: list[Sequence[dict[str, Any]]], i: int, k: int) -> int:

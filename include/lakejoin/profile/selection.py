@@ -12,7 +12,7 @@ numbering and joins nothing. Defaults (``DEFAULT_RULES``):
 - ``mate``: every type. MATE joins on composite keys of whole rows, where years, hours and
   numeric ids are exactly what must match (flights→weather on origin, year, month, day, hour).
 - ``pexeso``: label-like ``string`` columns: mean original length at most
-  ``pexeso_max_mean_length`` (64, the label bound of key candidates, ``lakejoin.profile.keys``).
+  ``label_max_mean_length`` (64, the label bound of key candidates, ``lakejoin.profile.keys``).
   The paper joins on key columns of entity names (its §I: string join-key columns, picked
   from key metadata or by semantic type); free text (titles, tweets,
   remarks) is no join key, and ``identifier`` codes ("N14228", "UA", licence numbers) name
@@ -20,7 +20,7 @@ numbering and joins nothing. Defaults (``DEFAULT_RULES``):
   overlap (JOSIE, LSH Ensemble, MATE) and transformations (``qgram``) serve codes. On the
   whole bundled lake the two kinds held about 70 % of the embedding model's input tokens, and
   embedding was most of the first run's time (README, "Ingest").
-  ``SelectionRules(pexeso=frozenset({"string", "identifier"}), pexeso_max_mean_length=None)``
+  ``SelectionRules(pexeso=frozenset({"string", "identifier"}), label_max_mean_length=None)``
   is the old choice, every textual column.
 - ``qgram``: ``string``, ``identifier``, ``date`` and ``datetime``: the columns whose values a
   transformation reformats (names, codes, dates; numbers written with separators or units are
@@ -54,7 +54,9 @@ class SelectionRules:
     pexeso: frozenset[str] = frozenset({"string"})
     qgram: frozenset[str] = frozenset({"string", "identifier", "date", "datetime"})
     min_distinct: int = 1
-    pexeso_max_mean_length: float | None = MAX_MEAN_LENGTH  # None: any length
+    # families that index only label-like values (embedding a paragraph says little), and how long those may be
+    label_families: frozenset[str] = frozenset({"pexeso"})
+    label_max_mean_length: float | None = MAX_MEAN_LENGTH  # None: any length
 
     def __post_init__(self) -> None:
         for family in FAMILIES:
@@ -79,7 +81,7 @@ def indexed_by(profile: Mapping, rules: SelectionRules = DEFAULT_RULES) -> list[
         family
         for family in FAMILIES
         if profile["type"] in getattr(rules, family)
-        and (family != "pexeso" or _label_like(profile, rules.pexeso_max_mean_length))
+        and (family not in rules.label_families or _label_like(profile, rules.label_max_mean_length))
     ]
 
 

@@ -136,14 +136,14 @@ class _TableMetrics:
             return self.table.num_columns
         if column not in self._columns:
             raise _ColumnMissing(f'The column "{column}" in BatchData does not exist.')
-        family, suffix = name.rsplit(".", 1)
-        if family == "column_values.nonnull":
+        metric, suffix = name.rsplit(".", 1)
+        if metric == "column_values.nonnull":
             nulls = self._columns[column].null_count
             return nulls if suffix == "unexpected_count" else [None] * min(nulls, partial)
-        if suffix not in _MAP_SUFFIXES or family not in _EXPECTED:
+        if suffix not in _MAP_SUFFIXES or metric not in _EXPECTED:
             raise NotImplementedError(f"metric {name} (extend lakejoin.quality.expectations)")
         if id(expectation) not in self._masks:
-            self._masks[id(expectation)] = self._unexpected_mask(column, family, expectation)
+            self._masks[id(expectation)] = self._unexpected_mask(column, metric, expectation)
         unexpected = self._masks[id(expectation)]
         if suffix == "unexpected_count":
             return pc.sum(unexpected).as_py() or 0

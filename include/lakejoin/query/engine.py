@@ -52,6 +52,7 @@ from typing import Any
 import pyarrow as pa
 
 from lakejoin.config import LakeConfig
+from lakejoin.index import registry
 from lakejoin.lake import snapshots
 from lakejoin.normalize import normalize_set
 from lakejoin.query import ranking
@@ -200,8 +201,8 @@ class QueryEngine:
             from lakejoin.transform import LEARN
 
             transform = LEARN
-        if response["method"] == "pexeso":
-            searcher, _ = loaded.searcher("pexeso")
+        if response["method"] in registry.REGISTRY and registry.family(response["method"]).embeds:
+            searcher, _ = loaded.searcher(response["method"])
             semantic = {
                 "model": result["model"],
                 "tau": response["params"].get("tau", DEFAULT_TAU),
@@ -285,7 +286,7 @@ class QueryEngine:
             raise ValueError(f"at most {limits.max_columns} query columns, got {len(columns)}")
         if query.table.num_rows > limits.max_rows:
             raise QueryTooLarge(f"the query table has {query.table.num_rows} rows; the limit is {limits.max_rows}")
-        semantic = method == "pexeso" or params.get("semantic")
+        semantic = (method in registry.REGISTRY and registry.family(method).embeds) or params.get("semantic")
         if semantic and query.table.num_rows > limits.max_semantic_rows:
             raise QueryTooLarge(
                 f"semantic search embeds every query row: at most {limits.max_semantic_rows} rows, got "
@@ -417,7 +418,7 @@ def _attach_estimates(results: list[dict[str, Any]], estimates: list[dict[str, A
 
 
 _RUNNERS: dict[str, Runner] = {
-    **{family: _runner(family) for family in ("josie", "lshensemble", "mate", "pexeso")},
+    **{family: _runner(family) for family in registry.search_families()},
     "transform": _run_transform,
 }
 

@@ -13,34 +13,49 @@ The three steps are separate so that every way of serving an index gives the sam
 
 :func:`load_searcher` builds one shard's searcher (shard by shard in the engine, one Spark task
 per shard in batch discovery) reading only that shard's tables: what is global to the index is
-read once per process.
+read once per process. Each step is the family's own (``lakejoin.index.registry``).
 """
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 
-from lakejoin.index.merge import RANK_KEYS, merge_threshold, merge_threshold_steps, merge_top_k
+from lakejoin.index.contract import FamilyQuery
+from lakejoin.index.lshensemble.family import DEFAULT_THRESHOLD
+from lakejoin.index.pexeso.family import DEFAULT_T, DEFAULT_TAU
+from lakejoin.index.registry import REGISTRY, family
 from lakejoin.query.shard_arrays import is_mapped
 
-DEFAULT_THRESHOLD = 0.5  # LSH Ensemble containment threshold t*
-DEFAULT_TAU = 0.06  # PEXESO τ: a fraction of the maximum distance 2 of unit vectors
-DEFAULT_T = 0.6  # PEXESO T: the share of query records that must match (threshold mode)
+__all__ = [
+    "DEFAULT_T",
+    "DEFAULT_TAU",
+    "DEFAULT_THRESHOLD",
+    "FLOOR_SCORES",
+    "FamilyQuery",
+    "ask",
+    "bound",
+    "family_query",
+    "has_arrays",
+    "load_columns",
+    "load_searcher",
+    "merge",
+    "private_bytes",
+    "results",
+    "searcher_from_arrays",
+]
+
 # Indexes whose global part a process keeps for its shard loads (a served snapshot and the one
 # being swapped in, per family), least recently used dropped first.
 GLOBAL_PARTS_KEPT = 8
 # The families whose searchers take a floor (``ask``), and the result field it bounds: a shard
 # searched after others returns only results that reach the k-th score merged so far.
-FLOOR_SCORES = {"josie": "overlap", "qgram": "overlap"}
+FLOOR_SCORES = {name: f.floor_score for name, f in REGISTRY.items() if f.floor_score is not None}
 
 _global_parts: OrderedDict[Hashable, dict[str, Any]] = OrderedDict()
 _global_parts_lock = threading.Lock()
@@ -55,34 +70,8 @@ class Catalog(Protocol):
     def columns(self) -> Mapping[int, Any]: ...
 
 
-@dataclass
-class FamilyQuery:
-    """A query prepared for one family: ``values`` holds one list per query column."""
-
-    family: str
-    columns: list[str]
-    values: list[list[Any]]
-    k: int
-    ask_k: int  # asked of each searcher: k plus the query dataset's own indexed columns
-    params: dict[str, Any]
-    dataset_id: str | None = None  # the query is this lake dataset: never returned
-    _embedded: dict[str, tuple[list[str], np.ndarray]] = field(default_factory=dict, repr=False)
-    _prepared: Any = field(
-        default=None, repr=False, compare=False
-    )  # JOSIE, LSH Ensemble: prepared once for every shard
-
-    def __getstate__(self) -> dict[str, Any]:
-        return {**self.__dict__, "_prepared": None}  # JOSIE's refers to the index's whole token dictionary
-
-    def embedded(self, searcher: Any, model: str) -> tuple[list[str], np.ndarray]:
-        """PEXESO: the query's values and vectors under ``model``, embedded once per query."""
-        if model not in self._embedded:
-            self._embedded[model] = searcher.embed_query(self.values[0], model)
-        return self._embedded[model]
-
-
 def family_query(
-    family: str,
+    name: str,
     columns: list[str],
     values: list[list[Any]],
     k: int,
@@ -91,153 +80,107 @@ def family_query(
     dataset_id: str | None = None,
     own_columns: int = 0,
 ) -> FamilyQuery:
-    """The query for ``family``; ``own_columns``: the query dataset's columns the family indexes
+    """The query for family ``name``; ``own_columns``: the query dataset's columns the family indexes
     (asked for on top of ``k``, so that dropping them still leaves ``k``)."""
-    if family != "mate" and len(columns) != 1:
-        raise ValueError(f"{family} searches one column; use mate (or auto) for {len(columns)} columns")
-    if family == "pexeso":
-        values = [[v for v in values[0] if v is not None]]
-    ask_k = k if family == "mate" else k + own_columns
-    return FamilyQuery(family, list(columns), values, k, ask_k, dict(params), dataset_id)
+    return family(name).query(columns, values, k, params, dataset_id, own_columns)
 
 
-def load_columns(family: str) -> dict[str, list[str]]:
-    """The columns of each index table the family's ``load`` reads, where it names them
-    (``LOAD_COLUMNS``; a table not named is read whole)."""
-    return dict(getattr(importlib.import_module(f"lakejoin.index.{family}"), "LOAD_COLUMNS", {}))
+def load_columns(name: str) -> dict[str, list[str]]:
+    """The columns of each index table the family's ``load`` reads, where it names them (a table
+    not named is read whole)."""
+    return {table: list(columns) for table, columns in family(name).load_columns.items()}
 
 
 def load_searcher(
-    family: str,
+    name: str,
     sharded: Mapping[str, pa.Table],
     global_names: Iterable[str],
     read_global: Callable[[str], pa.Table],
     key: Hashable,
 ) -> Any:
-    """The searcher over some shards of ``family``'s index, from those shards' ``sharded`` tables.
+    """The searcher over some shards of family ``name``'s index, from those shards' ``sharded`` tables.
 
     The index's global tables are read (``read_global(name)``) once per process and ``key`` (what
-    identifies their content: Delta paths and pinned versions, or data files); a family with a
-    ``shared(global_tables)`` (JOSIE: the token dictionary and the fitted read costs) gets that
-    state instead of the tables, so a shard's load builds nothing global again.
+    identifies their content: Delta paths and pinned versions, or data files); a family with
+    shared state (JOSIE: the token dictionary and the fitted read costs) gets that state instead
+    of the tables, so a shard's load builds nothing global again.
     """
-    module, part = _global_part(family, global_names, read_global, key)
-    if "shared" in part:
-        return module.load(dict(sharded), shared=part["shared"])
-    return module.load({**sharded, **part["tables"]})
+    part = _global_part(name, global_names, read_global, key)
+    if part["shared"] is not None:
+        return family(name).load(dict(sharded), shared=part["shared"])
+    return family(name).load({**sharded, **part["tables"]})
 
 
-def has_arrays(family: str) -> bool:
-    """Whether ``family``'s searchers can be written as arrays and rebuilt from them
-    (``to_arrays`` / ``from_arrays``: ``lakejoin.query.shard_arrays``)."""
-    return hasattr(importlib.import_module(f"lakejoin.index.{family}"), "from_arrays")
+def has_arrays(name: str) -> bool:
+    """Whether the family's searchers can be written as arrays and rebuilt from them
+    (``lakejoin.query.shard_arrays``)."""
+    return family(name).arrays_format is not None
 
 
 def searcher_from_arrays(
-    family: str,
+    name: str,
     arrays: Mapping[str, np.ndarray],
     global_names: Iterable[str],
     read_global: Callable[[str], pa.Table],
     key: Hashable,
 ) -> Any:
-    """The searcher ``family``'s ``to_arrays`` gave ``arrays`` (``ValueError`` when they are not
+    """The searcher the family's ``to_arrays`` gave ``arrays`` (``ValueError`` when they are not
     one searcher's), with the index's global part as :func:`load_searcher` keeps it."""
-    module, part = _global_part(family, global_names, read_global, key)
-    return module.from_arrays(arrays, shared=part.get("shared"))
+    part = _global_part(name, global_names, read_global, key)
+    return family(name).from_arrays(arrays, shared=part["shared"])
 
 
 def _global_part(
-    family: str, global_names: Iterable[str], read_global: Callable[[str], pa.Table], key: Hashable
-) -> tuple[Any, dict[str, Any]]:
-    """The family's module and the index's global part, read once per process and ``key``."""
-    module = importlib.import_module(f"lakejoin.index.{family}")
+    name: str, global_names: Iterable[str], read_global: Callable[[str], pa.Table], key: Hashable
+) -> dict[str, Any]:
+    """The index's global part (its tables, and the family's shared state built from them), read
+    once per process and ``key``."""
     with _global_parts_lock:
         part = _global_parts.get(key)
         if part is None:
-            tables = {name: read_global(name) for name in global_names}
-            part = _global_parts[key] = (
-                {"shared": module.shared(tables)} if hasattr(module, "shared") else {"tables": tables}
-            )
+            tables = {table: read_global(table) for table in global_names}
+            part = _global_parts[key] = {"tables": tables, "shared": family(name).shared(tables)}
             while len(_global_parts) > GLOBAL_PARTS_KEPT:
                 _global_parts.popitem(last=False)
         else:
             _global_parts.move_to_end(key)
-    return module, part
+    return part
 
 
 def ask(searcher: Any, query: FamilyQuery, floor: int | None = None) -> list[dict[str, Any]]:
     """The part ``searcher`` answers for ``query`` (see the module docstring). ``floor``: the
     score (:data:`FLOOR_SCORES`) a result must reach to enter the merged answer, known from the
     shards asked before; only the families named there take one."""
-    params = query.params
-    if query.family in ("josie", "lshensemble"):
-        prepared = _prepared(searcher, query)
-        if query.family == "josie":
-            return searcher.search(prepared, k=query.ask_k, floor=floor or 0)
-        return searcher.search_steps(
-            prepared, params.get("threshold", DEFAULT_THRESHOLD), verify=params.get("verify", False), k=query.ask_k
-        )
-    if query.family == "qgram":  # JOSIE over the query's tokens
-        return searcher.search(query.values[0], k=query.ask_k, floor=floor or 0)
-    if query.family == "pexeso":
-        model = params.get("model", searcher.model)
-        kept, vectors = query.embedded(searcher, model)
-        options = {
-            "mode": params.get("mode", "threshold"),
-            "k": query.ask_k,
-            "exact": params.get("exact", False),
-            "lower_bound": params.get("lower_bound", False),
-        }
-        found = searcher.search(
-            vectors, params.get("tau", DEFAULT_TAU), params.get("T", DEFAULT_T), query_values=kept, **options
-        )
-        return [{**r, "model": model} for r in found]
-    if query.family == "mate":
-        frame = pd.DataFrame(dict(zip(query.columns, query.values)))
-        exclude = [query.dataset_id] if query.dataset_id else []
-        return searcher.search(
-            frame, query.columns, k=query.ask_k, initial_column=params.get("initial_column"), exclude_datasets=exclude
-        )
-    raise ValueError(f"unknown index family {query.family!r}")
+    return family(query.family).ask(searcher, query, floor)
 
 
 def bound(searcher: Any, query: FamilyQuery) -> int | None:
     """The best score (:data:`FLOOR_SCORES`) any result of ``searcher`` can have for ``query``,
     known without searching (JOSIE: how many of the query's tokens it holds); None where the
     family has no such bound."""
-    return searcher.held(_prepared(searcher, query)) if query.family == "josie" else None
+    return family(query.family).bound(searcher, query)
 
 
-def _prepared(searcher: Any, query: FamilyQuery) -> Any:
-    """JOSIE's and LSH Ensemble's query, normalized (and signed) once for every shard's searcher."""
-    query._prepared = searcher.prepare(query._prepared if query._prepared is not None else query.values[0])
-    return query._prepared
-
-
-def private_bytes(family: str, searcher: Any) -> int | None:
+def private_bytes(name: str, searcher: Any) -> int | None:
     """The memory a searcher allocated for itself when its index arrays are memory-mapped from
     the shard cache (``lakejoin.query.shard_arrays``): mapped file pages are the OS's to share
     between processes and to evict, so a cache of such searchers costs their scratch space.
     None when its arrays are not mapped, or the family cannot tell (its load estimate stands)."""
-    if family not in ("josie", "qgram"):
+    indexed = family(name)
+    scratch = indexed.scratch_bytes(searcher)
+    if scratch is None or not all(is_mapped(a) for a in indexed.to_arrays(searcher).values() if a.size):
         return None
-    josie = searcher.josie if family == "qgram" else searcher
-    return josie.scratch_bytes() if all(is_mapped(a) for a in josie.arrays().values() if a.size) else None
+    return scratch
 
 
 def merge(query: FamilyQuery, parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The raw answer of the whole index from the parts of disjoint shards (exact)."""
-    if query.family == "lshensemble":
-        return merge_threshold_steps(parts, query.ask_k)
-    key = RANK_KEYS[query.family]
-    if query.family == "pexeso" and query.params.get("mode", "threshold") == "threshold":
-        return merge_threshold(parts, key)
-    return merge_top_k(parts, query.ask_k, key)
+    return family(query.family).merge(query, parts)
 
 
 def results(catalog: Catalog, query: FamilyQuery, found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The API's result rows (best first, without rank) from the merged raw answer."""
-    if query.family == "mate":
+    if family(query.family).table_level:
         return [_table_result(catalog, r) for r in found]
     rows = []
     for result in found:

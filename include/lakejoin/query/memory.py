@@ -6,11 +6,11 @@ every other family's searcher in it). So before reading a family's index tables 
 estimates the load's peak from the row counts in the Delta log (no data file is opened) and
 refuses with :class:`IndexTooLarge` when it exceeds the memory this process may still use.
 
-The bytes per row are the peak resident memory of ``load`` measured on this project's indexes
-(JOSIE open-data and web-table sets, LSH Ensemble signatures, MATE and PEXESO on the bundled
-lake, JOSIE's token dictionary on the 1,000,000-set lake of ``bench_scale.py``), with some
-headroom; the figures are in the benchmarks history (docs). They are upper bounds for those
-shapes, not exact for every lake.
+The bytes per row (each family's ``load_bytes_per_row``) are the peak resident memory of
+``load`` measured on this project's indexes (JOSIE open-data and web-table sets, LSH Ensemble
+signatures, MATE and PEXESO on the bundled lake, JOSIE's token dictionary on the
+1,000,000-set lake of ``bench_scale.py``), with some headroom; the figures are in the
+benchmarks history (docs). They are upper bounds for those shapes, not exact for every lake.
 """
 
 from __future__ import annotations
@@ -20,15 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from lakejoin.config import INDEX_MEMORY
+from lakejoin.index import registry
 
-# family -> index table -> peak bytes of the searcher's load per row of that table
-LOAD_BYTES_PER_ROW: dict[str, dict[str, int]] = {
-    "josie": {"postings": 72, "tokens": 40, "sets": 100},
-    "lshensemble": {"signatures": 15_000},
-    "mate": {"postings": 135},
-    "pexeso": {"mapped": 6_000},
-    "qgram": {"postings": 72, "tokens": 40, "sets": 100},  # JOSIE's tables over token sets
-}
 MEMORY_LIMIT_VARIABLE = INDEX_MEMORY.name  # e.g. "8G": a fixed budget for one family's load
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)i?B?\s*$", re.IGNORECASE)
 
@@ -48,7 +41,7 @@ def parse_size(text: str) -> int:
 
 def estimated_load_bytes(family: str, rows: Mapping[str, int]) -> int:
     """Peak memory of loading ``family`` whose index tables hold ``rows`` (table -> row count)."""
-    per_row = LOAD_BYTES_PER_ROW.get(family, {})
+    per_row = registry.family(family).load_bytes_per_row
     return sum(per_row.get(table, 0) * count for table, count in rows.items())
 
 
@@ -66,7 +59,7 @@ def check_fits(family: str, rows: Mapping[str, int], snapshot_id: int) -> None:
     """Raise :class:`IndexTooLarge` when loading ``family`` would not fit in memory."""
     needed, available = estimated_load_bytes(family, rows), available_bytes()
     if available is not None and needed > available:
-        biggest = max(rows, key=lambda t: rows[t] * LOAD_BYTES_PER_ROW.get(family, {}).get(t, 0))
+        biggest = max(rows, key=lambda t: rows[t] * registry.family(family).load_bytes_per_row.get(t, 0))
         raise IndexTooLarge(
             f"the {family} index of snapshot {snapshot_id} needs about {_human(needed)} to load "
             f"({rows[biggest]:,} rows in index/{family}/{biggest}) and this process may use "

@@ -24,8 +24,6 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
-from lakejoin.index.shards import MANIFEST
-from lakejoin.lake.manifest import read_manifest
 from lakejoin.query.family import FLOOR_SCORES, FamilyQuery, ask, bound, merge, private_bytes
 from lakejoin.query.memory import available_bytes, estimated_load_bytes
 
@@ -39,7 +37,7 @@ class ShardedFamily:
     def __init__(self, loaded: LoadedSnapshot, family: str) -> None:
         self.loaded = loaded
         self.family = family
-        manifest = read_manifest(loaded.config.home, family, loaded.snapshot.version_of(f"index/{family}/{MANIFEST}"))
+        manifest = loaded.manifest(family)
         if manifest is None:
             raise LookupError(
                 f"the {family} index of snapshot {loaded.snapshot_id} has no shard manifest, so it cannot be served "

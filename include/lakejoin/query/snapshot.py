@@ -28,10 +28,10 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable
 
 from lakejoin.config import LakeConfig
-from lakejoin.index import FAMILIES
+from lakejoin.index import FAMILIES, registry
 from lakejoin.index.shards import MANIFEST, SHARD
 from lakejoin.lake import delta, snapshots
-from lakejoin.lake.manifest import read_manifest
+from lakejoin.lake.manifest import Manifest, read_manifest
 from lakejoin.lake.schemas import COLUMNS, COLUMNS_SCHEMA, DATASETS
 from lakejoin.query import shard_arrays
 from lakejoin.query.columns import ColumnCatalog, ColumnInfo
@@ -133,10 +133,14 @@ class LoadedSnapshot:
         names = (t.removeprefix(prefix) for t in self.snapshot.table_versions if t.startswith(prefix))
         return sorted(n for n in names if n != MANIFEST)
 
+    def manifest(self, family: str) -> Manifest | None:
+        """The family's shard manifest at this snapshot's pinned version (None: not built sharded)."""
+        version = self.snapshot.version_of(f"index/{family}/{MANIFEST}")
+        return read_manifest(self.config.home, family, version) if version is not None else None
+
     def shard_count(self, family: str) -> int | None:
         """How many shards the family's index has in this snapshot (None: not built sharded)."""
-        version = self.snapshot.version_of(f"index/{family}/{MANIFEST}")
-        manifest = read_manifest(self.config.home, family, version) if version is not None else None
+        manifest = self.manifest(family)
         return manifest.n_shards if manifest else None
 
     def loaded_families(self) -> list[str]:
@@ -190,25 +194,19 @@ class LoadedSnapshot:
         searchers hold only the postings of their keys' values). ``mapped_only``: one shard's
         searcher only if its arrays are in the shard cache (``lakejoin.query.shard_arrays``: a map,
         no table read), else None."""
-        import importlib
-
         names = self.index_tables_of(family)
         if not names:
             raise MethodUnavailable(
                 f"snapshot {self.snapshot_id} has no {family} index (built families: "
                 f"{', '.join(self.families()) or 'none'})"
             )
-        try:
-            module = importlib.import_module(f"lakejoin.index.{family}")
-        except ImportError as error:
-            raise MethodUnavailable(f"the {family} search module is not installed: {error}") from error
         opened = {name: self._index_table(family, name) for name in names}
         wanted = sorted(set(shards)) if shards is not None else None
         rows = {name: table.rows_of(wanted) for name, table in opened.items()}
         check_fits(family, {name: count for name, count in rows.items() if count is not None}, self.snapshot_id)
         columns = load_columns(family)
         if wanted is None:
-            return module.load(
+            return registry.family(family).load(
                 {
                     name: table.read(None, columns.get(name), (filters or {}).get(name) if table.sharded else None)
                     for name, table in opened.items()
@@ -237,7 +235,7 @@ class LoadedSnapshot:
         # one shard: its searcher's arrays are written once per snapshot and memory-mapped after
         folder, shard_key = (
             shard_arrays.shard_folder(self.config, self.snapshot_id, family, wanted[0]),
-            self._shard_key(family, module, wanted[0], opened),
+            self._shard_key(family, wanted[0], opened),
         )
 
         def restore(arrays: dict[str, np.ndarray]) -> Any:
@@ -245,21 +243,22 @@ class LoadedSnapshot:
 
         if mapped_only:
             return shard_arrays.mapped_searcher(folder, shard_key, restore)
-        return shard_arrays.cached_searcher(folder, shard_key, build, module.to_arrays, restore)
+        return shard_arrays.cached_searcher(folder, shard_key, build, registry.family(family).to_arrays, restore)
 
-    def _shard_key(self, family: str, module: Any, shard: int, opened: dict[str, _IndexTable]) -> dict[str, Any]:
+    def _shard_key(self, family: str, shard: int, opened: dict[str, _IndexTable]) -> dict[str, Any]:
         """What a shard's cached arrays are built from (``lakejoin.query.shard_arrays``): the
         family's array format and the data files read, the shard's own and those of the global
-        tables its arrays depend on (the family's ``ARRAYS_GLOBALS``; default all). A data file
+        tables its arrays depend on (the family's ``arrays_globals``; default all). A data file
         never changes once written, so a later snapshot whose shard has the same key has the
         same arrays."""
-        embedded = getattr(module, "ARRAYS_GLOBALS", None)
+        indexed = registry.family(family)
+        embedded = indexed.arrays_globals
         tables = {
             name: sorted(table.files_of(shard if table.sharded else None))
             for name, table in opened.items()
             if table.sharded or embedded is None or name in embedded
         }
-        return {"format": module.ARRAYS_FORMAT, "family": family, "shard": shard, "tables": tables}
+        return {"format": indexed.arrays_format, "family": family, "shard": shard, "tables": tables}
 
     def index_rows(
         self, family: str, name: str, columns: list[str], where: pads.Expression | delta.ValuesIn

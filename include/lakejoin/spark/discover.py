@@ -39,10 +39,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from lakejoin.config import FAIL_DISCOVER_SHARD, LakeConfig
-from lakejoin.index import SEARCH_FAMILIES
-from lakejoin.index.shards import MANIFEST, SHARD
+from lakejoin.index import registry
+from lakejoin.index.shards import SHARD
 from lakejoin.lake import delta, snapshots
-from lakejoin.lake.manifest import read_manifest
 from lakejoin.query.engine import check_params
 from lakejoin.query.family import FamilyQuery, ask, family_query, load_columns, load_searcher, merge, results
 from lakejoin.query.snapshot import LoadedSnapshot, load_snapshot
@@ -66,7 +65,7 @@ OUTPUT_SCHEMA = pa.schema(
         ("table", pa.string()),
         ("columns", pa.list_(pa.string())),  # one for a column family, MATE's mapped columns
         ("column_ids", pa.list_(pa.int64())),
-        ("score", pa.float64()),  # the family's ranking score (see SCORES)
+        ("score", pa.float64()),  # the family's ranking score (``IndexFamily.score``)
         ("result", pa.string()),  # JSON: the result exactly as `lakejoin search --json` gives it
         ("error", pa.string()),  # why this query gave no answer (e.g. no value after normalization)
     ]
@@ -82,12 +81,6 @@ QUERY_SCHEMA = pa.schema(
         ("values", pa.list_(pa.list_(pa.string()))),  # a file's values, read by the driver
     ]
 )
-SCORES = {
-    "josie": lambda r: r["overlap"],
-    "lshensemble": lambda r: r["containment"] if r.get("containment") is not None else r["containment_estimate"],
-    "mate": lambda r: r["joinability"],
-    "pexeso": lambda r: r["joinability"],
-}
 
 
 def discover(
@@ -105,8 +98,10 @@ def discover(
     """Answer every query of ``queries`` with ``method`` on the snapshot (the latest published
     one by default) and write the ranked results as a Delta table at ``out``; returns a summary."""
     started = time.perf_counter()
-    if method not in SEARCH_FAMILIES:
-        raise ValueError(f"unknown method {method!r} for batch discovery; choose one of {', '.join(SEARCH_FAMILIES)}")
+    if method not in registry.search_families():
+        raise ValueError(
+            f"unknown method {method!r} for batch discovery; choose one of {', '.join(registry.search_families())}"
+        )
     params = check_params(method, params or {})
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
@@ -156,8 +151,8 @@ def resolve_queries(
     of table files, or dataset ids (a list, or one comma-separated string). A column family
     searches each of ``columns`` (default: every column it indexes, every column of a file);
     MATE searches the composite key ``columns`` of every query table that has them all."""
-    if family == "mate" and not columns:
-        raise ValueError("mate searches a composite key: name its columns (--columns A,B)")
+    if registry.family(family).multi_column and not columns:
+        raise ValueError(f"{family} searches a composite key: name its columns (--columns A,B)")
     described: list[dict[str, Any]] = []
     for table in _query_tables(loaded, spec):
         catalog_columns = loaded.columns_of(table["dataset_id"]) if table["dataset_id"] is not None else []
@@ -232,7 +227,7 @@ def _dataset_query(loaded: LoadedSnapshot, dataset_id: str) -> dict[str, Any]:
 
 
 def _query_columns(family: str, names: list[str], columns: Sequence[str] | None) -> list[list[str]]:
-    if family == "mate" and columns:  # always true: the caller refuses MATE without columns
+    if registry.family(family).multi_column and columns:  # always true: the caller refuses a key without columns
         return [list(columns)] if set(columns) <= set(names) else []
     return [[c] for c in names if not columns or c in columns]
 
@@ -252,7 +247,7 @@ def _shard_files(loaded: LoadedSnapshot, family: str) -> dict[int, dict[str, Any
             f"snapshot {loaded.snapshot_id} has no {family} index (built families: "
             f"{', '.join(loaded.families()) or 'none'})"
         )
-    manifest = read_manifest(loaded.config.home, family, loaded.snapshot.version_of(f"index/{family}/{MANIFEST}"))
+    manifest = loaded.manifest(family)
     if manifest is None:
         raise LookupError(
             f"the {family} index of snapshot {loaded.snapshot_id} is not sharded; rebuild it with `lakejoin run`"
@@ -432,7 +427,7 @@ class _WriteAnswers:
                 "table": r["table"],
                 "columns": r["column"] if isinstance(r["column"], list) else [r["column"]],
                 "column_ids": r["column_id"] if isinstance(r["column_id"], list) else [r["column_id"]],
-                "score": float(SCORES[self.family](r)),
+                "score": registry.family(self.family).score(r),
                 "result": json.dumps({"rank": rank, **r}, default=_plain),
             }
             for rank, r in enumerate(found, 1)

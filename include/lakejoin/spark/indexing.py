@@ -30,12 +30,9 @@ the limit, run on Spark. Staleness is read from the global tables as Arrow eithe
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
-from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
@@ -48,6 +45,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from lakejoin.config import LOCAL_BUILD_ROWS as LOCAL_BUILD_ROWS_SETTING
 from lakejoin.config import LakeConfig
 from lakejoin.embed import PEXESO_MODEL, embed, value_hash
+from lakejoin.index.contract import IndexFamily
 from lakejoin.index.shards import MANIFEST, SHARD, choose_shard_count, shards_of
 from lakejoin.lake import catalog, delta
 from lakejoin.lake.manifest import COMPLETE, PENDING, Manifest, read_manifest, rows_per_shard, write_manifest
@@ -63,6 +61,7 @@ from lakejoin.lake.schemas import (
 from lakejoin.pause import pause_point
 from lakejoin.progress import Progress
 from lakejoin.spark import delta as spark_delta
+from lakejoin.spark.builders import SparkBuild
 from lakejoin.spark.embed import embed_values, vector_array
 from lakejoin.spark.shards import column_values
 
@@ -121,13 +120,7 @@ class FamilyBuild:
         }
 
 
-def family_module(family: str) -> ModuleType | None:
-    """``lakejoin.spark.<family>``, the family's build module (None if it is not installed)."""
-    name = f"lakejoin.spark.{family}"
-    return importlib.import_module(name) if importlib.util.find_spec(name) else None
-
-
-def plan_family(config: LakeConfig, family: str, builder: ModuleType, shards: int | None = None) -> FamilyPlan:
+def plan_family(config: LakeConfig, family: str, builder: SparkBuild, shards: int | None = None) -> FamilyPlan:
     """Decide between a full and an incremental build, and what changed (see the module docstring).
 
     ``shards`` sets the shard count of a first (or unsharded-layout) build; afterwards the count is
@@ -150,8 +143,8 @@ def plan_family(config: LakeConfig, family: str, builder: ModuleType, shards: in
             catalog_version=catalog_version,
             manifest=manifest,
         )
-    if manifest.staleness > builder.STALENESS_LIMIT:
-        reason = f"stale ({manifest.staleness:.3f} > {builder.STALENESS_LIMIT})"
+    if manifest.staleness > builder.family.staleness_limit:
+        reason = f"stale ({manifest.staleness:.3f} > {builder.family.staleness_limit})"
         return FamilyPlan(family, True, reason, manifest.n_shards, catalog_version=catalog_version, manifest=manifest)
     changed = changed_datasets(config, manifest.catalog_version)
     plan = FamilyPlan(family, False, "incremental", manifest.n_shards, changed, catalog_version, manifest)
@@ -175,7 +168,7 @@ def build_family(
     config: LakeConfig,
     spark: SparkSession | None,
     plan: FamilyPlan,
-    builder: ModuleType,
+    builder: SparkBuild,
     build_id: str,
     progress: Progress,
 ) -> FamilyBuild:
@@ -199,9 +192,11 @@ def build_family(
         raise ValueError(f"{family}: a build on Spark needs a Spark session")
     else:
         tables = _build_on_spark(config, spark, plan, builder)
-    global_tables = {n: delta.read_arrow(config.table_path(f"index/{family}/{n}")) for n in builder.GLOBAL_TABLES}
-    staleness = 0.0 if not global_tables else float(builder.staleness(global_tables))
-    shard_rows = _shard_rows(config, family, tables, builder.GLOBAL_TABLES)
+    global_tables = {
+        n: delta.read_arrow(config.table_path(f"index/{family}/{n}")) for n in builder.family.global_tables
+    }
+    staleness = 0.0 if not global_tables else float(builder.family.staleness(global_tables))
+    shard_rows = _shard_rows(config, family, tables, builder.family.global_tables)
     write_manifest(
         config.home,
         family,
@@ -210,7 +205,7 @@ def build_family(
     )
     rows = {
         n: delta.open_table(config.table_path(f"index/{family}/{n}")).count()
-        if n in builder.GLOBAL_TABLES
+        if n in builder.family.global_tables
         else sum(r.get(n, 0) for r in shard_rows.values())
         for n in tables
     }
@@ -227,19 +222,17 @@ def build_family(
     )
 
 
-def _build_on_spark(
-    config: LakeConfig, spark: SparkSession, plan: FamilyPlan, builder: ModuleType
-) -> dict[str, DataFrame]:
-    """Build and write the family's tables with Spark; the tables written, by name."""
-    if plan.full and hasattr(
-        builder, "write_full_build"
-    ):  # MATE, LSH Ensemble: executor tasks read the cell files and write shard by shard
-        return builder.write_full_build(spark, config, plan.n_shards)
-    previous = None if plan.full else family_tables(config, spark, plan.family, builder.GLOBAL_TABLES, plan.rewritten)
-    inputs, params = family_inputs(config, spark, plan.family, None if plan.full else plan.changed, plan.n_shards)
+def _build_on_spark(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, builder: SparkBuild) -> list[str]:
+    """Build and write the family's tables with Spark; the names of the tables written."""
+    if plan.full and builder.write_full_build is not None:  # executor tasks read the cell files, write by shard
+        return list(builder.write_full_build(spark, config, plan.n_shards))
+    previous = (
+        None if plan.full else family_tables(config, spark, plan.family, builder.family.global_tables, plan.rewritten)
+    )
+    inputs, params = family_inputs(config, spark, builder.family, None if plan.full else plan.changed, plan.n_shards)
     # Read several times by the build: the changed datasets' rows (small), and PEXESO's embedded
     # distinct values, which would otherwise re-read and re-deduplicate the cells each time.
-    if not plan.full or plan.family == "pexeso":
+    if not plan.full or builder.family.embeds:
         inputs = inputs.persist(StorageLevel.MEMORY_AND_DISK)
     incremental = {} if plan.full else {"previous": previous, "changed": plan.changed}
     try:
@@ -249,7 +242,7 @@ def _build_on_spark(
             pause_point("index")
     finally:
         inputs.unpersist()
-    return tables
+    return list(tables)
 
 
 def local_build_rows() -> int:
@@ -272,14 +265,14 @@ def in_process(config: LakeConfig, plan: FamilyPlan) -> bool:
     return changed_cells is not None and rows + changed_cells <= limit
 
 
-def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: ModuleType) -> dict[str, pa.Table]:
-    """The incremental build on Arrow (``lakejoin.index.<family>.update_tables``), written as
-    the Spark path writes it: the rewritten shards' partitions swapped, global tables replaced
-    or appended to; the tables written, by name."""
+def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: SparkBuild) -> list[str]:
+    """The incremental build on Arrow (the family's ``update_tables``), written as the Spark path
+    writes it: the rewritten shards' partitions swapped, global tables replaced or appended to;
+    the names of the tables written."""
     family = plan.family
     previous = {
         path.name: delta.read_arrow(
-            path, partitions=None if path.name in builder.GLOBAL_TABLES else {SHARD: plan.rewritten}
+            path, partitions=None if path.name in builder.family.global_tables else {SHARD: plan.rewritten}
         )
         for path in _table_dirs(config, family)
         if path.name != MANIFEST and delta.exists(path)
@@ -290,14 +283,14 @@ def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: ModuleType)
         else CELLS_SCHEMA.empty_table()
     )
     cells = cells.filter(pc.is_in(cells["column_id"], value_set=_indexed_columns(config, family, plan.changed)))
-    inputs = _embedded_in_process(config, cells, PEXESO_MODEL, previous.get("mapped")) if family == "pexeso" else cells
-    update_tables = importlib.import_module(f"lakejoin.index.{family}").update_tables
-    tables = update_tables(inputs, n_shards=plan.n_shards, previous=previous, changed=plan.changed)
+    embeds = builder.family.embeds
+    inputs = _embedded_in_process(config, cells, PEXESO_MODEL, previous.get("mapped")) if embeds else cells
+    tables = builder.family.update_tables(inputs, n_shards=plan.n_shards, previous=previous, changed=plan.changed)
     for name, table in tables.items():
         path, operation = config.table_path(f"index/{family}/{name}"), f"index:{family}"
         schema = previous[name].schema if name in previous else table.schema
-        if name in builder.GLOBAL_TABLES:
-            replace = "none" if name in getattr(builder, "APPEND_TABLES", ()) else "all"
+        if name in builder.family.global_tables:
+            replace = "none" if name in builder.family.append_tables else "all"
             delta.write_rows(path, table, schema, replace=replace, operation=operation)
         else:
             rewritten = [str(s) for s in plan.rewritten]
@@ -311,7 +304,7 @@ def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: ModuleType)
                 operation=operation,
             )
         pause_point("index")
-    return tables
+    return list(tables)
 
 
 def _indexed_columns(config: LakeConfig, family: str, datasets: Collection[str]) -> pa.Array:
@@ -404,18 +397,18 @@ def family_tables(
 
 
 def family_inputs(
-    config: LakeConfig, spark: SparkSession, family: str, changed: set[str] | None, n_shards: int
+    config: LakeConfig, spark: SparkSession, family: IndexFamily, changed: set[str] | None, n_shards: int
 ) -> tuple[DataFrame, dict[str, Any]]:
     """What a family's build takes: the cells of the columns it indexes — for a full build each
     column's distinct values (``lakejoin.spark.shards.column_values``; the families that get
     here in full, JOSIE, q-gram and PEXESO, read a column as a set of values), for an
     incremental one the ``changed`` datasets' cells; for PEXESO, the distinct values embedded."""
     if changed is None:
-        cells = column_values(spark, config, n_shards, family)
+        cells = column_values(spark, config, n_shards, family.name)
     else:
         columns = (
             spark_delta.read_table(spark, config.table_path(COLUMNS))
-            .where(F.array_contains("indexed_by", family))
+            .where(F.array_contains("indexed_by", family.name))
             .select("column_id")
         )
         cells = (
@@ -423,7 +416,7 @@ def family_inputs(
             .join(F.broadcast(columns), "column_id")
             .select(CELLS_SCHEMA.names)
         )
-    if family != "pexeso":
+    if not family.embeds:
         return cells, {}
     return embedded_values(config, spark, cells, PEXESO_MODEL), {"model": PEXESO_MODEL}
 
@@ -443,12 +436,12 @@ def embedded_values(config: LakeConfig, spark: SparkSession, cells: DataFrame, m
     return keyed.withColumn("vector_id", vector_ids).select("dataset_id", "column_id", "vector_id", "value", "vector")
 
 
-def _write(config: LakeConfig, family: str, name: str, frame: DataFrame, plan: FamilyPlan, builder: ModuleType) -> None:
+def _write(config: LakeConfig, family: str, name: str, frame: DataFrame, plan: FamilyPlan, builder: SparkBuild) -> None:
     path = config.table_path(f"index/{family}/{name}")
     schema = to_arrow_schema(frame.schema)
     operation = f"index:{family}"
-    if name in builder.GLOBAL_TABLES:
-        append = not plan.full and name in getattr(builder, "APPEND_TABLES", ())
+    if name in builder.family.global_tables:
+        append = not plan.full and name in builder.family.append_tables
         spark_delta.write_table(frame, path, schema, replace="none" if append else "all", operation=operation)
         return
     if SHARD not in frame.columns:
@@ -466,7 +459,7 @@ def _write(config: LakeConfig, family: str, name: str, frame: DataFrame, plan: F
 
 
 def _shard_rows(
-    config: LakeConfig, family: str, tables: dict[str, DataFrame], global_tables: frozenset[str]
+    config: LakeConfig, family: str, tables: Collection[str], global_tables: frozenset[str]
 ) -> dict[int, dict[str, int]]:
     counts: dict[int, dict[str, int]] = {}
     for name in tables:

@@ -31,19 +31,14 @@ every few heavy batches or many light ones.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from lakejoin.index.josie.tokens import APPEND_TABLES, GLOBAL_TABLES, SCHEMAS
+from lakejoin.index.josie.tokens import APPEND_TABLES, GLOBAL_TABLES, SCHEMAS, STALENESS_LIMIT, staleness
 from lakejoin.spark.shards import shard_column
 
 __all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "STALENESS_LIMIT", "build_tables", "staleness"]
-
-STALENESS_LIMIT = 0.15  # share of tokens appended since the last full build (see above)
 
 
 def build_tables(
@@ -72,14 +67,6 @@ def build_tables(
     if missing:
         raise ValueError(f"build_tables: previous tables missing {sorted(missing)}")
     return _update(spark, raw, previous, sorted(changed), n_shards)
-
-
-def staleness(tables: Mapping[str, pa.Table]) -> float:
-    """Share of the token dictionary appended since the last full build (0 right after one), from
-    the global tables just written (read as Arrow)."""
-    (row,) = tables["dictionary"].to_pylist()
-    total = row["full_build_tokens"] + row["appended_tokens"]
-    return row["appended_tokens"] / total if total else 0.0
 
 
 def _raw_tokens(cells: DataFrame) -> DataFrame:

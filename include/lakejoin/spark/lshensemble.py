@@ -48,6 +48,7 @@ from lakejoin.index.lshensemble.tables import (
     GLOBAL_TABLES,
     SETS_SCHEMA,
     SIGNATURES_SCHEMA,
+    STALENESS_LIMIT,
     minhash_column,
     partitions_table,
     sizes_table,
@@ -62,7 +63,6 @@ from lakejoin.spark.shards import shard_column, shard_tasks, task_column_values,
 __all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "STALENESS_LIMIT", "build_tables", "staleness", "write_full_build"]
 
 APPEND_TABLES: frozenset[str] = frozenset()
-STALENESS_LIMIT = 0.02
 
 _HASHED_SCHEMA = pa.schema([f for f in SIGNATURES_SCHEMA if f.name != SHARD])  # mapInArrow output
 _HASHED_DDL = "column_id long, dataset_id string, size long, seed long, minhash binary"

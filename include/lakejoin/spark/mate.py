@@ -51,6 +51,7 @@ from lakejoin.index.mate.build import (
     GLOBAL_TABLES,
     PARAMS_SCHEMA,
     POSTINGS_SCHEMA,
+    STALENESS_LIMIT,
     SUPERKEYS_SCHEMA,
     check_bits,
     choose_bits,
@@ -70,7 +71,6 @@ from lakejoin.spark.shards import shard_column, shard_tasks, task_cells, tasks_o
 __all__ = ["APPEND_TABLES", "GLOBAL_TABLES", "STALENESS_LIMIT", "build_tables", "staleness", "write_full_build"]
 
 APPEND_TABLES: frozenset[str] = frozenset()
-STALENESS_LIMIT = 0.5  # the measure is 0 or 1: rebuild once the width rule picks another size
 _PARAMS_DDL = "bits int, chosen boolean"
 _WIDTHS_DDL = "width long, rows long"
 

@@ -14,7 +14,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pyarrow as pa
@@ -40,8 +39,9 @@ from lakejoin.sources.base import Resource
 from lakejoin.sources.bundled import DEFAULT_TABLES, bundled_portal
 from lakejoin.sources.parse import DEFAULT_MAX_BYTES
 from lakejoin.spark import delta as spark_delta
+from lakejoin.spark.builders import SparkBuild, builder_of
 from lakejoin.spark.cells import ParseTask, cells_tasks, melt_staged, stage_files
-from lakejoin.spark.indexing import FamilyBuild, FamilyPlan, build_family, family_module, plan_family
+from lakejoin.spark.indexing import FamilyBuild, FamilyPlan, build_family, plan_family
 from lakejoin.spark.progress import spark_tasks
 from lakejoin.spark.session import get_spark
 
@@ -178,18 +178,18 @@ def _build_indexes(
     if not delta.exists(config.table_path(COLUMNS)):
         progress.say("  nothing ingested yet: no index to build")
         return {}
-    plans: list[tuple[FamilyPlan, ModuleType]] = []
+    plans: list[tuple[FamilyPlan, SparkBuild]] = []
     for family in families:
-        builder = family_module(family)
-        plan = plan_family(config, family, builder, shards) if builder is not None else None
-        if builder is not None and plan is not None and not plan.idle:
+        builder = builder_of(family)
+        plan = plan_family(config, family, builder, shards)
+        if not plan.idle:
             plans.append((plan, builder))
     if not plans:
         return {}
     if spark is None and not all(plan.local for plan, _ in plans):
         spark = get_spark(config.spark_master)
 
-    def build(plan: FamilyPlan, builder: ModuleType) -> FamilyBuild:
+    def build(plan: FamilyPlan, builder: SparkBuild) -> FamilyBuild:
         with progress.stage(f"index:{plan.family}"), spark_tasks(spark, progress, plan.family):
             return build_family(config, spark, plan, builder, build_id, progress)
 

@@ -68,6 +68,9 @@ POSTINGS_SCHEMA = pa.schema(
 SCHEMAS = {"tokens": TOKENS_SCHEMA, "dictionary": DICTIONARY_SCHEMA, "sets": SETS_SCHEMA, "postings": POSTINGS_SCHEMA}
 GLOBAL_TABLES = frozenset({"tokens", "dictionary"})
 APPEND_TABLES = frozenset({"tokens"})  # an incremental build returns only the appended tokens
+# Rebuild once this share of the dictionary was appended since the last full build: the extra posting reads stay
+# near a fifth (the staleness rationale is in ``lakejoin.spark.josie``).
+STALENESS_LIMIT = 0.15
 
 _SPARK_HASH_SEED = 42
 
@@ -423,3 +426,11 @@ def update_tables(
     return update_in_memory(
         previous, sets, changed=changed, dataset_ids=dataset_ids, normalize=False, n_shards=n_shards
     )
+
+
+def staleness(tables: Mapping[str, pa.Table]) -> float:
+    """Share of the token dictionary appended since the last full build (0 right after one), from
+    the global tables just written (read as Arrow)."""
+    (row,) = tables["dictionary"].to_pylist()
+    total = row["full_build_tokens"] + row["appended_tokens"]
+    return row["appended_tokens"] / total if total else 0.0

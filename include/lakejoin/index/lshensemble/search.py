@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -44,6 +45,17 @@ DEFAULT_WEIGHTS = (0.1, 0.9)
 # The version of what ``LshEnsembleSearcher.arrays`` returns: a shard's arrays cached on disk
 # under another version are rebuilt (``lakejoin.query.shard_arrays``).
 ARRAYS_FORMAT = 1
+
+
+def rank_key(result: dict[str, Any]) -> tuple:
+    """The ranking of results: the exact containment where verified, else the estimate, then the smaller id."""
+    return (-score(result), result["column_id"])
+
+
+def score(result: dict[str, Any]) -> float:
+    """A result's containment: exact where verified, else estimated."""
+    exact = result.get("containment")
+    return float(exact if exact is not None else result["containment_estimate"])
 
 
 def min_overlap(q: int, threshold: float) -> int:
@@ -170,7 +182,7 @@ class LshEnsembleSearcher:
         (exact if verified, else estimated), then column_id. With ``k``, the top-k mode tries
         thresholds 1.0, 0.95, ... down to ``threshold`` and stops once ``k`` results are found.
         """
-        return merge_threshold_steps([self.search_steps(query, threshold, verify, k)], k)
+        return merge_threshold_steps([self.search_steps(query, threshold, verify, k)], k, rank_key)
 
     def search_steps(
         self, query: Iterable[str] | PreparedQuery, threshold: float, verify: bool = False, k: int | None = None

@@ -36,6 +36,9 @@ from lakejoin.index.lshensemble.partition import partition
 from lakejoin.index.shards import SHARD, column_sets, histogram_update, shard_column
 
 GLOBAL_TABLES = frozenset({"sizes", "partitions"})
+# Kept bounds may leave this share of the sets out of their partition before the next build is full (the
+# rationale is in ``lakejoin.spark.lshensemble``; every build recomputes the partitioning, so it stays 0).
+STALENESS_LIMIT = 0.02
 SIGNATURES_SCHEMA = pa.schema(
     [
         ("column_id", pa.int64()),

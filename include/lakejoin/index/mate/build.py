@@ -38,6 +38,8 @@ from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import normalize_value
 
 GLOBAL_TABLES = frozenset({"params", "widths"})
+# :func:`staleness` is 0 or 1: rebuild once the width rule picks another hash size (rationale: ``lakejoin.spark.mate``)
+STALENESS_LIMIT = 0.5
 POSTINGS_SCHEMA = pa.schema(
     [
         ("value", pa.string()),

@@ -1,0 +1,59 @@
+"""LSH Ensemble in the family contract (``lakejoin.index.contract``): containment-threshold search whose shards
+answer in threshold steps, merged by :func:`lakejoin.index.merge.merge_threshold_steps`."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+import pyarrow as pa
+
+from lakejoin.index.contract import FamilyQuery, IndexFamily, prepared
+from lakejoin.index.lshensemble import search, tables
+from lakejoin.index.merge import Result, merge_threshold_steps
+
+DEFAULT_THRESHOLD = 0.5  # the containment threshold t* a query gets when it names none
+
+
+class LshEnsemble(IndexFamily):
+    name = "lshensemble"
+    global_tables = tables.GLOBAL_TABLES
+    staleness_limit = tables.STALENESS_LIMIT
+    load_bytes_per_row: ClassVar[Mapping[str, int]] = {"signatures": 15_000}
+    arrays_format = search.ARRAYS_FORMAT
+
+    def update_tables(
+        self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
+    ) -> dict[str, pa.Table]:
+        return tables.update_tables(inputs, n_shards=n_shards, previous=previous, changed=changed)
+
+    def staleness(self, global_tables: Mapping[str, pa.Table]) -> float:
+        return tables.staleness(global_tables["sizes"], global_tables["partitions"])
+
+    def load(self, tables: Mapping[str, pa.Table], shared: Any = None) -> search.LshEnsembleSearcher:
+        return search.load(tables)
+
+    def to_arrays(self, searcher: search.LshEnsembleSearcher) -> dict[str, np.ndarray]:
+        return search.to_arrays(searcher)
+
+    def from_arrays(self, arrays: Mapping[str, np.ndarray], shared: Any = None) -> search.LshEnsembleSearcher:
+        return search.from_arrays(arrays)
+
+    def rank_key(self, result: Result) -> tuple:
+        return search.rank_key(result)
+
+    def score(self, result: Result) -> float:
+        return search.score(result)
+
+    def ask(self, searcher: Any, query: FamilyQuery, floor: int | None = None) -> list[dict[str, Any]]:
+        threshold = query.params.get("threshold", DEFAULT_THRESHOLD)
+        return searcher.search_steps(
+            prepared(searcher, query), threshold, verify=query.params.get("verify", False), k=query.ask_k
+        )
+
+    def merge(self, query: FamilyQuery, parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        return merge_threshold_steps(parts, query.ask_k, self.rank_key)
+
+
+FAMILY = LshEnsemble()
