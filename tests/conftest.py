@@ -14,6 +14,10 @@ if TYPE_CHECKING:  # imported at run time only after the environment below is se
 
 os.environ.setdefault("LAKEJOIN_SHUFFLE_PARTITIONS", "4")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# Test modules run in parallel worker processes (pytest-xdist, `make test`): each worker serves the bundled lake's
+# local portal on a port of its own, so two workers' `lakejoin run`s never meet on one port.
+if "PYTEST_XDIST_WORKER" in os.environ:
+    os.environ["LAKEJOIN_PORTAL_PORT"] = str(8791 + int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw")))
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
