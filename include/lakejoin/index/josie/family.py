@@ -15,6 +15,8 @@ from lakejoin.index.merge import Result
 
 
 class Josie(IndexFamily):
+    """JOSIE as an index family: exact top-k overlap search over the token posting lists."""
+
     name = "josie"
     global_tables = tokens.GLOBAL_TABLES
     append_tables = tokens.APPEND_TABLES

@@ -17,6 +17,8 @@ DEFAULT_THRESHOLD = 0.5  # the containment threshold t* a query gets when it nam
 
 
 class LshEnsemble(IndexFamily):
+    """LSH Ensemble as an index family: containment-threshold search, answered in threshold steps."""
+
     name = "lshensemble"
     global_tables = tables.GLOBAL_TABLES
     staleness_limit = tables.STALENESS_LIMIT

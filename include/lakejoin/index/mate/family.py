@@ -16,6 +16,8 @@ from lakejoin.index.merge import Result
 
 
 class Mate(IndexFamily):
+    """MATE as an index family: composite-key search over XASH super keys; results are tables."""
+
     name = "mate"
     global_tables = build.GLOBAL_TABLES
     staleness_limit = build.STALENESS_LIMIT

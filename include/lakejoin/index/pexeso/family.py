@@ -17,6 +17,8 @@ DEFAULT_T = 0.6  # T: the share of query records that must match (threshold mode
 
 
 class Pexeso(IndexFamily):
+    """PEXESO as an index family: semantic joinability over the embeddings of the distinct values."""
+
     name = "pexeso"
     global_tables = update.GLOBAL_TABLES
     append_tables = update.APPEND_TABLES

@@ -16,6 +16,8 @@ from lakejoin.index.josie.family import Josie
 
 
 class Qgram(Josie):
+    """The q-gram family: JOSIE over q-gram token sets; its results are candidates for transformation discovery."""
+
     name = "qgram"
     searched_by_score = False
 
