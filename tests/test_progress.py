@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from lakejoin.progress import Progress, format_seconds
+from lakejoin.progress import Progress, format_seconds, process_tree_cpu
 
 
 class Terminal:
@@ -76,6 +76,34 @@ def test_quiet_writes_nothing_even_on_a_terminal(terminal):
     with progress.stage("parse"):
         list(progress.iterate(range(30), "files", 30))
     assert terminal.read() == ""
+
+
+BUSY_CHILD = "import time\nstarted = time.process_time()\nwhile time.process_time() - started < {}: pass"
+
+
+def test_a_stage_counts_the_cpu_of_the_processes_it_starts() -> None:
+    """A stage's CPU seconds hold a child process's work (as a Spark JVM's and its workers' are counted), and not a
+    sleep's: wall and CPU are told apart."""
+    progress = Progress(quiet=True)
+    with progress.stage("busy"):
+        subprocess.run([sys.executable, "-c", BUSY_CHILD.format(1.0)], check=True)
+    with progress.stage("idle"):
+        time.sleep(1.0)
+    assert progress.cpu_timings["busy"] >= 0.9
+    assert progress.cpu_timings["idle"] < 0.5 <= progress.timings["idle"]
+
+
+def test_a_running_child_counts_before_it_ends() -> None:
+    before = process_tree_cpu()
+    child = subprocess.Popen([sys.executable, "-c", BUSY_CHILD.format(1.0) + "\ntime.sleep(30)"])
+    try:
+        deadline = time.monotonic() + 30
+        while (process_tree_cpu() or 0) - (before or 0) < 0.9 and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert before is not None and (process_tree_cpu() or 0) - before >= 0.9
+    finally:
+        child.kill()
+        child.wait()
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(0.4, "0s"), (42, "42s"), (185, "3m05s"), (3720, "1h02m")])

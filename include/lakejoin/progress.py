@@ -9,6 +9,7 @@ corrupts it; ``--json`` and ``--quiet`` silence everything here.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import time
@@ -18,6 +19,36 @@ from typing import TextIO, TypeVar
 
 T = TypeVar("T")
 BAR_WIDTH = 30
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def process_tree_cpu(root: int | None = None) -> float | None:
+    """CPU seconds (user + system) spent so far by process ``root`` (default: this one) and every process under it,
+    the exited children each reaped included: this process's threads, the Spark JVM it started, the JVM's Python
+    workers and any process pool. None where ``/proc`` is not there to tell (not Linux)."""
+    root = os.getpid() if root is None else root
+    try:
+        stats = {}
+        for entry in os.scandir("/proc"):
+            if entry.name.isdigit():
+                try:
+                    with open(f"/proc/{entry.name}/stat", "rb") as file:
+                        fields = file.read().rsplit(b")", 1)[1].split()
+                except OSError:  # the process ended while the table was read
+                    continue
+                # after the name: state, ppid (fields[1]), ..., utime, stime, cutime, cstime (fields[11:15])
+                stats[int(entry.name)] = (int(fields[1]), sum(int(f) for f in fields[11:15]))
+    except FileNotFoundError:
+        return None
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in stats.items():
+        children.setdefault(parent, []).append(pid)
+    ticks, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        ticks += stats.get(pid, (0, 0))[1]
+        todo.extend(children.get(pid, ()))
+    return ticks / _TICKS
 
 
 class Progress:
@@ -27,6 +58,8 @@ class Progress:
         self.quiet = quiet
         self.stream = stream or sys.stderr
         self.timings: dict[str, float] = {}
+        # CPU seconds of this process tree during each stage; stages running side by side each count all of it
+        self.cpu_timings: dict[str, float] = {}
         self._lock = threading.Lock()  # Spark pollers draw from their own threads
         self._drawn = False  # a bar line is on screen, not yet ended
 
@@ -42,12 +75,14 @@ class Progress:
 
     @contextmanager
     def stage(self, name: str, detail: str = "") -> Iterator[None]:
-        """Time a stage and report it when it ends (``name: detail (1.2 s)``)."""
-        started = time.perf_counter()
+        """Time a stage (wall and CPU seconds) and report it when it ends (``name: detail (1.2 s)``)."""
+        started, cpu_started = time.perf_counter(), process_tree_cpu()
         self.say(f"[{name}] {detail}".rstrip())
         yield
-        elapsed = time.perf_counter() - started
+        elapsed, cpu_now = time.perf_counter() - started, process_tree_cpu()
         self.timings[name] = self.timings.get(name, 0.0) + elapsed
+        if cpu_started is not None and cpu_now is not None:
+            self.cpu_timings[name] = self.cpu_timings.get(name, 0.0) + max(cpu_now - cpu_started, 0.0)
         self.say(f"[{name}] done in {elapsed:.1f} s")
 
     def iterate(self, items: Iterable[T], label: str, total: int | None = None) -> Iterator[T]:

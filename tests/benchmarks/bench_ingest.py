@@ -3,7 +3,10 @@ unchanged re-run.
 
 Runs the main job (the local portal + CKAN crawl, parse with the quality gate and drift
 checks, cells, columns, every family's index build, publish) twice on a fresh lake root and
-prints each stage's seconds and cells/s, then the re-run's share of the first run's time.
+prints each stage's wall and CPU seconds (this process and every process under it: the Spark JVM,
+its Python workers; ``lakejoin.progress.process_tree_cpu``) and cells/s, then the re-run's share of
+the first run's time. The ``index:<family>`` stages run side by side: each one's CPU figure is
+everything the machine's process tree did while that family built, the others' work included.
 
     python tests/benchmarks/bench_ingest.py [--tables N|all] [--quick] [--families josie,mate|none]
 
@@ -61,9 +64,11 @@ def main() -> None:
     print(f"re-run cost ratio (unchanged / first): {second_seconds / first_seconds:.3f}")
     cells = first["cells"]
     print(f"\nfirst run per stage ({cells:,} cells):")
-    print(f"{'stage':<16}{'seconds':>10}{'cells/s':>14}")
+    print(f"{'stage':<18}{'seconds':>10}{'CPU s':>10}{'cores':>8}{'cells/s':>14}")
     for stage, seconds in first["stage_seconds"].items():
-        print(f"{stage:<16}{seconds:>10.1f}{cells / seconds if seconds else 0:>14,.0f}")
+        cpu = first.get("stage_cpu_seconds", {}).get(stage)
+        used = f"{cpu:>10.1f}{cpu / seconds if seconds else 0:>8.2f}" if cpu is not None else f"{'-':>10}{'-':>8}"
+        print(f"{stage:<18}{seconds:>10.1f}{used}{cells / seconds if seconds else 0:>14,.0f}")
 
 
 if __name__ == "__main__":

@@ -260,6 +260,7 @@ def run(config: LakeConfig, options: RunOptions, progress: Progress | None = Non
         summary["quality_docs"] = quality_docs(config, progress)
     summary["seconds"] = round(time.perf_counter() - started, 2)
     summary["stage_seconds"] = {k: round(v, 2) for k, v in progress.timings.items()}
+    summary["stage_cpu_seconds"] = {k: round(v, 2) for k, v in progress.cpu_timings.items()}
     return summary
 
 
