@@ -61,9 +61,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from lakejoin import graph as join_graph
-from lakejoin.config import MAX_UPLOAD_BYTES, LakeConfig
+from lakejoin.config import MAX_UPLOAD_BYTES
 from lakejoin.quality import docs as quality_docs
-from lakejoin.query import METHODS, QueryEngine, QueryTable, engine_for, read_table_file
+from lakejoin.query import METHODS, QueryEngine, QueryTable, read_table_file
 from lakejoin.query import catalog as lake_catalog
 from lakejoin.query import params as method_params
 from lakejoin.query.engine import QueryTooLarge
@@ -182,11 +182,9 @@ def engine() -> QueryEngine:
     if _engine is None:
         from airflow.models.variable import Variable
 
-        from lakejoin_airflow.hooks import HOME_VARIABLE, resolve_home
+        from lakejoin_airflow.hooks import HOME_VARIABLE, lake_engine
 
-        _engine = engine_for(
-            LakeConfig.from_args(resolve_home(None, Variable.get(HOME_VARIABLE, default_var="")), quiet=True)
-        )
+        _engine = lake_engine(None, Variable.get(HOME_VARIABLE, default_var=""))
     return _engine
 
 
