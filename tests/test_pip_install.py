@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from testkit.ports import free_port
 
 from lakejoin.index import FAMILIES
 
@@ -59,6 +60,7 @@ def test_pip_install_into_a_fresh_venv_runs_the_main_job_with_every_family(tmp_p
     venv_python = venv / "bin" / "python"
     env = {k: v for k, v in os.environ.items() if k not in INHERITED}
     env["PATH"] = f"{venv / 'bin'}{os.pathsep}{env.get('PATH', '')}"
+    env["LAKEJOIN_PORTAL_PORT"] = str(free_port())  # its own: a server another test left behind may hold the usual one
     subprocess.run(_install_command(venv_python, project), check=True, env=env, timeout=480)
 
     home = tmp_path / "home"

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pytest
 
 from lakejoin.config import LakeConfig
-from lakejoin.index import josie, lshensemble, mate, qgram
+from lakejoin.index import josie, lshensemble, mate, qgram, registry
 from lakejoin.index.josie import build_in_memory, load
 from lakejoin.index.shards import MANIFEST, in_shards, shard_of
 from lakejoin.lake import delta, snapshots
@@ -238,7 +238,7 @@ def test_a_cache_of_another_snapshot_or_format_is_rebuilt_not_read(lake, monkeyp
     record = json.loads((new / "josie" / "0" / shard_arrays.RECORD).read_text())
     assert record["key"]["tables"]["postings"] == sorted(second._index_table("josie", "postings").files_of(0))
     # a new array format makes every folder stale
-    monkeypatch.setattr(josie, "ARRAYS_FORMAT", josie.ARRAYS_FORMAT + 1)
+    monkeypatch.setattr(registry.family("josie"), "arrays_format", josie.ARRAYS_FORMAT + 1)
     rebuilt: list[int] = []
     monkeypatch.setattr(shard_arrays, "write_arrays", lambda folder, key, arrays: rebuilt.append(key["shard"]) or True)
     assert answers([second.load_shards("josie", [2])], asked) == answers(fresh[2:3], asked)
