@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import time
 from pathlib import Path
 
@@ -85,7 +86,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="1,000 values instead of 10,000")
     args = parser.parse_args()
     values = real_values(1_000 if args.quick else 10_000)
-    print(f"{len(values)} distinct real values, one process (2-core machine shared with other jobs)\n")
+    print(f"{len(values)} distinct real values, one process (load average {os.getloadavg()[0]:.1f})\n")
     rows = throughput(values)
     default = next(rate for model, rate, _ in rows if model == PEXESO_MODEL)
     print(f"{'model':<12} {'values/s':>10} {'vs ' + PEXESO_MODEL:>16}")

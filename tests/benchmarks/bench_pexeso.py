@@ -30,7 +30,7 @@ query in one process, so machine load hits them alike. "speed-up" is brute force
 p95) wall time over the method's; "cpu s-up" the same on CPU time (process time: all threads,
 Verify's column workers and brute force's BLAS threads alike), which a busy machine's
 waiting does not inflate. ``--single-thread`` runs every method on one thread (numba and
-OpenBLAS), where CPU time is the verdict that other jobs on the machine cannot sway. Each
+OpenBLAS), where CPU time is the verdict that the machine's load cannot sway. Each
 call starts after a pause (``SETTLE_S``). Run:
 ``.venv/bin/python tests/benchmarks/bench_pexeso.py [--quick] [--single-thread] [--sizes N ...]``.
 """

@@ -31,7 +31,7 @@ distinct value first; it is measured by bench_pexeso.py). Then:
 - **projection**: what 16 nodes would do on the seed papers' lakes, from the measured cost per
   (query, shard) with shards of this lake's size.
 
-The load average (``os.getloadavg``) is printed beside each measurement: the machine is shared.
+The load average (``os.getloadavg``) is printed beside each measurement.
 
     python tests/benchmarks/bench_scale.py [--quick] [--sets N] [--queries Q] [--shards S]
         [--csv] [--home DIR] [--steps build,batch,interactive] [--budget 2G]
@@ -458,7 +458,7 @@ def header(n_sets: int, built: dict | None, families: dict) -> None:
     now = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(
         f"bench_scale — {now} — {platform.machine()}, {os.cpu_count()} cores, "
-        f"{psutil.virtual_memory().total / 2**30:.0f} GiB (shared with other sessions)"
+        f"{psutil.virtual_memory().total / 2**30:.0f} GiB, load average {os.getloadavg()[0]:.1f}"
     )
     print(f"lake: {n_sets:,} sets in {-(-n_sets // COLUMNS_PER_TABLE):,} tables")
     if built is not None:

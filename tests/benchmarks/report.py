@@ -9,7 +9,7 @@ Every script under ``tests/benchmarks/`` starts through :func:`run_with_docs` (`
 
 The fragment holds the command (without these options), the machine (architecture, cores this
 process may use, memory, CPU model), the code's commit, the date, the wall time and the load
-average at the start and the end (the CPU may be shared), then the output verbatim. The output is
+average at the start and the end, then the output verbatim. The output is
 taken from file descriptor 1, so lines printed by the script's child processes are kept too.
 """
 
