@@ -102,7 +102,7 @@ def measure(searcher, con, queries: list[list[str]], k: int, repeats: int = 1) -
     comparison on a busy machine. DuckDB (multi-threaded, so only wall time means something;
     hundreds of milliseconds per query) runs once.
     """
-    keys = ("wall", "cpu", "core", "core_cpu", "lists", "sets", "merge_plan")
+    keys = ("wall", "cpu", "core", "core_cpu", "lists", "sets", "plan")
     out = {m: {key: [] for key in keys} for m in METHODS}
     for number, query in enumerate(queries):
         answers = {}
@@ -136,7 +136,7 @@ def measure(searcher, con, queries: list[list[str]], k: int, repeats: int = 1) -
                 out[method][key].append(value)
             out[method]["lists"].append(stats["lists_read"])
             out[method]["sets"].append(stats["sets_read"])
-            out[method]["merge_plan"].append(method == "josie" and stats["plan"] == "mergelist")
+            out[method]["plan"].append(stats["plan"] if method == "josie" else method)
         if len({tuple(a) for a in answers.values()}) != 1:
             raise AssertionError(f"methods disagree on a query of {len(query)} values: {answers}")
     return {m: {key: np.array(v) for key, v in d.items()} for m, d in out.items()}
@@ -149,12 +149,14 @@ def _cell(values: np.ndarray, q: float) -> str:
 def print_latency_table(shape: str, results: dict[str, dict[str, np.ndarray]]) -> None:
     """wall = perf_counter (what a user waits, other processes included); cpu = this thread's
     CPU time (single-threaded methods only); 'call' = the whole search call (normalization,
-    token lookup), 'core' = the algorithm alone. Ratios are method / JOSIE at p50."""
+    token lookup), 'core' = the algorithm alone. Ratios are method / JOSIE at p50, and of the
+    core CPU time at p95 too."""
     print(f"\n{shape}: {len(results['josie']['wall'])} queries, milliseconds (p50 / p95)")
     columns = [("call wall", "wall"), ("call cpu", "cpu"), ("core wall", "core"), ("core cpu", "core_cpu")]
     header = "".join(f"{name + ' p50':>15}{'p95':>8}" for name, _ in columns)
     print(
         f"{'method':<10}{header}{'lists':>9}{'sets':>9}  {'/JOSIE: wall':>12}{'cpu':>6}{'core wall':>10}{'core cpu':>9}"
+        f"{'p95':>6}"
     )
     josie = results["josie"]
     for method in METHODS:
@@ -163,7 +165,9 @@ def print_latency_table(shape: str, results: dict[str, dict[str, np.ndarray]]) -
         lists = f"{r['lists'].mean():9.1f}" if method != "duckdb" else f"{'all':>9}"
         sets = f"{r['sets'].mean():9.1f}" if method != "duckdb" else f"{'-':>9}"
         ratios = [np.median(r[key]) / np.median(josie[key]) for key in ("wall", "cpu", "core", "core_cpu")]
-        shown = "".join(f"{x:{w}.2f}" if not np.isnan(x) else f"{'-':>{w}}" for x, w in zip(ratios, (14, 6, 10, 9)))
+        ratios.append(np.percentile(r["core_cpu"], 95) / np.percentile(josie["core_cpu"], 95))
+        widths = (14, 6, 10, 9, 6)
+        shown = "".join(f"{x:{w}.2f}" if not np.isnan(x) else f"{'-':>{w}}" for x, w in zip(ratios, widths))
         print(f"{method:<10}{cells}{lists}{sets}{shown}")
 
 
@@ -171,20 +175,28 @@ SIZE_BINS = (10, 100, 1_000, 10_001)
 
 
 def print_size_table(results: dict[str, dict[str, np.ndarray]], sizes: np.ndarray) -> None:
-    """Per query-size class: the per-query median of each method's core CPU time over JOSIE's
-    (> 1: JOSIE faster), so a class where JOSIE loses is not hidden by the overall p50, and how
-    many of the class's queries JOSIE finished by MergeList's plan."""
+    """Per query-size class, each baseline's core CPU time over JOSIE's (> 1: JOSIE faster) at
+    p50 (the per-query median of the ratios, so a class where JOSIE loses is not hidden by the
+    overall p50) and at p95 (the class's 95th-percentile times divided), and how many of the
+    class's queries JOSIE answered by MergeList's plan (chosen up front or switched to) and by
+    ProbeSet's."""
     others = [m for m in METHODS if m not in ("josie", "duckdb")]
-    header = f"{'|Q|':>14}{'queries':>9}{'JOSIE p50 ms':>14}" + "".join(f"{m + '/JOSIE':>18}" for m in others)
-    print(header + f"{'MergeList plan':>16}")
+    header = f"{'|Q|':>14}{'queries':>9}{'JOSIE p50 ms':>14}"
+    header += "".join(f"{m + '/JOSIE p50':>20}{'p95':>6}" for m in others)
+    print(header + f"{'plan: MergeList':>17}{'ProbeSet':>10}")
     for lo, hi in itertools.pairwise(SIZE_BINS):
         sel = (sizes >= lo) & (sizes < hi)
         if not sel.any():
             continue
         josie = results["josie"]["core_cpu"][sel]
-        ratios = "".join(f"{np.median(results[m]['core_cpu'][sel] / josie):18.2f}" for m in others)
-        merged = int(results["josie"]["merge_plan"][sel].sum())
-        print(f"{f'{lo:,}-{hi - 1:,}':>14}{sel.sum():>9}{np.median(josie) * 1e3:14.3f}{ratios}{merged:>16}")
+        ratios = "".join(
+            f"{np.median(results[m]['core_cpu'][sel] / josie):20.2f}"
+            f"{np.percentile(results[m]['core_cpu'][sel], 95) / np.percentile(josie, 95):6.2f}"
+            for m in others
+        )
+        plans = results["josie"]["plan"][sel]
+        chosen = f"{int((plans == 'mergelist').sum()):>17}{int((plans == 'probeset').sum()):>10}"
+        print(f"{f'{lo:,}-{hi - 1:,}':>14}{sel.sum():>9}{np.median(josie) * 1e3:14.3f}{ratios}{chosen}")
 
 
 def searcher_bytes(searcher) -> int:

@@ -29,6 +29,7 @@ from lakejoin.index.josie import (
     update_in_memory,
 )
 from lakejoin.index.josie import tokens as josie_tokens
+from lakejoin.index.josie.plans import PLAN_NAMES
 from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
 from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import normalize_set, normalize_value
@@ -238,6 +239,38 @@ def test_each_plan_answers_like_the_oracle(shape):
                     assert [r["overlap"] for r in found] == [o for o in truth if o >= floor], (plan, k, floor)
                     plans.add(searcher.last_stats["plan"])
         assert plan in plans and (plan == "mergelist" or plans == {"josie"}), plans
+
+
+@pytest.mark.parametrize("plan", PLAN_NAMES)
+def test_each_plan_chosen_up_front_answers_like_the_oracle(plan):
+    """``search`` runs the plan whose fitted whole-query line (``ReadCost.plans``) prices the query
+    cheapest, before reading any list: with one plan priced free and the others infinite, every
+    query runs that plan, on both lake shapes, for every k, with and without a floor, and the
+    answers are the oracle's."""
+    forced = tuple(0.0 if number // 3 == PLAN_NAMES.index(plan) else np.inf for number in range(9))
+    for shape in ("opendata", "webtable"):
+        sets = {i: set(values) for i, values in enumerate(set_lake(shape, 1_500, seed=10))}
+        searcher = load(build_in_memory(sets, normalize=False), read_cost=FAST_COST._replace(plans=forced))
+        rng = np.random.default_rng(7)
+        sizes = np.array([len(v) for v in sets.values()])
+        queries = [sorted(sets[int(i)]) for i in rng.choice(np.flatnonzero(sizes >= 20), size=8, replace=False)]
+        vocabulary = sorted(set().union(*sets.values()))
+        queries += [list(rng.choice(vocabulary, size=min(size, len(vocabulary)), replace=False)) for size in (5, 300)]
+        for query in queries:
+            for k in KS:
+                truth = [o for _, o in overlap_topk(set(query), sets, k)]
+                for floor in (0, truth[-1], truth[-1] + 1, truth[0]):
+                    found = searcher.search(query, k, floor=floor)
+                    assert [r["overlap"] for r in found] == [o for o in truth if o >= floor], (shape, k, floor)
+                    assert searcher.last_stats["plan"] == plan or len(searcher.prepare(query).global_ids) < floor
+            assert_matches_oracle(searcher, query, sets, 10)
+
+
+def test_plans_are_fitted_on_load(real_searcher):
+    """Loading fits each plan's whole-query line, none negative, so a query is priced by all
+    three before any list is read."""
+    plans = np.array(real_searcher.read_cost.plans).reshape(3, 3)
+    assert np.isfinite(plans).all() and (plans >= 0).all() and (plans.sum(axis=1) > 0).all()
 
 
 def test_a_long_query_is_normalized_like_its_cells():

@@ -11,6 +11,8 @@
 - ``arrays``: the searcher's CSR arrays, built from the tables or checked when read from a cache.
 - ``cost``: the read-cost model of Eq. 3.15, fitted on load.
 - ``baselines``: MergeList-D and ProbeSet-D.
+- ``plans``: which of JOSIE, MergeList and ProbeSet answers a query, priced before any read by
+  each plan's whole-query time, fitted on load.
 - ``reads``: the list/set reads and top-k heap they all share.
 """
 

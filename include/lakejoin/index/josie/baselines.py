@@ -59,15 +59,14 @@ def timed_merge_reads(tokens: np.ndarray, repeats: int, index: IndexArrays, scra
 
 
 @njit(cache=True)
-def probeset(q: np.ndarray, k: int, index: IndexArrays, scratch: Scratch, top: TopK) -> int:
+def probeset(q: np.ndarray, k: int, index: IndexArrays, scratch: Scratch, top: TopK, n: int = 0) -> int:
     """ProbeSet-D with the position filter. ``scratch.counts``, its seen flags, is a zeroed per-set
-    array, left zeroed on return."""
+    array, left zeroed on return. ``n``: the entries of ``top`` it starts from (as :func:`mergelist`)."""
     list_indptr, post_set, post_pos, group = index.list_indptr, index.post_set, index.post_pos, index.group
     set_indptr, set_tokens = index.set_indptr, index.set_tokens
     mark, seen, touched = scratch.mark, scratch.counts, scratch.touched
     out_sets, out_overlaps, stats = top.sets, top.overlaps, top.stats
     nq = q.shape[0]
-    n = 0
     n_touched = 0
     skipped = 0
     for i in range(nq):

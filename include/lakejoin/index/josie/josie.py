@@ -4,16 +4,17 @@ Given a query set Q and the lake's sets, return at most k sets X with |Q ∩ X| 
 k-th overlap is ≥ that of every set left out (Definition 3.1.1); ranking by overlap equals
 ranking by containment |Q ∩ X| / |Q| for a fixed query. :class:`JosieSearcher` holds one loaded
 index (its arrays, ``arrays.py``), prepares a query against the shared token dictionary
-(``dictionary.py``), fits the read costs of Eq. 3.15 on load (``cost.py``) and runs Algorithm 2
-(``kernels.py``) or the thesis's baselines MergeList-D and ProbeSet-D (``baselines.py``) under one
-lock, since a searcher's scratch arrays serve one query at a time.
+(``dictionary.py``), fits the read costs of Eq. 3.15 and each plan's whole-query time on load
+(``cost.py``, ``plans.py``) and runs, under one lock (a searcher's scratch arrays serve one query
+at a time), the plan priced cheapest for the query: Algorithm 2 (``kernels.py``) or the thesis's
+baselines MergeList-D and ProbeSet-D (``baselines.py``), which also run on their own.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,8 @@ from lakejoin.index.josie.baselines import mergelist, probeset, timed_merge_read
 from lakejoin.index.josie.cost import ReadCost, fit_read_cost
 from lakejoin.index.josie.dictionary import PreparedQuery, TokenDictionary, prepare, token_dictionary
 from lakejoin.index.josie.kernels import fit_decision_cost, josie, matched_samples, timed_list_reads
+from lakejoin.index.josie.plans import FIT_QUERIES, NO_PLANS, PLAN_NAMES, fit_plans
+from lakejoin.index.josie.plans import search as search_by_plan
 from lakejoin.index.josie.reads import Scratch, TopK
 
 MATCHED_SAMPLE = 5  # matched values shown per result
@@ -109,6 +112,7 @@ class JosieSearcher:
                 samples=fit_samples,
             )
             read_cost = read_cost._replace(d=fit_decision_cost(self._index, read_cost, samples=fit_samples))
+            read_cost = read_cost._replace(plans=self._fit_plans(read_cost))
             shared.read_cost = read_cost  # the other shards' searchers of this index reuse it
         self.read_cost = read_cost
         self.last_stats: dict[str, object] = {}
@@ -118,6 +122,39 @@ class JosieSearcher:
 
     def _time_merge_reads(self, tokens: np.ndarray, repeats: int) -> None:
         timed_merge_reads(tokens, repeats, self._index, self._scratch)
+
+    def _fit_plans(self, read_cost: ReadCost) -> tuple[float, ...]:
+        """Each plan's fitted whole-query time (``plans.fit_plans``), on sets of this index as
+        queries: ``FIT_QUERIES`` of them, sizes spread log-uniformly over the index's (up to
+        10,000 values, a long query's size)."""
+        index, scratch = self._index, self._scratch
+        sizes = np.diff(index.set_indptr)
+        if not len(sizes) or sizes.max() < 1:  # no set to search as a query: JOSIE answers every query
+            return NO_PLANS
+        by_size = np.argsort(sizes, kind="stable")
+        targets = np.geomspace(max(sizes.min(), 1), min(sizes.max(), 10_000), FIT_QUERIES)
+        picked = np.unique(by_size[np.minimum(np.searchsorted(sizes[by_size], targets), len(sizes) - 1)])
+        queries = [index.set_tokens[index.set_indptr[s] : index.set_indptr[s + 1]] for s in picked.tolist()]
+        plans = (
+            lambda q, top: josie(q, top.sets.shape[0], self.batch_size or 0, 0, read_cost, index, scratch, top),
+            lambda q, top: mergelist(q, top.sets.shape[0], index, scratch, top),
+            lambda q, top: probeset(q, top.sets.shape[0], index, scratch, top),
+        )
+        marked = [self._marked(plan) for plan in plans]
+        return fit_plans((marked[0], marked[1], marked[2]), queries, index)
+
+    def _marked(self, plan: Callable[[np.ndarray, TopK], int]) -> Callable[[np.ndarray, TopK], int]:
+        """``plan`` with the query's tokens marked in the scratch while it runs."""
+        mark = self._scratch.mark
+
+        def run(q: np.ndarray, top: TopK) -> int:
+            mark[q] = 1
+            try:
+                return plan(q, top)
+            finally:
+                mark[q] = 0
+
+        return run
 
     @property
     def set_ids(self) -> np.ndarray:
@@ -129,8 +166,9 @@ class JosieSearcher:
         return len(self.set_ids)
 
     def search(self, query: Iterable[str] | PreparedQuery, k: int = 10, *, floor: int = 0) -> list[dict]:
-        """Top-k columns by overlap with ``query``'s distinct normalized values (JOSIE, or
-        MergeList's plan where its cost model prices that cheaper: ``last_stats["plan"]``);
+        """Top-k columns by overlap with ``query``'s distinct normalized values, by the plan
+        priced cheapest before any read (JOSIE, MergeList's or ProbeSet's, ``plans.py``; JOSIE may
+        still finish MergeList's way): ``last_stats["plan"]`` says which;
         ``query`` may be :meth:`prepare`'s. With a ``floor`` (the k-th overlap other shards already
         found), only columns whose overlap reaches it are returned, and the search prunes by it
         from the start (:func:`josie`)."""
@@ -204,7 +242,7 @@ class JosieSearcher:
             mark[q] = 0
         self.last_stats = {
             "algorithm": algorithm,
-            "plan": "mergelist" if stats[4] else algorithm,  # JOSIE may finish by MergeList's plan
+            "plan": PLAN_NAMES[stats[4]] if algorithm == "josie" else algorithm,
             "query_size": len(prepared.values),
             "matched_tokens": len(q),
             "lists_read": int(stats[0]),
@@ -221,7 +259,7 @@ class JosieSearcher:
             return mergelist(q, k, self._index, self._scratch, top)
         if algorithm == "probeset":
             return probeset(q, k, self._index, self._scratch, top)
-        return josie(q, k, self.batch_size or 0, floor, self.read_cost, self._index, self._scratch, top)
+        return search_by_plan(q, k, self.batch_size or 0, floor, self.read_cost, self._index, self._scratch, top)
 
     def _matched_samples(self, sets: np.ndarray, prepared: PreparedQuery) -> list[list[str]]:
         """Up to ``MATCHED_SAMPLE`` query values each of ``sets`` holds, looked up all at once

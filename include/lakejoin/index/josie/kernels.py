@@ -71,8 +71,9 @@ too: at a decision point, before any candidate is read, reading every remaining 
 count (Eq. 3.1, MergeList's own fitted L, ``ReadCost.m0``/``m1``) is compared with the least
 JOSIE's finish can cost, the lists up to the prefix filter of the k-th largest of the
 overlaps found and the candidates' estimates (Eq. 3.4) plus the set reads of those k
-(:func:`_merge_is_cheaper`); where the count is cheaper, the search runs MergeList from the
-start (its state is simpler to start than to convert) and says so in ``top.stats``.
+(:func:`_merge_is_cheaper`); where the count is cheaper, the search counts the rest of the lists
+on top of the partial overlaps it has (:func:`_count_rest`: no list is read twice) and says so
+in ``top.stats``.
 
 Errata followed (the printed equations and the released code disagree): the batch
 overlap rate uses the observed window ``|Q[1:i] ∩ X| / (i − i_{X,0} + 1)`` (consistent with
@@ -87,9 +88,16 @@ import numpy as np
 from numba import njit
 
 from lakejoin.index.josie.arrays import IndexArrays
-from lakejoin.index.josie.baselines import mergelist
 from lakejoin.index.josie.cost import ReadCost
-from lakejoin.index.josie.reads import Scratch, TopK, count_suffix, heap_push, is_group_end, kth_overlap
+from lakejoin.index.josie.reads import (
+    Scratch,
+    TopK,
+    count_suffix,
+    heap_push,
+    is_group_end,
+    kth_overlap,
+    note_list_read,
+)
 
 DECISIONS_PER_QUERY = 24  # λ per query = ⌈distinct lists / 24⌉ (24 and ⌈⌉: bench_josie, both lakes)
 MIN_BATCH_SIZE = 2  # estimates (Eq. 3.4) need two lists since first sight to be a rate at all
@@ -472,6 +480,52 @@ def timed_list_reads(tokens: np.ndarray, repeats: int, index: IndexArrays, scrat
 
 
 @njit(cache=True)
+def _count_rest(
+    q: np.ndarray, start: int, k: int, index: IndexArrays, scratch: Scratch, top: TopK, n_heap: int, n_touched: int
+) -> int:
+    """Finish by MergeList's plan from query position ``start``: every list left is read with a
+    bare count (Eq. 3.1) on top of the partial overlaps JOSIE's reads left, and every set still
+    counted joins the top-k with its overlap, now exact. A set read or pruned (``_DONE``) is left
+    alone: its overlap is in the top-k already, or its bound (Eqs. 3.2, 3.6) is at most an
+    overlap the top-k holds; a set matched once counts 1. A set JOSIE met only past the prefix
+    filter was never counted, so its count from ``start`` is short, but it cannot beat
+    |Q ∩ X_k| either way (the filter's bound). Resets ``scratch.hot`` and returns the top-k's
+    size."""
+    list_indptr, post_set, group, hot, touched = (
+        index.list_indptr,
+        index.post_set,
+        index.group,
+        scratch.hot,
+        scratch.touched,
+    )
+    skipped = 0
+    for i in range(start, q.shape[0]):
+        if not is_group_end(q, group, i):
+            skipped += 1
+            continue
+        note_list_read(top.stats, list_indptr, q[i])
+        for e in range(list_indptr[q[i]], list_indptr[q[i] + 1]):
+            s = post_set[e]
+            partial = hot[_PARTIAL, s]
+            if partial > 0:
+                hot[_PARTIAL, s] = partial + skipped + 1
+            elif partial == _ONCE:
+                hot[_PARTIAL, s] = skipped + 2
+            elif partial == _UNSEEN:
+                hot[_PARTIAL, s] = skipped + 1
+                touched[n_touched] = s
+                n_touched += 1
+        skipped = 0
+    for t in range(n_touched):
+        s = touched[t]
+        partial = hot[_PARTIAL, s]
+        if partial > 0 or partial == _ONCE:
+            n_heap = heap_push(top.overlaps, top.sets, n_heap, k, max(partial, 1), s)
+        hot[_PARTIAL, s] = _UNSEEN
+    return n_heap
+
+
+@njit(cache=True)
 def _floor_heap(out_overlaps: np.ndarray, out_sets: np.ndarray, k: int, floor: int) -> int:
     """The running top-k a search starts from: empty, or k placeholders at ``floor - 1``."""
     if floor <= 1:
@@ -499,8 +553,7 @@ def josie(
     (the candidate table) hold one row per set. Results go to ``top.sets``/``top.overlaps``
     (ascending overlap); returns their count. ``top.stats`` gets lists read, sets read, posting
     entries read, set tokens read, and 1 in its fifth slot when the search finished by
-    MergeList's plan (:func:`_merge_is_cheaper`: read from the start again, the lists JOSIE
-    read before deciding are counted twice).
+    MergeList's plan (:func:`_merge_is_cheaper`, :func:`_count_rest`).
     """
     list_indptr, group, hot, touched, cand = index.list_indptr, index.group, scratch.hot, scratch.touched, scratch.cand
     out_overlaps, out_sets, stats = top.overlaps, top.sets, top.stats
@@ -568,11 +621,9 @@ def josie(
         n_cand, n_unread, n_heap, read_below, merge = _decide(
             q, i, k, batch, list_cost, merge_rest, cost, index, scratch, top, n_cand, n_unread, n_heap
         )
-        if merge:  # MergeList's plan from the start: a count is cheaper than JOSIE's state
-            for t in range(n_touched):
-                hot[_PARTIAL, touched[t]] = _UNSEEN
+        if merge:  # the rest by MergeList's count: cheaper than JOSIE's state
             stats[4] = 1
-            return mergelist(q, k, index, scratch, top, _floor_heap(out_overlaps, out_sets, k, floor))
+            return _count_rest(q, i + 1, k, index, scratch, top, n_heap, n_touched)
     if all_read:  # every list was read: partial overlaps of unread candidates are exact
         for c in range(n_cand):
             s = cand[c, _SET]

@@ -61,6 +61,13 @@ def is_group_end(q: np.ndarray, group: np.ndarray, i: int) -> bool:
     return i + 1 == q.shape[0] or group[q[i + 1]] != group[q[i]]
 
 
+@njit(cache=True, inline="always")
+def note_list_read(stats: np.ndarray, list_indptr: np.ndarray, token: int) -> None:
+    """Count the posting list of ``token`` as read in a query's stats (lists, entries)."""
+    stats[0] += 1
+    stats[2] += list_indptr[token + 1] - list_indptr[token]
+
+
 @njit(cache=True)
 def count_suffix(set_indptr: np.ndarray, set_tokens: np.ndarray, mark: np.ndarray, s: int, start: int) -> int:
     """Read ``X[start:]`` of set ``s`` and return ``|X[start:] ∩ Q|``."""
