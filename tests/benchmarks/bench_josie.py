@@ -93,53 +93,57 @@ def measure(searcher, con, queries: list[list[str]], k: int, repeats: int = 1) -
     """Per method and query: wall and CPU seconds of the whole call, wall and CPU seconds of
     the algorithm alone ("core"), lists and sets read; checks that the answers agree.
 
-    The methods run round-robin on each query, so load from other processes hits them alike,
-    in an order rotated from one query to the next, so that no method always runs right after
-    DuckDB's scan of the whole postings table (which evicts the caches) or right after another
-    method read the same lists.
-    The in-memory methods run each query ``repeats`` times and keep the fastest of each time;
-    they are single-threaded, so their CPU time (``time.thread_time``) is what decides the
-    comparison on a busy machine. DuckDB (multi-threaded, so only wall time means something;
-    hundreds of milliseconds per query) runs once.
+    The methods take turns on each query, ``repeats`` rounds, so load from other processes hits
+    them alike, each round in a fresh random order: no method always runs right after DuckDB's
+    scan of the whole postings table (which evicts the caches) or right after another method
+    read the same lists (a fixed order, even rotated, keeps each method's predecessor).
+    The in-memory methods keep the fastest of their runs for each time; they are
+    single-threaded, so their CPU time (``time.thread_time``) is what decides the comparison on
+    a busy machine. DuckDB (multi-threaded, so only wall time means something; hundreds of
+    milliseconds per query) runs once.
     """
     keys = ("wall", "cpu", "core", "core_cpu", "lists", "sets", "plan")
     out = {m: {key: [] for key in keys} for m in METHODS}
-    for number, query in enumerate(queries):
-        answers = {}
-        shift = number % len(METHODS)  # rotate the order: no method always runs right after DuckDB
-        for method in METHODS[shift:] + METHODS[:shift]:
-            best = dict.fromkeys(("wall", "cpu", "core", "core_cpu"), np.inf)
-            for _ in range(1 if method == "duckdb" else repeats):
-                start, start_cpu = time.perf_counter(), time.thread_time()
-                if method == "duckdb":
-                    answers[method] = run_duckdb(con, query, k)
-                    stats = {
-                        "seconds": time.perf_counter() - start,
-                        "cpu_seconds": 0.0,
-                        "lists_read": 0,
-                        "sets_read": 0,
-                    }
-                else:
-                    search = searcher.search if method == "josie" else getattr(searcher, f"search_{method}")
-                    answers[method] = [r["overlap"] for r in search(query, k)]
-                    stats = searcher.last_stats
-                took = {
-                    "wall": time.perf_counter() - start,
-                    "cpu": time.thread_time() - start_cpu,
-                    "core": stats["seconds"],
-                    "core_cpu": stats["cpu_seconds"],
-                }
-                best = {key: min(best[key], took[key]) for key in best}
+    order = np.random.default_rng(len(queries))
+    for query in queries:
+        answers, last = {}, {}
+        best = {m: dict.fromkeys(("wall", "cpu", "core", "core_cpu"), np.inf) for m in METHODS}
+        for turn in range(repeats):
+            for method in order.permutation(METHODS).tolist():
+                if method == "duckdb" and turn:
+                    continue
+                answers[method], last[method], took = _run_once(searcher, con, method, query, k)
+                best[method] = {key: min(best[method][key], took[key]) for key in took}
+        for method in METHODS:
             if method == "duckdb":
-                best["cpu"] = best["core_cpu"] = np.nan
-            for key, value in best.items():
+                best[method]["cpu"] = best[method]["core_cpu"] = np.nan
+            for key, value in best[method].items():
                 out[method][key].append(value)
-            out[method]["lists"].append(stats["lists_read"])
-            out[method]["sets"].append(stats["sets_read"])
-            out[method]["plan"].append(stats["plan"] if method == "josie" else method)
+            out[method]["lists"].append(last[method]["lists_read"])
+            out[method]["sets"].append(last[method]["sets_read"])
+            out[method]["plan"].append(last[method]["plan"] if method == "josie" else method)
         if len({tuple(a) for a in answers.values()}) != 1:
             raise AssertionError(f"methods disagree on a query of {len(query)} values: {answers}")
     return {m: {key: np.array(v) for key, v in d.items()} for m, d in out.items()}
+
+
+def _run_once(searcher, con, method: str, query: list[str], k: int) -> tuple[list[int], dict, dict[str, float]]:
+    """One method's answer (the top-k overlaps), its stats and its times on one query."""
+    start, start_cpu = time.perf_counter(), time.thread_time()
+    if method == "duckdb":
+        answer = run_duckdb(con, query, k)
+        stats = {"seconds": time.perf_counter() - start, "cpu_seconds": 0.0, "lists_read": 0, "sets_read": 0}
+    else:
+        search = searcher.search if method == "josie" else getattr(searcher, f"search_{method}")
+        answer = [r["overlap"] for r in search(query, k)]
+        stats = dict(searcher.last_stats)
+    took = {
+        "wall": time.perf_counter() - start,
+        "cpu": time.thread_time() - start_cpu,
+        "core": stats["seconds"],
+        "core_cpu": stats["cpu_seconds"],
+    }
+    return answer, stats, took
 
 
 def _cell(values: np.ndarray, q: float) -> str:

@@ -29,7 +29,7 @@ from lakejoin.index.josie import (
     update_in_memory,
 )
 from lakejoin.index.josie import tokens as josie_tokens
-from lakejoin.index.josie.plans import PLAN_NAMES
+from lakejoin.index.josie.plans import PLAN_NAMES, plans_by_size
 from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
 from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import normalize_set, normalize_value
@@ -243,11 +243,10 @@ def test_each_plan_answers_like_the_oracle(shape):
 
 @pytest.mark.parametrize("plan", PLAN_NAMES)
 def test_each_plan_chosen_up_front_answers_like_the_oracle(plan):
-    """``search`` runs the plan whose fitted whole-query line (``ReadCost.plans``) prices the query
-    cheapest, before reading any list: with one plan priced free and the others infinite, every
-    query runs that plan, on both lake shapes, for every k, with and without a floor, and the
-    answers are the oracle's."""
-    forced = tuple(0.0 if number // 3 == PLAN_NAMES.index(plan) else np.inf for number in range(9))
+    """``search`` runs the plan ``ReadCost.plans`` names for the query's size, before reading any
+    list: with one plan named for every size, every query runs that plan, on both lake shapes,
+    for every k, with and without a floor, and the answers are the oracle's."""
+    forced = (PLAN_NAMES.index(plan),) * len(ReadCost(0, 0, 0, 0).plans)
     for shape in ("opendata", "webtable"):
         sets = {i: set(values) for i, values in enumerate(set_lake(shape, 1_500, seed=10))}
         searcher = load(build_in_memory(sets, normalize=False), read_cost=FAST_COST._replace(plans=forced))
@@ -266,11 +265,25 @@ def test_each_plan_chosen_up_front_answers_like_the_oracle(plan):
             assert_matches_oracle(searcher, query, sets, 10)
 
 
-def test_plans_are_fitted_on_load(real_searcher):
-    """Loading fits each plan's whole-query line, none negative, so a query is priced by all
-    three before any list is read."""
-    plans = np.array(real_searcher.read_cost.plans).reshape(3, 3)
-    assert np.isfinite(plans).all() and (plans >= 0).all() and (plans.sum(axis=1) > 0).all()
+def test_each_size_of_query_gets_the_plan_timed_fastest_for_it():
+    """``plans_by_size``: a size class (held tokens by powers of two) gets the plan with the least
+    summed time relative to each query's fastest, a class without queries the nearest class's
+    plan (the smaller on a tie), and with nothing timed every class is JOSIE's."""
+    josie_, merge, probe = (PLAN_NAMES.index(name) for name in PLAN_NAMES)
+    sizes = [10, 12, 100, 120, 5_000]  # classes 3, 3, 6, 6, 12
+    times = np.array([[2.0, 9.0, 1.0], [1.0, 9.0, 1.5], [1.0, 1.1, 1.2], [1.0, 1.2, 1.1], [3.0, 1.0, 2.0]])
+    plans = plans_by_size(sizes, times)
+    assert plans[3] == probe  # 2 + 1 = 3 (JOSIE) against 1 + 1.5 = 2.5 (ProbeSet)
+    assert plans[6] == josie_ and plans[12] == merge
+    assert plans[:3] == (probe,) * 3 and plans[4] == probe and plans[5] == josie_  # the nearest class's
+    assert plans[9] == josie_ and plans[10] == merge and plans[13:] == (merge,) * 3  # 9: a tie, the smaller
+    assert plans_by_size([], np.empty((0, 3))) == (josie_,) * len(plans)
+
+
+def test_plans_are_timed_on_load(real_searcher):
+    """Loading names a plan for every size of query, timed on sets of the index."""
+    plans = real_searcher.read_cost.plans
+    assert len(plans) == len(ReadCost(0, 0, 0, 0).plans) and set(plans) <= set(range(len(PLAN_NAMES)))
 
 
 def test_a_long_query_is_normalized_like_its_cells():

@@ -10,7 +10,7 @@ index, when the index is loaded.
 ``d`` is fitted the same way, by timing JOSIE's own decision step (``kernels.fit_decision_cost``)
 on growing numbers of candidates, and ``m0``/``m1`` are MergeList's ``L`` (its bare count), which
 JOSIE weighs when it may finish by MergeList's plan (``kernels._merge_is_cheaper``). ``plans``
-prices whole queries by each plan, for the choice made before any read (``plans.py``).
+is the plan timed fastest for each size of query, chosen before any read (``plans.py``).
 
 Single reads take tens of nanoseconds, below a timer's resolution, so the sampled sets are
 timed in batches of similar sizes (each batch read ``repeats`` times inside one compiled
@@ -35,7 +35,7 @@ from lakejoin.index.josie.reads import count_suffix
 _MIN_COST = 1e-10  # seconds; keeps a coefficient positive when the fit lands at or below 0
 QUERY_LISTS = 2_000  # lists per query the list-read fit reads at most (its time on load stays a fraction of a second)
 Timer = Callable[[np.ndarray, int], object]  # a compiled read loop, called with (items, repeats)
-NO_PLANS = (np.inf,) * 9  # ``ReadCost.plans`` with no line fitted: JOSIE answers every query (``plans.py``)
+NO_PLANS = (0,) * 16  # ``ReadCost.plans`` with nothing fitted: JOSIE (0) answers every size of query (``plans.py``)
 
 
 class ReadCost(NamedTuple):
@@ -50,9 +50,9 @@ class ReadCost(NamedTuple):
     d: float = 0.0
     m0: float = np.inf  # MergeList's L(f) = m0 + m1·f (Eq. 3.1); inf: JOSIE never switches to its plan
     m1: float = np.inf
-    # Each plan's whole-query time, c0 + c1·lists + c2·entries, JOSIE's, MergeList's, ProbeSet's
-    # (``plans.fit_plans``); infinite: JOSIE answers every query.
-    plans: tuple[float, ...] = NO_PLANS
+    # The plan that answers a query of 2^c to 2^(c+1) - 1 held tokens, for each size class c
+    # (``plans.fit_plans``; the last class holds every larger query too).
+    plans: tuple[int, ...] = NO_PLANS
 
     def S(self, n: float) -> float:  # noqa: N802 - the thesis's name
         return self.s0 + self.s1 * n

@@ -123,8 +123,8 @@ class JosieSearcher:
     def _time_merge_reads(self, tokens: np.ndarray, repeats: int) -> None:
         timed_merge_reads(tokens, repeats, self._index, self._scratch)
 
-    def _fit_plans(self, read_cost: ReadCost) -> tuple[float, ...]:
-        """Each plan's fitted whole-query time (``plans.fit_plans``), on sets of this index as
+    def _fit_plans(self, read_cost: ReadCost) -> tuple[int, ...]:
+        """The plan of each size of query (``plans.fit_plans``), timed on sets of this index as
         queries: ``FIT_QUERIES`` of them, sizes spread log-uniformly over the index's (up to
         10,000 values, a long query's size)."""
         index, scratch = self._index, self._scratch
@@ -141,7 +141,7 @@ class JosieSearcher:
             lambda q, top: probeset(q, top.sets.shape[0], index, scratch, top),
         )
         marked = [self._marked(plan) for plan in plans]
-        return fit_plans((marked[0], marked[1], marked[2]), queries, index)
+        return fit_plans((marked[0], marked[1], marked[2]), queries)
 
     def _marked(self, plan: Callable[[np.ndarray, TopK], int]) -> Callable[[np.ndarray, TopK], int]:
         """``plan`` with the query's tokens marked in the scratch while it runs."""
@@ -167,7 +167,7 @@ class JosieSearcher:
 
     def search(self, query: Iterable[str] | PreparedQuery, k: int = 10, *, floor: int = 0) -> list[dict]:
         """Top-k columns by overlap with ``query``'s distinct normalized values, by the plan
-        priced cheapest before any read (JOSIE, MergeList's or ProbeSet's, ``plans.py``; JOSIE may
+        timed fastest for its size on load (JOSIE, MergeList's or ProbeSet's, ``plans.py``; JOSIE may
         still finish MergeList's way): ``last_stats["plan"]`` says which;
         ``query`` may be :meth:`prepare`'s. With a ``floor`` (the k-th overlap other shards already
         found), only columns whose overlap reaches it are returned, and the search prunes by it

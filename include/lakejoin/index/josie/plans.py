@@ -9,13 +9,15 @@ are short and sets large (Open Data, Fig. 3.5), ProbeSet where sets are tiny (We
 Fig. 3.7), JOSIE in between, and within a lake the winner moves with the query's size.
 
 Eqs. 3.3 and 3.14 depend on |Q ∩ X_k| and on the candidates, which no plan knows before reading,
-so each plan's whole-query time is fitted instead, the way Eq. 3.15's S and L are (``cost.py``):
-on load, sets of the index are searched as queries by all three plans (k = ``FIT_K``), timed,
-and each plan's time is fitted as ``c0 + c1·lists + c2·entries`` over the query's distinct
-lists and their posting entries, Eq. 3.1's terms, which every plan's cost grows with and which
-are known from the list lengths alone. :func:`search` prices a query by the three lines and runs
-the cheapest plan; JOSIE may still finish MergeList's way (``kernels._merge_is_cheaper``). The
-plan changes the time only, never the answer.
+so the plans are priced by measurement instead, the way Eq. 3.15's S and L are (``cost.py``): on
+load, sets of the index, of sizes spread over the index's, are searched as queries by all three
+plans (k = ``FIT_K``) and timed, and each size class (the query's held tokens, by powers of
+two) gets the plan with the least time summed over its queries, each query's times relative to
+its fastest plan's. A line fitted over all sizes cannot hold this choice: on Web Tables ProbeSet
+is fastest for the smallest and the largest queries and JOSIE in between. :func:`search` looks
+the query's class up (no pass over the query) and runs that plan; JOSIE may still finish
+MergeList's way (``kernels._merge_is_cheaper``). The plan changes the time only, never the
+answer.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from lakejoin.index.josie.arrays import IndexArrays
 from lakejoin.index.josie.baselines import mergelist, probeset
 from lakejoin.index.josie.cost import NO_PLANS, ReadCost
 from lakejoin.index.josie.kernels import _floor_heap, josie
-from lakejoin.index.josie.reads import Scratch, TopK, is_group_end
+from lakejoin.index.josie.reads import Scratch, TopK
 
 JOSIE, MERGELIST, PROBESET = 0, 1, 2  # plan numbers, as ``ReadCost.plans`` and ``TopK.stats[4]`` hold them
 PLAN_NAMES = ("josie", "mergelist", "probeset")
@@ -39,39 +41,25 @@ FIT_QUERIES = 48  # sampled sets searched per plan on load
 FIT_REPEATS = 3  # runs per query and plan; the fastest counts
 
 
-@njit(cache=True)
-def query_lists(q: np.ndarray, index: IndexArrays) -> tuple[int, int]:
-    """The distinct posting lists of ``q`` (one per duplicate group, §3.4.1) and their entries."""
-    lists = 0
-    entries = 0
-    for i in range(q.shape[0]):
-        if is_group_end(q, index.group, i):
-            lists += 1
-            entries += index.list_indptr[q[i] + 1] - index.list_indptr[q[i]]
-    return lists, entries
-
-
-@njit(cache=True)
-def cheapest_plan(plans: tuple, lists: int, entries: int) -> int:
-    """The plan whose fitted line prices ``lists`` lists of ``entries`` entries lowest (JOSIE on
-    a tie, and where nothing was fitted: every line infinite)."""
-    best, best_cost = JOSIE, np.inf
-    for plan in range(3):
-        price = plans[3 * plan] + plans[3 * plan + 1] * lists + plans[3 * plan + 2] * entries
-        if price < best_cost:
-            best, best_cost = plan, price
-    return best
+@njit(cache=True, inline="always")
+def size_class(held: int) -> int:
+    """The size class of a query holding ``held`` tokens: ⌊log2(held)⌋, at most the last of
+    ``ReadCost.plans``' classes."""
+    size = 0
+    while held > 1 and size < len(NO_PLANS) - 1:
+        held >>= 1
+        size += 1
+    return size
 
 
 @njit(cache=True)
 def search(
     q: np.ndarray, k: int, batch: int, floor: int, cost: ReadCost, index: IndexArrays, scratch: Scratch, top: TopK
 ) -> int:
-    """Answer ``q`` (as :func:`~lakejoin.index.josie.kernels.josie` takes it) by the plan the
-    fitted lines price cheapest; ``top.stats[4]`` says which (:data:`PLAN_NAMES`), and a floor
-    holds for every plan."""
-    lists, entries = query_lists(q, index)
-    plan = cheapest_plan(cost.plans, lists, entries)
+    """Answer ``q`` (as :func:`~lakejoin.index.josie.kernels.josie` takes it) by the plan fitted
+    for its size class; ``top.stats[4]`` says which (:data:`PLAN_NAMES`), and a floor holds for
+    every plan."""
+    plan = cost.plans[size_class(q.shape[0])]
     if plan == MERGELIST:
         top.stats[4] = MERGELIST
         return mergelist(q, k, index, scratch, top, _floor_heap(top.overlaps, top.sets, k, floor))
@@ -84,35 +72,25 @@ def search(
 Plan = Callable[[np.ndarray, TopK], int]  # one plan's search of (query, running top-k)
 
 
-def fit_plans(plans: tuple[Plan, Plan, Plan], queries: list[np.ndarray], index: IndexArrays) -> tuple[float, ...]:
-    """The lines ``c0 + c1·lists + c2·entries`` (seconds) of the plans in :data:`PLAN_NAMES`
-    order, each fitted on ``queries`` (ascending token ids of this index) by relative least
-    squares, as ``cost._fit`` does; all infinite (JOSIE for every query) when too few queries
-    have different shapes to fit three coefficients."""
-    shapes = np.array([query_lists(q, index) for q in queries], dtype=np.float64).reshape(-1, 2)
-    if len({tuple(row) for row in shapes.tolist()}) < 4:
+def fit_plans(plans: tuple[Plan, Plan, Plan], queries: list[np.ndarray]) -> tuple[int, ...]:
+    """The plan (:data:`PLAN_NAMES` number) of each size class, from ``queries`` (ascending token
+    ids of the index ``plans`` search) timed by every plan (:func:`plans_by_size`)."""
+    return plans_by_size([len(q) for q in queries], np.array([_fastest(plans, q) for q in queries]))
+
+
+def plans_by_size(sizes: list[int], times: np.ndarray) -> tuple[int, ...]:
+    """Each size class's plan, from queries of ``sizes`` held tokens and their ``times`` (one row
+    per query, one column per plan): the class's least summed relative time (each query's times
+    over its fastest's); a class without queries takes the nearest class's plan (the smaller on
+    a tie), and with no query at all every class is JOSIE's."""
+    relative = np.zeros((len(NO_PLANS), len(PLAN_NAMES)))
+    for size, row in zip(sizes, times):
+        relative[size_class(size)] += row / row.min()
+    measured = np.flatnonzero(relative.any(axis=1))
+    if not len(measured):
         return NO_PLANS
-    features = np.column_stack((np.ones(len(queries)), shapes))
-    times = np.array([_fastest(plans, q) for q in queries])  # (queries, plans)
-    return tuple(c for plan in range(len(plans)) for c in _nonnegative_fit(features, times[:, plan]))
-
-
-def _nonnegative_fit(features: np.ndarray, times: np.ndarray) -> list[float]:
-    """Relative least squares of ``times`` on ``features`` with every coefficient ≥ 0: lists and
-    entries grow together, so an unconstrained fit can trade a negative price of one for the
-    other, which extrapolates badly; a feature whose coefficient comes out negative is dropped
-    and the rest refitted."""
-    kept = np.ones(features.shape[1], bool)
-    coefficients = np.zeros(features.shape[1])
-    while kept.any():
-        rows = features[:, kept] / times[:, None]
-        solved, *_ = np.linalg.lstsq(rows, np.ones_like(times), rcond=None)
-        coefficients[:] = 0.0
-        coefficients[kept] = solved
-        if (solved >= 0).all():
-            break
-        kept[np.flatnonzero(kept)[solved < 0]] = False
-    return coefficients.tolist()
+    nearest = measured[np.abs(np.arange(len(NO_PLANS))[:, None] - measured[None, :]).argmin(axis=1)]
+    return tuple(int(plan) for plan in relative[nearest].argmin(axis=1))
 
 
 def _fastest(plans: tuple[Plan, Plan, Plan], q: np.ndarray) -> list[float]:
