@@ -19,7 +19,7 @@ from lakejoin.index.josie.cost import ReadCost
 from lakejoin.index.values import ValueDictionary
 from lakejoin.normalize import already_normalized, normalize_set, normalize_value
 
-VECTORIZED_FROM = 1_000  # values from which normalized_set's Arrow path beats normalize_set (timed on 2 loaded cores)
+VECTORIZED_FROM = 300  # values from which normalized_set's Arrow path beats normalize_set (timed on 2 loaded cores)
 
 
 @dataclasses.dataclass
@@ -37,14 +37,14 @@ class TokenDictionary:
     n_tokens: int
     read_cost: ReadCost | None = None
 
-    def found(self, values: list[str]) -> tuple[np.ndarray, list[str]]:
-        """The TokenIDs of the ``values`` the dictionary holds, ascending, and those values in
-        the same order."""
+    def found(self, values: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The TokenIDs of the ``values`` the dictionary holds, ascending, and where in ``values``
+        each one's value is (not the values themselves: a result shows a few of them)."""
         rows = self.tokens.get_indexer(values)
         hit = np.flatnonzero(rows >= 0)
         ids = self.ids[rows[hit]]
-        order = np.argsort(ids, kind="stable")
-        return ids[order], [values[i] for i in hit[order].tolist()]
+        order = np.argsort(ids)  # TokenIDs are distinct: any sort gives the one order
+        return ids[order], hit[order]
 
 
 def token_dictionary(tokens: pa.Table) -> TokenDictionary:
@@ -69,7 +69,12 @@ class PreparedQuery:
     values: set[str]
     dictionary: TokenDictionary  # the dictionary they were looked up in
     global_ids: np.ndarray  # TokenIDs of the values the dictionary holds, ascending
-    found: list[str]  # the value of each of ``global_ids``
+    listed: list[str]  # ``values`` in the order ``value_at`` counts
+    value_at: np.ndarray  # each of ``global_ids``' value, as a position in ``listed``
+
+    def value_of(self, position: int) -> str:
+        """The value of ``global_ids[position]``."""
+        return self.listed[self.value_at[position]]
 
 
 def prepare(query: Iterable[str] | PreparedQuery, dictionary: TokenDictionary) -> PreparedQuery:
@@ -85,7 +90,9 @@ def prepare(query: Iterable[str] | PreparedQuery, dictionary: TokenDictionary) -
         values = normalized_set(query)
         if not values:
             raise ValueError("empty query: no non-null value after normalization")
-    return PreparedQuery(values, dictionary, *dictionary.found(list(values)))
+    listed = list(values)
+    global_ids, value_at = dictionary.found(listed)
+    return PreparedQuery(values, dictionary, global_ids, listed, value_at)
 
 
 def normalized_set(query: Iterable[object]) -> set[str]:

@@ -269,7 +269,7 @@ class JosieSearcher:
         tokens = matched_samples(sets, self._index, self._scratch.mark, MATCHED_SAMPLE)
         held = tokens >= 0
         positions = np.searchsorted(prepared.global_ids, self._index.token_of[tokens[held]]).tolist()
-        values = iter([prepared.found[p] for p in positions])
+        values = iter([prepared.value_of(p) for p in positions])
         return [[next(values) for _ in range(count)] for count in held.sum(axis=1).tolist()]
 
 
