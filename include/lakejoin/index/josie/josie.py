@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from numba import typeof
 
 from lakejoin.index.josie.arrays import ARRAYS, IndexArrays, arrays_from_tables, check_arrays
 from lakejoin.index.josie.baselines import mergelist, probeset, timed_merge_reads
@@ -97,6 +98,7 @@ class JosieSearcher:
         self._dictionary = shared
         self._scratch = Scratch.allocate(len(self._index.set_ids), len(self._index.group))
         self._lock = threading.Lock()
+        self._entries: dict[Any, Callable[..., int]] = {}  # compiled entry points by kernel (_call)
         self._last_held: tuple[PreparedQuery | None, np.ndarray] = (
             None,
             np.empty(0, np.int32),
@@ -255,11 +257,26 @@ class JosieSearcher:
         return sorted(results, key=lambda r: (-r["overlap"], r["column_id"]))
 
     def _dispatch(self, algorithm: str, q: np.ndarray, k: int, top: TopK, floor: int) -> int:
+        index, scratch, k = self._index, self._scratch, int(k)
         if algorithm == "mergelist":
-            return mergelist(q, k, self._index, self._scratch, top)
+            return self._call(mergelist, q, k, index, scratch, top, 0)
         if algorithm == "probeset":
-            return probeset(q, k, self._index, self._scratch, top)
-        return search_by_plan(q, k, self.batch_size or 0, floor, self.read_cost, self._index, self._scratch, top)
+            return self._call(probeset, q, k, index, scratch, top, 0)
+        return self._call(search_by_plan, q, k, self.batch_size or 0, int(floor), self.read_cost, index, scratch, top)
+
+    def _call(self, kernel: Any, *args: Any) -> int:
+        """``kernel(*args)`` through its compiled entry point, looked up on the first call: numba's
+        dispatcher works out the type of every argument on each call, the bundles' every field
+        included, which costs several microseconds, a small query's whole search, and a
+        searcher's arguments keep their types (its arrays, its read costs, int32 token ids, int
+        scalars, int64 top-k arrays). Every algorithm is called this way, so their times compare."""
+        entry = self._entries.get(kernel)
+        if entry is not None:
+            return entry(*args)
+        result = kernel(*args)  # compiles, or loads from the cache, the version for these types
+        compiled = kernel.overloads.get(tuple(typeof(arg) for arg in args))
+        self._entries[kernel] = compiled.entry_point if compiled is not None else kernel
+        return result
 
     def _matched_samples(self, sets: np.ndarray, prepared: PreparedQuery) -> list[list[str]]:
         """Up to ``MATCHED_SAMPLE`` query values each of ``sets`` holds, looked up all at once
