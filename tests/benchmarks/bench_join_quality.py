@@ -15,8 +15,11 @@ one foreign-key partner, once per rank. ``--reuse`` evaluates the lake already b
 (the ranking is computed when ``related`` is asked); ``--regraph`` recomputes its join graph first
 (``lakejoin graph --full``), for a change in how the graph chooses its edges.
 
-Good neighbours of a table: its foreign-key partners in either direction (direct, gain 2) and the
-tables that reference the same key as it, or a key it is referenced by (same-key siblings, gain 1).
+Good neighbours of a table: its foreign-key partners in either direction (direct, gain 2), its
+partners by the foreign keys the declared ones imply (implied, gain 1), and the tables that
+reference the same key as it (same-key siblings, gain 1). A schema declares the keys the others
+follow from: ``ratings(series, episode) → episodes`` and ``episodes(series) → series_raw``, not
+``ratings(series) → series_raw``, which every database holding both holds too (``implied_keys``).
 The quality rank's order is ``related`` then ``weak``, as listed. The overlap rank lists edges;
 its table order is each table's first appearance when all its edges are sorted by overlap
 descending, across kinds. Metrics, averaged over the query tables of each database and of all:
@@ -34,7 +37,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,25 +155,64 @@ class Truth:
 
     direct: set[tuple[str, str]] = field(default_factory=set)
     siblings: set[tuple[str, str]] = field(default_factory=set)
+    implied: set[tuple[str, str]] = field(default_factory=set)
 
     def gain(self, table: tuple[str, str]) -> int:
-        return DIRECT_GAIN if table in self.direct else SIBLING_GAIN if table in self.siblings else 0
+        if table in self.direct:
+            return DIRECT_GAIN
+        return SIBLING_GAIN if table in self.siblings or table in self.implied else 0
+
+
+def implied_keys(keys: Sequence[ForeignKey]) -> set[ForeignKey]:
+    """The foreign keys between two tables that ``keys`` imply and do not declare. ``A(X) → B(Y)``
+    says every ``X`` tuple of ``A`` is a ``Y`` tuple of ``B``; that holds on any of its column
+    pairs (projection) and chains (transitivity): with ``B(W) → C(Z)``, ``W`` among ``Y``, it gives
+    ``A(X') → C(Z)`` for the columns ``X'`` of ``A`` paired with ``W``; with a declared key
+    ``B(Y')``, ``Y'`` among ``Y``, ``A(X') → B(Y')``. Every target is a declared key, so every
+    result is a foreign key."""
+    declared = set(keys)
+    targets = {(k.referenced_table, k.referenced_columns) for k in declared}
+    found = set(declared)
+    while more := {implied for key in found for implied in _implied_by(key, found, targets)} - found:
+        found |= more
+    return {k for k in found - declared if k.table != k.referenced_table}
+
+
+def _implied_by(
+    key: ForeignKey, keys: set[ForeignKey], targets: set[tuple[str, tuple[str, ...]]]
+) -> Iterator[ForeignKey]:
+    """``key`` projected onto a smaller declared key of its referenced table, or onto the columns
+    of a foreign key of that table and followed to that key's target."""
+    pairs = dict(zip(key.referenced_columns, key.columns))
+    held = set(key.referenced_columns)
+    for table, columns in targets:
+        if table == key.referenced_table and set(columns) < held:
+            yield ForeignKey(key.table, tuple(pairs[c] for c in columns), table, columns)
+    for then in keys:
+        if then.table == key.referenced_table and set(then.columns) <= held:
+            yield ForeignKey(
+                key.table, tuple(pairs[c] for c in then.columns), then.referenced_table, then.referenced_columns
+            )
 
 
 def truth_of(database: str, keys: Sequence[ForeignKey]) -> dict[tuple[str, str], Truth]:
-    """Each table's foreign-key partners (either direction) and same-key siblings."""
+    """Each table's foreign-key partners (either direction), its partners by implied keys and
+    its same-key siblings (by declared and implied keys)."""
     truth: dict[tuple[str, str], Truth] = {}
     referencing: dict[tuple[str, tuple[str, ...]], set[str]] = {}
-    for key in keys:
+    implied = sorted(implied_keys(keys), key=lambda k: (k.table, k.columns, k.referenced_table))
+    for key in [*keys, *implied]:
         child, parent = (database, key.table), (database, key.referenced_table)
-        truth.setdefault(child, Truth()).direct.add(parent)
-        truth.setdefault(parent, Truth()).direct.add(child)
+        partners = "implied" if key in implied else "direct"
+        getattr(truth.setdefault(child, Truth()), partners).add(parent)
+        getattr(truth.setdefault(parent, Truth()), partners).add(child)
         referencing.setdefault((key.referenced_table, key.referenced_columns), set()).add(key.table)
     for tables in referencing.values():
         for table in tables:
             truth[(database, table)].siblings.update((database, other) for other in tables if other != table)
     for table, found in truth.items():
-        found.siblings -= found.direct | {table}
+        found.implied -= found.direct
+        found.siblings -= found.direct | found.implied | {table}
     return truth
 
 
@@ -193,7 +235,7 @@ def ndcg_at(ranking: Sequence[tuple[str, str]], truth: Truth, k: int = NDCG_DEPT
     def dcg(gains: Sequence[int]) -> float:
         return sum(g / math.log2(position + 1) for position, g in enumerate(gains[:k], 1))
 
-    ideal = sorted([DIRECT_GAIN] * len(truth.direct) + [SIBLING_GAIN] * len(truth.siblings), reverse=True)
+    ideal = [DIRECT_GAIN] * len(truth.direct) + [SIBLING_GAIN] * len(truth.siblings | truth.implied)
     return dcg([truth.gain(t) for t in ranking]) / dcg(ideal)
 
 
@@ -323,9 +365,13 @@ def entries(answer: dict) -> list[dict]:
 def print_misses(rank: str, misses: list[Miss]) -> None:
     print(f"\n{rank} rank: {len(misses)} misses, worst NDCG@10 first (table: expected | got top-5; + good, ~ weak)")
     for miss in misses:
-        direct, siblings = sorted(t[1] for t in miss.expected.direct), sorted(t[1] for t in miss.expected.siblings)
+        direct, implied, siblings = (
+            sorted(t[1] for t in tables)
+            for tables in (miss.expected.direct, miss.expected.implied, miss.expected.siblings)
+        )
         print(
-            f"{'.'.join(miss.table)} NDCG {miss.ndcg:.2f} P@5 {miss.precision:.2f}: direct {direct} siblings {siblings}"
+            f"{'.'.join(miss.table)} NDCG {miss.ndcg:.2f} P@5 {miss.precision:.2f}: direct {direct} "
+            f"implied {implied} siblings {siblings}"
         )
         print(f"    got {['.'.join(t) for t in miss.got]}")
         if rank == "quality":

@@ -9,7 +9,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from bench_join_quality import Truth, ndcg_at, precision_at, recall_at, reciprocal_rank, truth_of
+from bench_join_quality import Truth, implied_keys, ndcg_at, precision_at, recall_at, reciprocal_rank, truth_of
 
 from lakejoin.sources.sqlite import ForeignKey, export_tables, foreign_keys, table_names
 
@@ -62,6 +62,34 @@ def test_truth_has_partners_both_ways_and_same_key_siblings(shop: Path) -> None:
     assert truth[("shop", "order")].direct == {("shop", "customer"), ("shop", "product")}
     assert truth[("shop", "order")].siblings == {("shop", "review")}  # both reference customer.id
     assert truth[("shop", "product")].siblings == set()
+
+
+def test_keys_the_declared_ones_imply_are_partners_and_siblings_too() -> None:
+    """ratings(series, episode) -> episodes and episodes(series) -> series imply ratings(series) ->
+    series; results(series, baker) -> bakers and a declared key bakers(baker) imply results(baker)
+    -> bakers, a reference to the same key as awards'. A chain's every link is followed, and a
+    key onto columns the referenced tuples do not hold implies nothing."""
+    keys = [
+        ForeignKey("episodes", ("series",), "series", ("id",)),
+        ForeignKey("ratings", ("season", "number"), "episodes", ("series", "episode")),
+        ForeignKey("clips", ("show", "part"), "ratings", ("season", "number")),
+        ForeignKey("results", ("series", "name"), "bakers", ("series", "baker")),
+        ForeignKey("awards", ("winner",), "bakers", ("baker",)),
+        ForeignKey("bakers", ("hometown",), "towns", ("town",)),
+    ]
+    assert implied_keys(keys) == {
+        ForeignKey("ratings", ("season",), "series", ("id",)),
+        ForeignKey("clips", ("show", "part"), "episodes", ("series", "episode")),
+        ForeignKey("clips", ("show",), "series", ("id",)),
+        ForeignKey("results", ("name",), "bakers", ("baker",)),
+    }
+    truth = truth_of("tv", keys)
+    assert truth[("tv", "series")].direct == {("tv", "episodes")}
+    assert truth[("tv", "series")].implied == {("tv", "ratings"), ("tv", "clips")}
+    assert truth[("tv", "clips")].implied == {("tv", "episodes"), ("tv", "series")}
+    assert truth[("tv", "results")].implied == set()  # bakers is a declared partner already
+    assert truth[("tv", "results")].siblings == {("tv", "awards")}
+    assert truth[("tv", "clips")].gain(("tv", "series")) == 1 and truth[("tv", "clips")].gain(("tv", "towns")) == 0
 
 
 def test_metrics_on_a_hand_made_ranking() -> None:
