@@ -82,6 +82,11 @@ def planted_sources(folder: Path) -> None:
     }
     for name, columns in distractors.items():
         pd.DataFrame(columns).to_csv(folder / f"{name}.csv", index=False)
+    # a composite key, (team, player), and a table of games that repeats its tuples once per game
+    rosters = [(f"team {t}", f"player {15 * t + i}") for t in range(8) for i in range(25)]
+    pd.DataFrame(rosters, columns=["team", "player"]).to_csv(folder / "rosters.csv", index=False)
+    played = [(f"game {g}", *rosters[i]) for g in range(12) for i in sorted(rng.choice(200, 150, replace=False))]
+    pd.DataFrame(played, columns=["game", "team", "player"]).to_csv(folder / "games.csv", index=False)
 
 
 @pytest.fixture(scope="module")
@@ -119,6 +124,20 @@ def test_the_run_publishes_its_graph_and_the_key_join_comes_first(lake: tuple[st
     # the trap is real: by raw overlap a table sharing only small integers comes first
     raw = related(home, sources / "visits.csv", "--rank", "overlap")["related"]
     assert raw[0]["table"] != "patients.csv" and raw[0]["columns"][0][0] == "clinic_code"
+
+
+def test_a_composite_join_counts_the_distinct_tuples_of_the_side_that_repeats_them(lake: tuple[str, Path]) -> None:
+    """Games repeat each (team, player) tuple of the rosters once per game (1,800 rows, 200
+    tuples; as a grid of their columns, 8 teams x 130 players, 1,040): every tuple is a key of
+    the rosters, so the join contains all of them."""
+    home, sources = lake
+    answer = related(home, sources / "rosters.csv")
+    first = [*answer["related"], *answer["weak"]][0]
+    assert (first["table"], first["method"]) == ("games.csv", "mate")
+    assert first["columns"] == [["team", "team"], ["player", "player"]]
+    assert first["reason"] == "all their (team, player) tuples are keys of yours"
+    assert first["evidence"]["quality"]["containment"] == 1.0
+    assert first in answer["related"]  # worth making, not weak
 
 
 def test_search_auto_ranks_by_quality_and_never_returns_the_query_table(lake: tuple[str, Path]) -> None:

@@ -10,13 +10,19 @@ below ``quality.MIN_QUALITY`` are listed apart, as ``weak``.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from lakejoin.graph.edges import JOSIE, MATE, Edge
+from lakejoin.index.mate import key_query
 from lakejoin.profile.join_quality import (
     MIN_QUALITY,
     Quality,
@@ -56,8 +62,9 @@ class Join:
 def joins_of(loaded: LoadedSnapshot, dataset_id: str, edges: Iterable[tuple[Edge, bool]]) -> list[Join]:
     """Each ``(edge, outgoing)`` touching the dataset as a scored join, one per column pairing."""
     joins: dict[tuple, Join] = {}
+    tuples = functools.cache(lambda column_ids: distinct_tuples(loaded, column_ids))
     for edge, outgoing in edges:
-        join = _join(loaded, edge, outgoing)
+        join = _join(loaded, edge, outgoing, tuples)
         key = (join.method, join.dataset_id, join.own_ids, join.other_ids)
         if key not in joins or join.order < joins[key].order:
             joins[key] = join
@@ -98,7 +105,7 @@ def _join_entry(loaded: LoadedSnapshot, join: Join) -> dict[str, Any]:
     }
 
 
-def _join(loaded: LoadedSnapshot, e: Edge, outgoing: bool) -> Join:
+def _join(loaded: LoadedSnapshot, e: Edge, outgoing: bool, tuples: Callable[[tuple[int, ...]], int]) -> Join:
     own, other = (e.query_column_ids, e.column_ids) if outgoing else (e.column_ids, e.query_column_ids)
     neighbour = e.dataset_id if outgoing else e.query_dataset_id
     found = "from_this" if outgoing else "to_this"
@@ -111,7 +118,7 @@ def _join(loaded: LoadedSnapshot, e: Edge, outgoing: bool) -> Join:
         raw = {"overlap": e.overlap, "containment": mine, "containment_reverse": theirs, "jaccard": e.jaccard}
     elif e.kind == MATE:
         key_ids, other_side = (own, other) if outgoing else (other, own)
-        theirs = _tuples_bound(loaded, other_side)
+        theirs = tuples(tuple(other_side))
         judged = composite_quality(
             e.containment,
             e.overlap / theirs if theirs else 0.0,
@@ -141,6 +148,30 @@ def _side(loaded: LoadedSnapshot, column_id: int, distinct: int | None = None) -
     return Side(
         info.name, info.type, info.count or values, values, _title(loaded, info.dataset_id) or "", info.row_numbers
     )
+
+
+def distinct_tuples(loaded: LoadedSnapshot, column_ids: Sequence[int]) -> int:
+    """The distinct tuples the columns (of one dataset) hold together, normalized as MATE counts
+    them (none with a null value): the referencing side of a composite key join repeats its tuples
+    (a contestant once per episode), so its containment is the join's tuples over these, not over
+    its rows. Read from the dataset's staged copy (those columns alone); where none can be read,
+    the bound of ``_tuples_bound``."""
+    infos = [info for c in column_ids if (info := loaded.columns.get(c)) is not None]
+    if not infos or len(infos) < len(column_ids):
+        return 0
+    names = [i.name for i in infos]
+    staged = (loaded.datasets.get(infos[0].dataset_id) or {}).get("staged_path")
+    if not staged:
+        return _tuples_bound(loaded, column_ids)
+    path = Path(staged)
+    try:
+        table = pq.read_table(path if path.is_absolute() else loaded.config.home / path, columns=names)
+    except (OSError, pa.ArrowException):
+        return _tuples_bound(loaded, column_ids)
+    try:
+        return len(key_query(table, names).codes)
+    except ValueError:  # no row without a null key value
+        return 0
 
 
 def _tuples_bound(loaded: LoadedSnapshot, column_ids: Sequence[int]) -> int:
