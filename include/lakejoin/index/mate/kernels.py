@@ -16,6 +16,8 @@ rows of its initial value, ``query_rows[slot_start[s] : slot_start[s] + slot_cou
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numba import njit
 
@@ -47,7 +49,28 @@ REFUSAL = (
 # column has few values meets a large table in billions of pairs (weather's key against flights),
 # and a weak super-key filter (wide rows of small numbers) passes a large share of them.
 PAIR_BUFFER = 1 << 22
+# calculateJ counts a table's mappings in a presence table of (mapping, query row) flags, no row
+# written per supported mapping, when the table has at most TALLY_FLAGS of them and at most
+# TALLY_PER_PAIR per pair that passed the row filter (the rows would take 8 bytes per key column
+# and one more each, and a pair supports a mapping or more): a key of small numbers meets a
+# row in many mappings (16 M rows from 1.1 M pairs, 2 s to write and sort, in a table of counts).
+TALLY_FLAGS = 1 << 26
+TALLY_PER_PAIR = 16
 STATS = ("tables_verified", "pruned_rule1", "pruned_rule2", "pairs_checked", "pairs_passed", "pairs_joinable")
+
+
+class Tally(NamedTuple):
+    """calculateJ's count kept as verification builds it, instead of a row per supported mapping:
+    a mapping's code is its columns' ranks among the table's ``width`` columns (``rank``, by
+    column number) as digits, the first most significant (so codes sort like column tuples);
+    ``seen[code * n_query + x]`` flags query row x as joined under it and ``counts[code]`` counts
+    the flags. An empty ``seen``: rows are written (``_verify_pair``)."""
+
+    rank: np.ndarray
+    width: int
+    n_query: int
+    seen: np.ndarray
+    counts: np.ndarray
 
 
 @njit(cache=True, nogil=True)
@@ -249,6 +272,7 @@ def _verify_pair(
     count: np.ndarray,
     pick: np.ndarray,
     combo: np.ndarray,
+    tally: Tally,
 ) -> tuple[np.ndarray, int, bool]:
     """calculateJ's comparison for pair (row g, initial column c0, query row x).
 
@@ -256,8 +280,9 @@ def _verify_pair(
     the positions ``checks`` in that order (the likeliest to be missing first, so most failing
     pairs stop at the first lookup), and the chosen columns must all differ. A value held by
     several cells gives several mappings, all appended to ``out`` (columns..., x) from row ``n``
-    (an odometer over the choices, in key column order). Returns (out, possibly grown; new n, or
-    ``REFUSED`` past ``SUPPORTED_LIMIT`` rows; whether the pair supports some mapping).
+    (an odometer over the choices, in key column order), or counted in ``tally`` when it has
+    flags. Returns (out, possibly grown; new n, the supported mappings so far, or ``REFUSED``
+    past ``SUPPORTED_LIMIT`` of them; whether the pair supports some mapping).
     """
     m = value_ids.shape[1]
     lo, hi = row_offsets[g], row_offsets[g + 1]
@@ -284,12 +309,17 @@ def _verify_pair(
                 if combo[p] == combo[q]:
                     injective = False
         if injective:
-            if n == out.shape[0]:
+            if len(tally.seen):
                 if n >= SUPPORTED_LIMIT:
                     return out, REFUSED, supported
-                out = np.concatenate((out, np.empty_like(out)))
-            out[n, :m] = combo
-            out[n, m] = x
+                _count(tally, combo, x)
+            else:
+                if n == out.shape[0]:
+                    if n >= SUPPORTED_LIMIT:
+                        return out, REFUSED, supported
+                    out = np.concatenate((out, np.empty_like(out)))
+                out[n, :m] = combo
+                out[n, m] = x
             n += 1
             supported = True
         p = m - 1  # next choice, last key column fastest
@@ -300,6 +330,49 @@ def _verify_pair(
         if p < 0:
             return out, n, supported
         pick[p] += 1
+
+
+@njit(cache=True, nogil=True)
+def _count(tally: Tally, combo: np.ndarray, x: int) -> None:
+    """Flag query row x under the mapping ``combo`` (column numbers) in ``tally``."""
+    code = 0
+    for p in range(len(combo)):
+        code = code * tally.width + tally.rank[combo[p]]
+    flag = code * tally.n_query + x
+    if not tally.seen[flag]:
+        tally.seen[flag] = True
+        tally.counts[code] += 1
+
+
+@njit(cache=True, nogil=True)
+def _tally_of(rank: np.ndarray, columns: np.ndarray, m: int, n_query: int, pairs: int, most_flags: int) -> Tally:
+    """A ``Tally`` of the table with ``columns`` (its column numbers, ascending; ``rank`` gets
+    their ranks) for mappings of ``m`` columns, when its flags fit both ``most_flags`` and
+    ``TALLY_PER_PAIR`` per pair of ``pairs``; else one without flags (rows are written)."""
+    width = len(columns)
+    room = min(most_flags, DENSE_MIN + TALLY_PER_PAIR * pairs) // n_query
+    span = 1
+    for _ in range(m):
+        if span > room // max(width, 1):
+            return Tally(rank, width, n_query, np.zeros(0, np.bool_), np.zeros(0, np.int64))
+        span *= width
+    for j in range(width):
+        rank[columns[j]] = j
+    return Tally(rank, width, n_query, np.zeros(span * n_query, np.bool_), np.zeros(span, np.int64))
+
+
+@njit(cache=True, nogil=True)
+def _tallied(tally: Tally, columns: np.ndarray, m: int) -> tuple[int, np.ndarray, np.ndarray]:
+    """``best_mapping`` of the rows ``tally`` counted: (ȷ_t, best mapping's columns, its matched
+    query rows ascending); ties go to the smallest code, the smallest column tuple."""
+    best_code = np.argmax(tally.counts)
+    mapping = np.empty(m, np.int64)
+    code = best_code
+    for p in range(m - 1, -1, -1):
+        mapping[p] = columns[code % tally.width]
+        code //= tally.width
+    flags = tally.seen[best_code * tally.n_query : (best_code + 1) * tally.n_query]
+    return tally.counts[best_code], mapping, np.flatnonzero(flags)
 
 
 @njit(cache=True, nogil=True)
@@ -487,11 +560,12 @@ def _verify_passed(
     cell_columns: np.ndarray,
     out: np.ndarray,
     n: int,
+    tally: Tally,
 ) -> tuple[np.ndarray, int, int]:
     """calculateJ's comparison for the pairs that passed the row filter, appending to the ``n``
-    supported mappings already in ``out``: (``out``, their count or ``REFUSED``, pairs supporting
-    some mapping). Once ``COUNT_FROM`` rows are there, the rest are counted before they are
-    written (``_refuse_early``): the same refusal, before most of its rows are built."""
+    supported mappings already in ``out`` (or ``tally``): (``out``, their count or ``REFUSED``,
+    pairs supporting some mapping). Once ``COUNT_FROM`` mappings are there, the rest are counted
+    before they are built (``_refuse_early``): the same refusal, before most of them are."""
     m = value_ids.shape[1]
     first, count, pick, combo = (
         np.zeros(m, np.int64),
@@ -525,6 +599,7 @@ def _verify_passed(
             count,
             pick,
             combo,
+            tally,
         )
         if n == REFUSED:
             return out, n, joinable
@@ -542,6 +617,7 @@ def _verify_slices(
     items: np.ndarray,
     positions: np.ndarray,
     out: np.ndarray,
+    tally: Tally,
 ) -> tuple[np.ndarray, int, int, int]:
     """Row filter and calculateJ over items ``lo:hi`` in slices whose pairs fit ``items`` and
     ``positions`` (one item's pairs always fit): the same pairs in the same order as one pass.
@@ -587,6 +663,7 @@ def _verify_slices(
             cell_columns,
             out,
             n,
+            tally,
         )
         passed += got
         if n == REFUSED:
@@ -613,6 +690,7 @@ def _verify_items(
     cell_values: np.ndarray,
     cell_columns: np.ndarray,
     out: np.ndarray,
+    tally: Tally,
 ) -> tuple[np.ndarray, int, int]:
     """``_verify_passed`` for SCR: every pair of items ``lo:hi``, read straight from the buckets."""
     m = value_ids.shape[1]
@@ -642,6 +720,7 @@ def _verify_items(
                 count,
                 pick,
                 combo,
+                tally,
             )
             if n == REFUSED:
                 return out, n, joinable
@@ -668,6 +747,7 @@ def scan_tables(
     k: int,
     sample_size: int,
     pair_buffer: int,
+    tally_flags: int,
     floor: int,
     at: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -682,6 +762,8 @@ def scan_tables(
     ``item_keys`` (the items' super keys) is read only when ``use_superkeys``; a table with more
     pairs than ``pair_buffer`` (``PAIR_BUFFER``) is filtered once for rule 2 and then filtered and
     verified in slices (``_verify_slices``), so the row filter's output stays bounded.
+    calculateJ counts a table's mappings in a ``Tally`` when its flags fit ``tally_flags``
+    (``TALLY_FLAGS``) and ``TALLY_PER_PAIR`` per pair, else in rows (``best_mapping``): the same count.
     Returns the top-k (score, rank, mapping, matched sample, pairs verified) unsorted, and the
     counters named in ``STATS``. Scores below ``floor`` are not wanted: the rules prune with
     ȷ_k at least ``floor - 1`` from the start (a caller merging several indexes' answers knows
@@ -707,6 +789,7 @@ def scan_tables(
     top_verified = np.zeros(k, np.int64)
     counters = np.zeros(len(STATS), np.int64)
     out = np.empty((1024, m + 1), np.int64)  # calculateJ's supported mappings, reused
+    rank = np.zeros(len(cells.table_columns), np.int64)  # column number -> rank in its table (a tally's)
     filled = 0
     n_tables = len(table_start) - 1
     table_pairs = np.zeros(n_tables, np.int64)
@@ -726,6 +809,7 @@ def scan_tables(
             seen = np.zeros(len(row_offsets) - 1, np.bool_)
         at[0] = r
         counters[3] += table_pairs[r]
+        columns = cells.table_columns[cells.table_start[c.tables[r]] : cells.table_start[c.tables[r] + 1]]
         if use_superkeys and table_pairs[r] <= most:
             passed = row_filter(
                 lo,
@@ -747,6 +831,7 @@ def scan_tables(
             if worst >= 0 and _distinct_rows(item_rows, items[:passed], seen) <= worst:  # rule 2
                 counters[2] += 1
                 continue
+            tally = _tally_of(rank, columns, m, n_query, passed, tally_flags)
             out, n, joinable = _verify_passed(
                 items[:passed],
                 positions[:passed],
@@ -761,6 +846,7 @@ def scan_tables(
                 cell_columns,
                 out,
                 0,
+                tally,
             )
         elif use_superkeys:  # more pairs than the buffer holds
             if worst >= 0:
@@ -783,7 +869,8 @@ def scan_tables(
                 if matching <= worst:  # rule 2
                     counters[2] += 1
                     continue
-            out, n, passed, joinable = _verify_slices(lo, hi, c, query, cells, items, positions, out)
+            tally = _tally_of(rank, columns, m, n_query, table_pairs[r], tally_flags)
+            out, n, passed, joinable = _verify_slices(lo, hi, c, query, cells, items, positions, out, tally)
             if passed == 0:
                 continue
         else:
@@ -791,6 +878,7 @@ def scan_tables(
                 counters[2] += 1
                 continue
             passed = table_pairs[r]
+            tally = _tally_of(rank, columns, m, n_query, passed, tally_flags)
             out, n, joinable = _verify_items(
                 lo,
                 hi,
@@ -807,6 +895,7 @@ def scan_tables(
                 cell_values,
                 cell_columns,
                 out,
+                tally,
             )
         if n == REFUSED:
             at[1] = 1
@@ -816,7 +905,7 @@ def scan_tables(
         counters[5] += joinable
         if n == 0:
             continue
-        score, mapping, matched = best_mapping(out[:n], n_query)
+        score, mapping, matched = _tallied(tally, columns, m) if len(tally.seen) else best_mapping(out[:n], n_query)
         if score <= worst:
             continue
         e = filled if filled < k else _worst_slot(top_score, top_rank, filled)

@@ -95,3 +95,16 @@ def _scatter_by_value(
             fill[cell_values[p]] += 1
             pl_row[q] = g
             pl_column[q] = cell_columns[p]
+
+
+@njit(cache=True, nogil=True)
+def column_datasets(
+    dataset_rows: np.ndarray, row_offsets: np.ndarray, cell_columns: np.ndarray, n_columns: int
+) -> np.ndarray:
+    """The dataset of each column number (-1: a column without cells): a dataset's rows, and so
+    their cells, are one range."""
+    owner = np.full(n_columns, -1, np.int64)
+    for d in range(len(dataset_rows) - 1):
+        for p in range(row_offsets[dataset_rows[d]], row_offsets[dataset_rows[d + 1]]):
+            owner[cell_columns[p]] = d
+    return owner

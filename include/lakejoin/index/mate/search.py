@@ -136,7 +136,16 @@ def scan(
         return [], stats
     at = np.array([-1, 0], np.int64)  # the rank of the table being verified; 1 when its verification was refused
     scores, ranks, mappings, samples, verified, counters = scan_tables(
-        c, use_superkeys, query.arrays, index.cells, k, SAMPLE_SIZE, kernels.PAIR_BUFFER, min_score, at
+        c,
+        use_superkeys,
+        query.arrays,
+        index.cells,
+        k,
+        SAMPLE_SIZE,
+        kernels.PAIR_BUFFER,
+        kernels.TALLY_FLAGS,
+        min_score,
+        at,
     )
     if at[1]:
         raise MateRefused(
