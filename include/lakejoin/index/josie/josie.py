@@ -25,9 +25,8 @@ from lakejoin.index.josie.arrays import ARRAYS, IndexArrays, arrays_from_tables,
 from lakejoin.index.josie.baselines import mergelist, probeset, timed_merge_reads
 from lakejoin.index.josie.cost import ReadCost, fit_read_cost
 from lakejoin.index.josie.dictionary import PreparedQuery, TokenDictionary, prepare, token_dictionary
-from lakejoin.index.josie.kernels import fit_decision_cost, josie, matched_samples, timed_list_reads
-from lakejoin.index.josie.plans import FIT_QUERIES, NO_PLANS, PLAN_NAMES, fit_plans
-from lakejoin.index.josie.plans import search as search_by_plan
+from lakejoin.index.josie.kernels import fit_decision_cost, floor_heap, josie, matched_samples, timed_list_reads
+from lakejoin.index.josie.plans import FIT_QUERIES, JOSIE, MERGELIST, NO_PLANS, PLAN_NAMES, fit_plans, size_class
 from lakejoin.index.josie.reads import Scratch, TopK
 
 MATCHED_SAMPLE = 5  # matched values shown per result
@@ -244,7 +243,7 @@ class JosieSearcher:
             mark[q] = 0
         self.last_stats = {
             "algorithm": algorithm,
-            "plan": PLAN_NAMES[stats[4]] if algorithm == "josie" else algorithm,
+            "plan": PLAN_NAMES[stats[4]],
             "query_size": len(prepared.values),
             "matched_tokens": len(q),
             "lists_read": int(stats[0]),
@@ -257,12 +256,16 @@ class JosieSearcher:
         return sorted(results, key=lambda r: (-r["overlap"], r["column_id"]))
 
     def _dispatch(self, algorithm: str, q: np.ndarray, k: int, top: TopK, floor: int) -> int:
+        """Run ``algorithm``; JOSIE's search runs the plan ``read_cost.plans`` names for the query's
+        size (``plans.py``), a baseline's by the same call as the baseline's own, a floor's
+        placeholders in the top-k first (``kernels.floor_heap``)."""
         index, scratch, k = self._index, self._scratch, int(k)
-        if algorithm == "mergelist":
-            return self._call(mergelist, q, k, index, scratch, top, 0)
-        if algorithm == "probeset":
-            return self._call(probeset, q, k, index, scratch, top, 0)
-        return self._call(search_by_plan, q, k, self.batch_size or 0, int(floor), self.read_cost, index, scratch, top)
+        plan = self.read_cost.plans[size_class(len(q))] if algorithm == "josie" else PLAN_NAMES.index(algorithm)
+        if plan == JOSIE:
+            return self._call(josie, q, k, self.batch_size or 0, int(floor), self.read_cost, index, scratch, top)
+        top.stats[4] = plan
+        start = floor_heap(top.overlaps, top.sets, k, floor) if floor > 1 else 0
+        return self._call(mergelist if plan == MERGELIST else probeset, q, k, index, scratch, top, start)
 
     def _call(self, kernel: Any, *args: Any) -> int:
         """``kernel(*args)`` through its compiled entry point, looked up on the first call: numba's

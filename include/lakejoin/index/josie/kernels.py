@@ -526,7 +526,7 @@ def _count_rest(
 
 
 @njit(cache=True)
-def _floor_heap(out_overlaps: np.ndarray, out_sets: np.ndarray, k: int, floor: int) -> int:
+def floor_heap(out_overlaps: np.ndarray, out_sets: np.ndarray, k: int, floor: int) -> int:
     """The running top-k a search starts from: empty, or k placeholders at ``floor - 1``."""
     if floor <= 1:
         return 0
@@ -570,7 +570,7 @@ def josie(
         if merge_priced:
             merge_cost[m + 1] = merge_cost[m] + (cost.m0 + cost.m1 * length if length >= 0 else 0.0)
     batch = batch if batch > 0 else max(MIN_BATCH_SIZE, -(-distinct // DECISIONS_PER_QUERY))
-    n_heap = _floor_heap(out_overlaps, out_sets, k, floor)
+    n_heap = floor_heap(out_overlaps, out_sets, k, floor)
     n_touched = 0
     n_cand = 0
     n_unread = 0

@@ -14,8 +14,9 @@ load, sets of the index, of sizes spread over the index's, are searched as queri
 plans (k = ``FIT_K``) and timed, and each size class (the query's held tokens, by powers of
 two) gets the plan with the least time summed over its queries, each query's times relative to
 its fastest plan's. A line fitted over all sizes cannot hold this choice: on Web Tables ProbeSet
-is fastest for the smallest and the largest queries and JOSIE in between. :func:`search` looks
-the query's class up (no pass over the query) and runs that plan; JOSIE may still finish
+is fastest for the smallest and the largest queries and JOSIE in between. The searcher
+(``JosieSearcher.search``) looks the query's class up (:func:`size_class`, no pass over the
+query) and runs that plan's kernel as it runs the baseline's own; JOSIE may still finish
 MergeList's way (``kernels._merge_is_cheaper``). The plan changes the time only, never the
 answer.
 """
@@ -26,13 +27,9 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from numba import njit
 
-from lakejoin.index.josie.arrays import IndexArrays
-from lakejoin.index.josie.baselines import mergelist, probeset
-from lakejoin.index.josie.cost import NO_PLANS, ReadCost
-from lakejoin.index.josie.kernels import _floor_heap, josie
-from lakejoin.index.josie.reads import Scratch, TopK
+from lakejoin.index.josie.cost import NO_PLANS
+from lakejoin.index.josie.reads import TopK
 
 JOSIE, MERGELIST, PROBESET = 0, 1, 2  # plan numbers, as ``ReadCost.plans`` and ``TopK.stats[4]`` hold them
 PLAN_NAMES = ("josie", "mergelist", "probeset")
@@ -41,32 +38,10 @@ FIT_QUERIES = 48  # sampled sets searched per plan on load
 FIT_REPEATS = 3  # runs per query and plan; the fastest counts
 
 
-@njit(cache=True, inline="always")
 def size_class(held: int) -> int:
     """The size class of a query holding ``held`` tokens: ⌊log2(held)⌋, at most the last of
     ``ReadCost.plans``' classes."""
-    size = 0
-    while held > 1 and size < len(NO_PLANS) - 1:
-        held >>= 1
-        size += 1
-    return size
-
-
-@njit(cache=True)
-def search(
-    q: np.ndarray, k: int, batch: int, floor: int, cost: ReadCost, index: IndexArrays, scratch: Scratch, top: TopK
-) -> int:
-    """Answer ``q`` (as :func:`~lakejoin.index.josie.kernels.josie` takes it) by the plan fitted
-    for its size class; ``top.stats[4]`` says which (:data:`PLAN_NAMES`), and a floor holds for
-    every plan."""
-    plan = cost.plans[size_class(q.shape[0])]
-    if plan == MERGELIST:
-        top.stats[4] = MERGELIST
-        return mergelist(q, k, index, scratch, top, _floor_heap(top.overlaps, top.sets, k, floor))
-    if plan == PROBESET:
-        top.stats[4] = PROBESET
-        return probeset(q, k, index, scratch, top, _floor_heap(top.overlaps, top.sets, k, floor))
-    return josie(q, k, batch, floor, cost, index, scratch, top)
+    return min(max(held, 1).bit_length() - 1, len(NO_PLANS) - 1)
 
 
 Plan = Callable[[np.ndarray, TopK], int]  # one plan's search of (query, running top-k)
