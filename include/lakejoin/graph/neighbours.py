@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from lakejoin.graph.edges import JOSIE, MATE, Edge
-from lakejoin.index.mate import key_query
+from lakejoin.normalize import NormalizedColumn
 from lakejoin.profile.join_quality import (
     MIN_QUALITY,
     Quality,
@@ -168,10 +168,9 @@ def distinct_tuples(loaded: LoadedSnapshot, column_ids: Sequence[int]) -> int:
         table = pq.read_table(path if path.is_absolute() else loaded.config.home / path, columns=names)
     except (OSError, pa.ArrowException):
         return _tuples_bound(loaded, column_ids)
-    try:
-        return len(key_query(table, names).codes)
-    except ValueError:  # no row without a null key value
-        return 0
+    normalized = NormalizedColumn.of_columns([table.column(name) for name in names])
+    tuples = pa.table({str(i): column.values() for i, column in enumerate(normalized)}).drop_null()
+    return tuples.group_by(tuples.column_names).aggregate([]).num_rows
 
 
 def _tuples_bound(loaded: LoadedSnapshot, column_ids: Sequence[int]) -> int:
