@@ -8,6 +8,7 @@ idempotent per ``root``, so several fixtures share one build.
 
 from __future__ import annotations
 
+import fcntl
 import threading
 from pathlib import Path
 
@@ -46,7 +47,9 @@ def build_query_lake(root: Path) -> LakeConfig:
     from lakejoin.spark.pipeline import RunOptions, run
 
     config = LakeConfig(home=root / "home", spark_master="local[2]", quiet=True)
-    with _lock:
+    root.mkdir(parents=True, exist_ok=True)
+    with _lock, open(root / "build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another process building it: wait, then find its snapshot
         if not snapshots.list_snapshots(config):
             run(config, RunOptions(sources=[f"folder:{write_sources(root / 'sources')}"]))
     return config
