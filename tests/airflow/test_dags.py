@@ -76,39 +76,51 @@ def test_pipeline_dag_ingests_builds_every_family_and_publishes(airflow, inputs,
     assert snapshots.resolve(config).snapshot_id == 1
 
 
-def test_crawl_dag_maps_over_configured_sources_and_its_asset_feeds_the_index_dag(airflow, inputs, tmp_path):
-    home = tmp_path / "lake"
-    airflow_cli("variables", "set", "lakejoin_sources", json.dumps([f"folder:{inputs}"]), env=airflow)
+def _crawl_and_index(airflow, home: Path, folder: Path) -> tuple[dict, dict]:
+    """The crawl DAG over ``folder`` (as Variable ``lakejoin_sources``), then the index DAG, into ``home``."""
+    airflow_cli("variables", "set", "lakejoin_sources", json.dumps([f"folder:{folder}"]), env=airflow)
     try:
         crawled = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_crawl", {"home": str(home)})
+        assert crawled["state"] == "success", crawled
+        published = snapshots.list_snapshots(LakeConfig.from_args(str(home)))
+        indexed = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_index", {"home": str(home), "shards": 4})
     finally:
         airflow_cli("variables", "set", "lakejoin_sources", "[]", env=airflow)
-    assert crawled["state"] == "success", crawled
-    config = LakeConfig.from_args(str(home))
-    with pytest.raises(snapshots.NoSnapshot):
-        snapshots.resolve(config)  # crawling alone publishes nothing
-    indexed = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_index", {"home": str(home), "shards": 4})
+    return {"crawled": crawled, "published_before_index": published}, indexed
+
+
+@pytest.fixture(scope="module")
+def first_crawl(airflow, inputs, tmp_path_factory):
+    """A crawl and an index DAG run over a copy of ``inputs`` into a new lake, which the two tests below share:
+    the second crawls a copy of the lake after a change to the tables (their path is their datasets' identity,
+    so it changes them in place and puts them back)."""
+    root = tmp_path_factory.mktemp("first-crawl")
+    home, folder = root / "lake", root / "tables"
+    shutil.copytree(inputs, folder)
+    crawl, indexed = _crawl_and_index(airflow, home, folder)
+    return home, folder, crawl, indexed
+
+
+def test_crawl_dag_maps_over_configured_sources_and_its_asset_feeds_the_index_dag(first_crawl):
+    home, _, crawl, indexed = first_crawl
+    assert crawl["published_before_index"] == []  # crawling alone publishes nothing
     assert indexed["state"] == "success", indexed
+    config = LakeConfig.from_args(str(home))
     assert statuses(config) == {"airlines.csv": "active", "airports.csv": "active"}
     first = [indexed["returned"][f"build_index[{i}]"] for i in range(len(FAMILIES))]
     assert all(b["build"] == "full" and b["shards_rewritten"] == [0, 1, 2, 3] for b in first), first
 
 
-def test_the_index_dag_rewrites_only_the_shards_a_crawl_changed(airflow, inputs, tmp_path):
-    home, folder = tmp_path / "lake", tmp_path / "tables"
-    shutil.copytree(inputs, folder)
-    airflow_cli("variables", "set", "lakejoin_sources", json.dumps([f"folder:{folder}"]), env=airflow)
+def test_the_index_dag_rewrites_only_the_shards_a_crawl_changed(airflow, first_crawl, tmp_path):
+    home, folder = tmp_path / "lake", first_crawl[1]
+    shutil.copytree(first_crawl[0], home)
+    airlines_csv = (folder / "airlines.csv").read_text()
+    (folder / "airlines.csv").write_text(airlines_csv + "ZZ,Test Air\n")
     try:
-        for round_ in range(2):
-            assert (
-                run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_crawl", {"home": str(home)})["state"] == "success"
-            )
-            indexed = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_index", {"home": str(home), "shards": 4})
-            assert indexed["state"] == "success", indexed
-            if round_ == 0:
-                (folder / "airlines.csv").write_text((folder / "airlines.csv").read_text() + "ZZ,Test Air\n")
+        _, indexed = _crawl_and_index(airflow, home, folder)
     finally:
-        airflow_cli("variables", "set", "lakejoin_sources", "[]", env=airflow)
+        (folder / "airlines.csv").write_text(airlines_csv)
+    assert indexed["state"] == "success", indexed
     config = LakeConfig.from_args(str(home))
     airlines = next(d for d, row in _datasets(config).items() if row["title"] == "airlines.csv")
     builds = [indexed["returned"][f"build_index[{i}]"] for i in range(len(FAMILIES))]
