@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from lakejoin.config import DRIVER_MEMORY, SHUFFLE_PARTITIONS, SPARK_CONSOLE_LOG, SPARK_MASTER
+from lakejoin.config import DRIVER_MEMORY, SHUFFLE_PARTITIONS, SPARK_CONSOLE_LOG, SPARK_JAVA_OPTIONS, SPARK_MASTER
 
 _lock = threading.Lock()
 
@@ -51,6 +51,11 @@ def get_spark(
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.python.worker.reuse", "true")
         )
+        java_options = SPARK_JAVA_OPTIONS.read()
+        if java_options:
+            builder = builder.config("spark.driver.extraJavaOptions", java_options).config(
+                "spark.executor.extraJavaOptions", java_options
+            )
         spark = _start(builder)
         spark.sparkContext.setLogLevel("ERROR")
         return spark
