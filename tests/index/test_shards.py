@@ -42,7 +42,7 @@ from lakejoin.spark.indexing import LOCAL_BUILD_ROWS_ENV
 from lakejoin.spark.pipeline import LOCAL_INGEST_FILES_ENV, RunOptions, run
 from lakejoin.testing import generate_lake, set_lake
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 N_SHARDS = 4
 RDATASETS = [

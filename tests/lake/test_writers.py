@@ -266,6 +266,7 @@ EVERY_TABLE = {
 
 
 @pytest.mark.spark
+@pytest.mark.slow
 def test_two_runs_at_once_write_one_at_a_time_and_the_lake_gets_both(folders: dict[str, str], tmp_path: Path) -> None:
     home = tmp_path / "lake"
     first = subprocess.Popen(_cli_run(home, [folders["A"]]), stderr=subprocess.PIPE, text=True)
@@ -292,6 +293,7 @@ def test_two_runs_at_once_write_one_at_a_time_and_the_lake_gets_both(folders: di
 
 @pytest.mark.airflow
 @pytest.mark.spark
+@pytest.mark.slow
 def test_a_dag_run_and_a_cli_run_at_once_write_one_at_a_time(folders: dict[str, str], tmp_path: Path) -> None:
     from airflow_harness import prepare_airflow, run_dag_test
 
