@@ -97,9 +97,10 @@ class ValueDictionary:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def get_indexer(self, values: Sequence[str]) -> np.ndarray:
-        """Value id of each of ``values`` (int64), -1 where the index does not hold it."""
-        data, offsets = string_buffers(pa.array(values, pa.string()))
+    def get_indexer(self, values: Sequence[str] | pa.Array) -> np.ndarray:
+        """Value id of each of ``values`` (int64), -1 where the index does not hold it. An Arrow
+        string array is read in place (a query looked up in many shards converts its values once)."""
+        data, offsets = string_buffers(values if isinstance(values, pa.Array) else pa.array(values, pa.string()))
         out = np.empty(len(values), np.int64)
         _lookup(self.data, self.offsets, self.keys, np.uint64(self.id_bits), data, offsets, out)
         return out

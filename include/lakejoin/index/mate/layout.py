@@ -6,6 +6,7 @@ postings allocates an int64 permutation and its merge buffer per order, more tha
 int32 arrays it produces. The row and value ids are dense, so both orders are counting sorts
 that write straight into the outputs: scatter by row, sort each row's few cells by (value,
 column), then scatter the cells by value, which keeps the (row, column) order within a value.
+A search's candidates are a third counting sort: its PL items by table (``items_by_table``).
 """
 
 from __future__ import annotations
@@ -108,3 +109,50 @@ def column_datasets(
         for p in range(row_offsets[dataset_rows[d]], row_offsets[dataset_rows[d + 1]]):
             owner[cell_columns[p]] = d
     return owner
+
+
+@njit(cache=True, nogil=True)
+def items_by_table(
+    slots: np.ndarray,
+    pl_offsets: np.ndarray,
+    pl_row: np.ndarray,
+    pl_column: np.ndarray,
+    dataset_rows: np.ndarray,
+    excluded: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The PL items of the values ``slots`` (in slot order, each list in its order) grouped by
+    table with a counting sort, the tables by their number of items descending, then dataset
+    index; the datasets flagged in ``excluded`` left out. Returns (tables, table_start,
+    item_rows, item_columns, item_slots), table r's items at ``table_start[r]:table_start[r+1]``."""
+    n_datasets = len(dataset_rows) - 1
+    n = 0
+    for s in range(len(slots)):
+        n += pl_offsets[slots[s] + 1] - pl_offsets[slots[s]]
+    dataset = np.empty(n, np.int64)
+    sizes = np.zeros(n_datasets, np.int64)
+    i = 0
+    for s in range(len(slots)):
+        for p in range(pl_offsets[slots[s]], pl_offsets[slots[s] + 1]):
+            d = np.searchsorted(dataset_rows, pl_row[p], side="right") - 1
+            dataset[i] = -1 if excluded[d] else d
+            sizes[d] += not excluded[d]
+            i += 1
+    present = np.flatnonzero(sizes)
+    tables = present[np.argsort((n - sizes[present]) * n_datasets + present)]
+    fill = np.zeros(n_datasets, np.int64)
+    table_start = np.zeros(len(tables) + 1, np.int64)
+    for r in range(len(tables)):
+        fill[tables[r]] = table_start[r]
+        table_start[r + 1] = table_start[r] + sizes[tables[r]]
+    item_rows = np.empty(table_start[-1], pl_row.dtype)
+    item_columns = np.empty(table_start[-1], np.int64)
+    item_slots = np.empty(table_start[-1], np.int64)
+    i = 0
+    for s in range(len(slots)):
+        for p in range(pl_offsets[slots[s]], pl_offsets[slots[s] + 1]):
+            d = dataset[i]
+            i += 1
+            if d >= 0:
+                item_rows[fill[d]], item_columns[fill[d]], item_slots[fill[d]] = pl_row[p], pl_column[p], s
+                fill[d] += 1
+    return tables, table_start, item_rows, item_columns, item_slots

@@ -9,6 +9,7 @@ scan over those tables is ``search.scan``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -18,6 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from lakejoin.index.mate.index import MateIndex
+from lakejoin.index.mate.layout import items_by_table
 from lakejoin.index.mate.xash import xash_array
 from lakejoin.normalize import NormalizedColumn, normalize_value
 
@@ -31,18 +33,29 @@ class KeyQuery:
     columns: list[str]
     distinct: np.ndarray  # the tuples' distinct values (object)
     codes: np.ndarray  # (n, m) each tuple's values as positions in ``distinct``
-    _words: dict[int, np.ndarray] = field(default_factory=dict, repr=False)  # hash size -> each value's XASH words
+    _keys: dict[int, np.ndarray] = field(default_factory=dict, repr=False)  # hash size -> each tuple's super key
 
     @property
     def tuples(self) -> np.ndarray:
         """(n, m) normalized distinct key tuples."""
         return self.distinct[self.codes]
 
+    @functools.cached_property
+    def strings(self) -> pa.Array:
+        """``distinct`` as an Arrow string array, for the lookups in each index searched."""
+        return pa.array(self.distinct, pa.string())
+
+    @functools.cached_property
+    def cardinality(self) -> list[int]:
+        """Each key column's distinct values among the tuples."""
+        return [len(np.unique(self.codes[:, p])) for p in range(self.codes.shape[1])]
+
     def keys(self, bits: int) -> np.ndarray:
         """(n, bits/64) each tuple's super key: its values' XASH words OR-ed."""
-        if bits not in self._words:
-            self._words[bits] = xash_array(pa.array(self.distinct, pa.string()), bits)
-        return np.ascontiguousarray(np.bitwise_or.reduce(self._words[bits][self.codes], axis=1))
+        if bits not in self._keys:
+            words = xash_array(self.strings, bits)
+            self._keys[bits] = np.ascontiguousarray(np.bitwise_or.reduce(words[self.codes], axis=1))
+        return self._keys[bits]
 
 
 @dataclass
@@ -111,26 +124,25 @@ def prepare_query(
         raise ValueError(f"initial column {initial_column!r} is not one of the key columns {key.columns}")
     if initial_rule not in INITIAL_RULES:
         raise ValueError(f"initial_rule must be one of {INITIAL_RULES}, got {initial_rule!r}")
-    value_ids = index.values.get_indexer(key.distinct.tolist()).astype(np.int64)[key.codes]
+    value_ids = index.values.get_indexer(key.strings)[key.codes]
     if initial_column is None:
-        initial = initial_column_selection(index, key.codes, value_ids, initial_rule)
+        initial = initial_column_selection(index, key.cardinality, value_ids, initial_rule)
     else:
         initial = key.columns.index(initial_column)
-    return PreparedQuery(key, initial, value_ids, key.keys(index.bits), check_order(key.codes, initial))
+    return PreparedQuery(key, initial, value_ids, key.keys(index.bits), check_order(key.cardinality, initial))
 
 
-def check_order(codes: np.ndarray, initial: int) -> np.ndarray:
+def check_order(cardinality: list[int], initial: int) -> np.ndarray:
     """The key positions other than q' by distinct values, most first: a value of a column with
     many values is the likeliest to be missing from a candidate row, so a pair that does not join
     mostly stops at the first lookup (weather's hour and day before its month and its one year).
     The order changes only the work: a pair joins when every value is found."""
-    cardinality = [len(np.unique(codes[:, p])) for p in range(codes.shape[1])]
     return np.array(
-        sorted((p for p in range(codes.shape[1]) if p != initial), key=lambda p: (-cardinality[p], p)), np.int64
+        sorted((p for p in range(len(cardinality)) if p != initial), key=lambda p: (-cardinality[p], p)), np.int64
     )
 
 
-def initial_column_selection(index: MateIndex, codes: np.ndarray, value_ids: np.ndarray, rule: str) -> int:
+def initial_column_selection(index: MateIndex, cardinality: list[int], value_ids: np.ndarray, rule: str) -> int:
     """init_column_selection() (Algorithm 1 line 2, §6.1): the position of q' among the key columns.
 
     The paper's aim is the column "that leads to the smaller number of PL items"; it uses the
@@ -139,11 +151,10 @@ def initial_column_selection(index: MateIndex, codes: np.ndarray, value_ids: np.
     whose distinct values have the fewest PL items in total: §7.5.4's "Best" (ground truth).
     Ties go to the lower cardinality, then to the earlier column.
     """
-    cardinality = [len(np.unique(codes[:, p])) for p in range(codes.shape[1])]
     if rule == "cardinality":
         return int(np.argmin(cardinality))
     pl_items = [
-        int(index.pl_lengths(v[v >= 0]).sum()) for v in (np.unique(value_ids[:, p]) for p in range(codes.shape[1]))
+        int(index.pl_lengths(v[v >= 0]).sum()) for v in (np.unique(value_ids[:, p]) for p in range(len(cardinality)))
     ]
     return min(range(len(pl_items)), key=lambda p: (pl_items[p], cardinality[p]))
 
@@ -206,28 +217,17 @@ def fetch_candidates(
 ) -> Candidates:
     """Lines 4-6: every PL item of q''s values (one bulk fetch) with its row's super key unless
     ``with_superkeys`` is False (SCR), grouped and ordered by table."""
-    exclude = np.flatnonzero(np.isin(index.dataset_ids, list(exclude_datasets)))
+    excluded = np.isin(index.dataset_ids, list(exclude_datasets))
     v0 = query.value_ids[:, query.initial]
     probing = with_superkeys and len(query.checks) > 0
     probe = query.value_ids[:, query.checks[0]] if probing else np.zeros(0, np.int64)
     query_rows = np.lexsort((probe, v0)) if probing else np.argsort(v0, kind="stable")
     query_rows = query_rows[v0[query_rows] >= 0]
     slots, slot_start, slot_count = np.unique(v0[query_rows], return_index=True, return_counts=True)
-    lengths = index.pl_lengths(slots)
-    item_slots = np.repeat(np.arange(len(slots)), lengths)
-    items = np.repeat(index.pl_offsets[slots] - np.r_[0, np.cumsum(lengths)[:-1]], lengths) + np.arange(lengths.sum())
-    datasets = index.datasets_of(index.pl_row[items])
-    if len(exclude):
-        keep = ~np.isin(datasets, exclude)
-        items, item_slots, datasets = items[keep], item_slots[keep], datasets[keep]
     # Line 5: group by table, tables by L_t descending (then dataset id).
-    tables, table_of_item, sizes = np.unique(datasets, return_inverse=True, return_counts=True)
-    table_order = np.lexsort((tables, -sizes))
-    rank_of_table = np.empty(len(tables), np.int64)
-    rank_of_table[table_order] = np.arange(len(tables))
-    by_rank = np.argsort(rank_of_table[table_of_item], kind="stable")
-    items, item_slots = items[by_rank], item_slots[by_rank].astype(np.int64)
-    item_rows = index.pl_row[items]
+    tables, table_start, item_rows, item_columns, item_slots = items_by_table(
+        slots, index.pl_offsets, index.pl_row, index.pl_column, index.dataset_rows, excluded
+    )
     slot_start, slot_count = slot_start.astype(np.int64), slot_count.astype(np.int64)
     bucket_keys = query.keys[query_rows]
     words = (
@@ -236,17 +236,17 @@ def fetch_candidates(
         else np.arange(bucket_keys.shape[1])
     )
     return Candidates(
-        tables=tables[table_order],
-        table_start=np.r_[0, np.cumsum(sizes[table_order])].astype(np.int64),
+        tables=tables,
+        table_start=table_start,
         item_rows=item_rows,
-        item_columns=index.pl_column[items].astype(np.int64),
+        item_columns=item_columns,
         item_slots=item_slots,
         query_rows=query_rows.astype(np.int64),
         slot_start=slot_start,
         slot_count=slot_count,
         bucket_keys=np.ascontiguousarray(bucket_keys[:, words]),
         probe=np.ascontiguousarray(probe[query_rows]) if probing else probe,
-        item_keys=np.ascontiguousarray(index.superkeys[:, words])[item_rows] if with_superkeys else index.superkeys[:0],
+        item_keys=np.ascontiguousarray(index.superkeys[item_rows][:, words]) if with_superkeys else index.superkeys[:0],
     )
 
 

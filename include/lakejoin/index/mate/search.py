@@ -199,7 +199,7 @@ class MateSearcher:
         joined tuple has each value in a cell of the row), so a shard whose ``held`` is below the
         k-th joinability found elsewhere can be left unsearched; the second says where the
         query's values are common, the likelier place of its best tables."""
-        ids = self.index.values.get_indexer(query.distinct.tolist())
+        ids = self.index.values.get_indexer(query.strings)
         present = ids >= 0
         return int(present[query.codes].all(axis=1).sum()), int(self.index.pl_lengths(ids[present]).sum())
 
