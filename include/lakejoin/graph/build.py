@@ -45,9 +45,11 @@ it after random change batches, ``tests/test_graph_incremental.py`` the merge ru
 from __future__ import annotations
 
 import functools
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -94,6 +96,9 @@ MATE_MAX_QUERY_ROWS = 100_000
 # A family's shards are loaded together up to this estimated load (lakejoin.query.memory): few
 # loads for a lake of small shards, one shard's memory for a lake of large ones.
 GRAPH_LOAD_BYTES = 1 << 30
+# MATE's keys are searched this many at a time over its mapped shards: its compiled scan releases
+# the GIL, and a key's list does not depend on the keys searched beside it.
+GRAPH_THREADS = len(os.sched_getaffinity(0))
 
 Lists = dict[Query, list[Edge]]
 Rows = Mapping[str, pads.Expression | delta.ValuesIn] | None  # sharded index table -> the only rows a search reads
@@ -289,17 +294,19 @@ def search_by_shards(
     search: Search,
     bound: Callable[[Any, Query], tuple[int, int] | None],
     k: int,
+    threads: int = 1,
 ) -> Lists:
     """Each of ``wanted``'s best ``k`` over ``searchers`` (shard -> a searcher kept open: arrays
-    memory-mapped from the shard cache), one query at a time. ``bound``: the best score any
-    neighbour in a shard can have, and a priority among shards of one bound (None: unknown,
-    asked first). Shards are asked highest bound, then priority, first, so the k-th rises
-    early; ``search`` gets the list so far, whose k-th a neighbour must reach, and a shard whose
-    bound is below that k-th (or 0) is not asked. A query that a shard's search refused
-    (``None``) is ``None``. The order and the floors are a function of the query and the
-    shards' content, so a query gets the same list in a full and in an incremental graph."""
-    lists: Lists = {}
-    for q in wanted:
+    memory-mapped from the shard cache), each query on its own, ``threads`` queries at a time.
+    ``bound``: the best score any neighbour in a shard can have, and a priority among shards of
+    one bound (None: unknown, asked first). Shards are asked highest bound, then priority, first,
+    so the k-th rises early; ``search`` gets the list so far, whose k-th a neighbour must reach,
+    and a shard whose bound is below that k-th (or 0) is not asked. A query that a shard's search
+    refused (``None``) is ``None``. The order and the floors are a function of the query and the
+    shards' content, so a query gets the same list in a full and in an incremental graph, and
+    whichever thread searches it."""
+
+    def one(q: Query) -> list[Edge] | None:
         ranked = sorted(
             ((bound(searcher, q), shard) for shard, searcher in searchers.items()),
             key=lambda b: (b[0] is not None, *(-x for x in b[0] or (0, 0)), b[1]),
@@ -310,8 +317,12 @@ def search_by_shards(
                 break
             edges = search(searchers[shard], [q], {q: found})[q]
             found = None if edges is None else best([*found, *edges], k)
-        lists[q] = found  # type: ignore[assignment]  # None: refused (as in search_by_groups)
-    return lists
+        return found  # None: refused (as in search_by_groups)
+
+    if threads < 2 or len(wanted) < 2:
+        return {q: one(q) for q in wanted}  # type: ignore[misc]
+    with ThreadPoolExecutor(threads) as pool:
+        return dict(zip(wanted, pool.map(one, wanted)))  # type: ignore[arg-type]
 
 
 def _mapped_mate_shards(loaded: LoadedSnapshot) -> dict[int, Any] | None:
@@ -521,7 +532,9 @@ def _mate(
 
     def forward(wanted: list[Query]) -> Lists:
         shards = mapped_shards() if wanted else None
-        return by_groups[0](wanted) if shards is None else search_by_shards(shards, wanted, search, held, k)
+        if shards is None:
+            return by_groups[0](wanted)
+        return search_by_shards(shards, wanted, search, held, k, GRAPH_THREADS)
 
     def reverse(wanted: list[Query], start: Lists) -> Lists:
         shards = mapped_shards() if wanted else None
@@ -530,7 +543,12 @@ def _mate(
         changed_shards = set(shards_of(sorted(present), loaded.shard_count(MATE) or 1))
         of_changed = {shard: searcher for shard, searcher in shards.items() if shard in changed_shards}
         found = search_by_shards(
-            of_changed, wanted, lambda searcher, asked, so_far: search(searcher, asked, so_far, present), held, k
+            of_changed,
+            wanted,
+            lambda searcher, asked, so_far: search(searcher, asked, so_far, present),
+            held,
+            k,
+            GRAPH_THREADS,
         )
         return {q: None if edges is None else best([*start[q], *edges], k) for q, edges in found.items()}
 
