@@ -118,6 +118,10 @@ def test_a_row_numbering_key_counts_only_when_the_names_agree() -> None:
     """Every table numbers its rows 1..n: a join into a numbering is an accident unless the
     names say it is an id (Chinook's ArtistId is 1..275 and is the key albums reference)."""
     assert row_numbers("integer", 275, 275, 0, 1.0, 275.0) and not row_numbers("integer", 275, 275, 0, 1.0, 300.0)
+    assert row_numbers("integer", 200, 200, 0, 1000.0, 1199.0)  # ids counted from 1000 number rows too
+    assert not row_numbers("integer", 200, 199, 0, 1000.0, 1199.0) and not row_numbers(
+        "integer", 200, 200, 1, 1000.0, 1199.0
+    )
     numbering = Side("rownames", "integer", 500, 500, "survey.csv", row_numbers=True)
     record = Side("record_id", "integer", 400, 400, "surveys.csv")
     accident = quality(record, numbering, 400, 0.6)
@@ -182,4 +186,4 @@ def test_a_row_numbering_on_either_side_of_a_one_to_one_join_is_an_accident() ->
     sparse_key = Side("rownames", "integer", 534, 534, "CPS1985.csv")
     accident = quality(counter, sparse_key, 94, 0.32)
     assert accident.cardinality == "1:1" and accident.score < MIN_QUALITY
-    assert accident.reason == "your key is a row numbering (1..n): every table has one"
+    assert accident.reason == "your key is a row numbering: every table has one"

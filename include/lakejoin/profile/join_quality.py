@@ -22,7 +22,8 @@ For a join of a column ``F`` (the *foreign* side: the less unique one) into a co
   length): "shares 200 rare identifiers" beats "shares 300 small integers";
 - ``shape`` — low-cardinality flags (a handful of shared values, unless they are rare in the
   lake), measures (decimals, and integer columns that are not key-like on either side) and keys
-  that are a table's row numbering 1..n, on either side (unless the names agree: ``ArtistId``),
+  that number their rows (consecutive integers: 1..n, or ids from any start), on either side
+  (unless the names agree: ``ArtistId``),
   and count-like integer columns meeting an integer key (a time of day inside a numbering with
   gaps: no reference, unless the names agree) are demoted;
 - ``name`` — how alike the column names are (or the foreign column's name and the key table's
@@ -54,7 +55,7 @@ FLAG_VALUES = 3  # sharing this few distinct values is a flag's join (Y/N, 0/1, 
 MEASURE_SHAPE = 0.5  # a non-key numeric join
 DECIMAL_SHAPE = 0.25  # decimals are measurements: unique by accident, equal by coincidence
 SEMANTIC_FACTOR = 0.8  # a semantic match is weaker evidence than an equal value
-ROW_NUMBERS_SHAPE = 0.35  # a key that is the row numbering 1..n: every table has one, so it meets by accident
+ROW_NUMBERS_SHAPE = 0.35  # a key numbering its rows (1..n, 1000..1199): any integer range holds it, by accident
 COUNT_VALUES = 50  # an integer column with more distinct values than this that is not near-unique is a count
 ACCIDENTAL_PAIR_SHAPE = 0.25  # a composite key's pair of differently named numbers: most small tuples are keys
 COMMON_VALUES = 0.3  # shared values less informative than this are common across the lake
@@ -71,7 +72,7 @@ class Side:
     rows: int  # non-null cells
     distinct: int
     table: str = ""  # the dataset's title (for the name part)
-    row_numbers: bool = False  # its values are exactly the row numbers 1..n (or 0..n-1)
+    row_numbers: bool = False  # its values number its rows: consecutive integers, one a row (1..n, 1000..1199)
 
     @property
     def uniqueness(self) -> float:
@@ -140,12 +141,14 @@ def flag_part(overlap: np.ndarray, informativeness: np.ndarray) -> np.ndarray:
 def row_numbers(
     type_: str | None, count: int, distinct: int, nulls: int, low: float | None, high: float | None
 ) -> bool:
-    """Whether a profiled column holds exactly the row numbers 1..n (or 0..n-1) of its table."""
+    """Whether a profiled column numbers its table's rows: one integer a row, consecutive, from any
+    start (1..n, 0..n-1, or ids counted from 1000). A range of integers holds such a key whatever it
+    is, so its containment is no evidence of a reference."""
     return (
         type_ == "integer"
         and nulls == 0
         and distinct == count > 0
-        and low in (0.0, 1.0)
+        and low is not None
         and high is not None
         and high == low + count - 1
     )
@@ -199,7 +202,7 @@ def quality(a: Side, b: Side, overlap: int, informativeness: float) -> Quality:
         name=name,
         cardinality=cardinality,
         growth=growth,
-        reason=f"{'their' if b.row_numbers else 'your'} key is a row numbering (1..n): every table has one"
+        reason=f"{'their' if b.row_numbers else 'your'} key is a row numbering: every table has one"
         if numbering
         else _count_reason(foreign.name, foreign is a)
         if counted and informativeness >= COMMON_VALUES  # else the reason is the values' commonness
