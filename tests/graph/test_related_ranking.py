@@ -25,8 +25,8 @@ from testkit.cli import run_cli
 from lakejoin import cli
 from lakejoin.config import LakeConfig
 from lakejoin.graph import compute
-from lakejoin.graph.edges import JOSIE, MATE
-from lakejoin.graph.neighbours import Join
+from lakejoin.graph.edges import JOSIE, MATE, Edge
+from lakejoin.graph.neighbours import Join, joins_of
 from lakejoin.graph.store import pinned_graph
 from lakejoin.lake import snapshots
 from lakejoin.profile.join_quality import Side, composite_quality
@@ -83,10 +83,12 @@ def planted_sources(folder: Path) -> None:
     for name, columns in distractors.items():
         pd.DataFrame(columns).to_csv(folder / f"{name}.csv", index=False)
     # a composite key, (team, player), and a table of games that repeats its tuples once per game
+    # and names each player twice (as the player, and as the substitute's card: the same names)
     rosters = [(f"team {t}", f"player {15 * t + i}") for t in range(8) for i in range(25)]
     pd.DataFrame(rosters, columns=["team", "player"]).to_csv(folder / "rosters.csv", index=False)
     played = [(f"game {g}", *rosters[i]) for g in range(12) for i in sorted(rng.choice(200, 150, replace=False))]
-    pd.DataFrame(played, columns=["game", "team", "player"]).to_csv(folder / "games.csv", index=False)
+    games = pd.DataFrame(played, columns=["game", "team", "player"])
+    games.assign(substitute=games["player"]).to_csv(folder / "games.csv", index=False)
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +140,26 @@ def test_a_composite_join_counts_the_distinct_tuples_of_the_side_that_repeats_th
     assert first["reason"] == "all their (team, player) tuples are keys of yours"
     assert first["evidence"]["quality"]["containment"] == 1.0
     assert first in answer["related"]  # worth making, not weak
+
+
+def test_of_composite_mappings_as_good_the_one_whose_names_agree_is_the_join(lake: tuple[str, Path]) -> None:
+    """The rosters' (team, player) maps onto the games' (team, player) and (team, substitute) alike:
+    MATE reports one of them, whichever its order meets first. Names break the tie."""
+    home, _ = lake
+    config = LakeConfig.from_args(home)
+    loaded = load_snapshot(config, snapshots.resolve(config))
+    dataset = {row["title"]: dataset_id for dataset_id, row in loaded.datasets.items()}
+    column = {
+        (title, c.name): c.column_id
+        for title in ("rosters.csv", "games.csv")
+        for c in loaded.columns_of(dataset[title])
+    }
+    key = (column[("rosters.csv", "team")], column[("rosters.csv", "player")])
+    substitute = (column[("games.csv", "team")], column[("games.csv", "substitute")])
+    edge = Edge(MATE, dataset["rosters.csv"], key, dataset["games.csv"], substitute, 200, 1.0)
+    (join,) = joins_of(loaded, dataset["rosters.csv"], [(edge, True)])
+    assert join.other_ids == (column[("games.csv", "team")], column[("games.csv", "player")])
+    assert join.quality.reason == "all their (team, player) tuples are keys of yours"
 
 
 def test_search_auto_ranks_by_quality_and_never_returns_the_query_table(lake: tuple[str, Path]) -> None:

@@ -28,6 +28,8 @@ from lakejoin.profile.join_quality import (
     Quality,
     Side,
     composite_quality,
+    name_similarity,
+    names_agree,
     quality,
     semantic_quality,
 )
@@ -105,7 +107,9 @@ def _join_entry(loaded: LoadedSnapshot, join: Join) -> dict[str, Any]:
     }
 
 
-def _join(loaded: LoadedSnapshot, e: Edge, outgoing: bool, tuples: Callable[[tuple[int, ...]], int]) -> Join:
+def _join(
+    loaded: LoadedSnapshot, e: Edge, outgoing: bool, tuples: Callable[[tuple[int, ...]], pa.Table | None]
+) -> Join:
     own, other = (e.query_column_ids, e.column_ids) if outgoing else (e.column_ids, e.query_column_ids)
     neighbour = e.dataset_id if outgoing else e.query_dataset_id
     found = "from_this" if outgoing else "to_this"
@@ -118,7 +122,10 @@ def _join(loaded: LoadedSnapshot, e: Edge, outgoing: bool, tuples: Callable[[tup
         raw = {"overlap": e.overlap, "containment": mine, "containment_reverse": theirs, "jaccard": e.jaccard}
     elif e.kind == MATE:
         key_ids, other_side = (own, other) if outgoing else (other, own)
-        theirs = tuples(tuple(other_side))
+        other_side = _named_mapping(loaded, key_ids, other_side, e.overlap, tuples) or other_side
+        own, other = (key_ids, other_side) if outgoing else (other_side, key_ids)
+        held = tuples(tuple(other_side))
+        theirs = held.num_rows if held is not None else _tuples_bound(loaded, other_side)
         judged = composite_quality(
             e.containment,
             e.overlap / theirs if theirs else 0.0,
@@ -150,27 +157,57 @@ def _side(loaded: LoadedSnapshot, column_id: int, distinct: int | None = None) -
     )
 
 
-def distinct_tuples(loaded: LoadedSnapshot, column_ids: Sequence[int]) -> int:
-    """The distinct tuples the columns (of one dataset) hold together, normalized as MATE counts
-    them (none with a null value): the referencing side of a composite key join repeats its tuples
-    (a contestant once per episode), so its containment is the join's tuples over these, not over
-    its rows. Read from the dataset's staged copy (those columns alone); where none can be read,
-    the bound of ``_tuples_bound``."""
+def distinct_tuples(loaded: LoadedSnapshot, column_ids: Sequence[int]) -> pa.Table | None:
+    """The distinct tuples the columns (of one dataset) hold together, normalized as MATE compares
+    them and none with a null value, one column per id (named by position): the referencing side
+    of a composite key join repeats its tuples (a contestant once per episode), so its containment
+    is the join's tuples over these, not over its rows. Read from the dataset's staged copy (those
+    columns alone); None where it cannot be read."""
     infos = [info for c in column_ids if (info := loaded.columns.get(c)) is not None]
-    if not infos or len(infos) < len(column_ids):
-        return 0
-    names = [i.name for i in infos]
-    staged = (loaded.datasets.get(infos[0].dataset_id) or {}).get("staged_path")
-    if not staged:
-        return _tuples_bound(loaded, column_ids)
+    staged = (loaded.datasets.get(infos[0].dataset_id) or {}).get("staged_path") if infos else None
+    if not staged or len(infos) < len(column_ids):
+        return None
     path = Path(staged)
+    names = [i.name for i in infos]
     try:
         table = pq.read_table(path if path.is_absolute() else loaded.config.home / path, columns=names)
     except (OSError, pa.ArrowException):
-        return _tuples_bound(loaded, column_ids)
+        return None
     normalized = NormalizedColumn.of_columns([table.column(name) for name in names])
     tuples = pa.table({str(i): column.values() for i, column in enumerate(normalized)}).drop_null()
-    return tuples.group_by(tuples.column_names).aggregate([]).num_rows
+    return tuples.group_by(tuples.column_names).aggregate([])
+
+
+def _named_mapping(
+    loaded: LoadedSnapshot,
+    key_ids: Sequence[int],
+    mapped: Sequence[int],
+    joinability: int,
+    tuples: Callable[[tuple[int, ...]], pa.Table | None],
+) -> tuple[int, ...] | None:
+    """MATE's joinability is its best mapping's; where several map as many tuples, which one it
+    reports is arbitrary, and a key of small numbers meets a table of small numbers in many. Names
+    break the tie: where MATE's mapping pairs a key column with a column named unlike it, the other
+    table's columns named like the key's, one each, when they hold as many of the key's tuples."""
+    keys = [_side(loaded, c) for c in key_ids]
+    other = loaded.columns.get(mapped[0]) if mapped else None
+    if other is None or all(names_agree(name_similarity(k, _side(loaded, m))) for k, m in zip(keys, mapped)):
+        return None
+    candidates = [(c.column_id, _side(loaded, c.column_id)) for c in loaded.columns_of(other.dataset_id)]
+    named: list[int] = []
+    for key in keys:
+        similarity, column_id = max(
+            ((name_similarity(key, side), column_id) for column_id, side in candidates if column_id not in named),
+            default=(0.0, 0),
+        )
+        if not names_agree(similarity):
+            return None
+        named.append(column_id)
+    ours, theirs = tuples(tuple(key_ids)), tuples(tuple(named))
+    if ours is None or theirs is None:
+        return None
+    shared = ours.join(theirs, keys=ours.column_names, join_type="inner").num_rows  # both distinct
+    return tuple(named) if shared >= joinability else None
 
 
 def _tuples_bound(loaded: LoadedSnapshot, column_ids: Sequence[int]) -> int:
