@@ -65,9 +65,10 @@ def measure(
     print(f"         full: {kinds(full)}", flush=True)
     if first_run is not None:
         graph_seconds = first_run["stage_seconds"].get("graph", 0.0)
+        graph_cpu = first_run.get("stage_cpu_seconds", {}).get("graph", 0.0)
         print(
             f"         first run: {first_run['seconds']:.1f} s, of it the first graph {graph_seconds:.1f} s "
-            f"({graph_seconds / first_run['seconds']:.0%} of the run)",
+            f"({graph_seconds / first_run['seconds']:.0%} of the run; the graph's CPU {graph_cpu:.1f} s)",
             flush=True,
         )
     changed = change_tables(config.home / "inputs" / "bundled", 2)
