@@ -96,8 +96,8 @@ MATE_MAX_QUERY_ROWS = 100_000
 # A family's shards are loaded together up to this estimated load (lakejoin.query.memory): few
 # loads for a lake of small shards, one shard's memory for a lake of large ones.
 GRAPH_LOAD_BYTES = 1 << 30
-# MATE's keys are searched this many at a time over its mapped shards: its compiled scan releases
-# the GIL, and a key's list does not depend on the keys searched beside it.
+# MATE's shards are loaded, and its keys searched over them, this many at a time: Arrow's reads and
+# the compiled scan release the GIL, and a key's list does not depend on the keys searched beside it.
 GRAPH_THREADS = len(os.sched_getaffinity(0))
 
 Lists = dict[Query, list[Edge]]
@@ -327,20 +327,23 @@ def search_by_shards(
 
 def _mapped_mate_shards(loaded: LoadedSnapshot) -> dict[int, Any] | None:
     """Each MATE shard that holds rows as a searcher over arrays memory-mapped from the shard
-    cache (``lakejoin.query.shard_arrays``: a shard's first load builds and writes them, one
-    shard's memory at a time, and a later snapshot adopts those of the shards its run did not
-    rewrite), so all stay open together in the OS's page cache. None without a shard manifest or
-    when a shard's arrays could not be cached (the graph then reads groups of shards)."""
+    cache (``lakejoin.query.shard_arrays``: a shard's first load builds and writes them,
+    ``GRAPH_THREADS`` shards' memory at a time, and a later snapshot adopts those of the shards
+    its run did not rewrite), so all stay open together in the OS's page cache. None without a
+    shard manifest or when a shard's arrays could not be cached (the graph then reads groups of
+    shards)."""
     manifest = loaded.manifest(MATE)
     if manifest is None:
         return None
+    wanted = [shard for shard, rows in sorted(manifest.shard_rows.items()) if sum(rows.values())]
     searchers = {}
-    for shard, rows in sorted(manifest.shard_rows.items()):
-        if sum(rows.values()):
-            searcher = loaded.load_shards(MATE, [shard])
-            if len(searcher.index.superkeys) and not is_mapped(searcher.index.superkeys):
-                return None
-            searchers[shard] = searcher
+    with ThreadPoolExecutor(GRAPH_THREADS) as pool:
+        for start in range(0, len(wanted), GRAPH_THREADS):
+            batch = wanted[start : start + GRAPH_THREADS]
+            for shard, searcher in zip(batch, pool.map(lambda shard: loaded.load_shards(MATE, [shard]), batch)):
+                if len(searcher.index.superkeys) and not is_mapped(searcher.index.superkeys):
+                    return None
+                searchers[shard] = searcher
     return searchers
 
 
