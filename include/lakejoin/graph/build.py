@@ -533,11 +533,16 @@ def _mate(
         query = key_of(q)
         return searcher.held(query) if query is not None else None
 
+    def largest_first(wanted: list[Query]) -> list[Query]:
+        """The keys of most tuples first: the longest searches start first, and the threads end
+        together."""
+        return sorted(wanted, key=lambda q: -len(query.codes) if (query := key_of(q)) is not None else 0)
+
     def forward(wanted: list[Query]) -> Lists:
         shards = mapped_shards() if wanted else None
         if shards is None:
             return by_groups[0](wanted)
-        return search_by_shards(shards, wanted, search, held, k, GRAPH_THREADS)
+        return search_by_shards(shards, largest_first(wanted), search, held, k, GRAPH_THREADS)
 
     def reverse(wanted: list[Query], start: Lists) -> Lists:
         shards = mapped_shards() if wanted else None
@@ -547,7 +552,7 @@ def _mate(
         of_changed = {shard: searcher for shard, searcher in shards.items() if shard in changed_shards}
         found = search_by_shards(
             of_changed,
-            wanted,
+            largest_first(wanted),
             lambda searcher, asked, so_far: search(searcher, asked, so_far, present),
             held,
             k,
