@@ -14,21 +14,10 @@ if TYPE_CHECKING:  # imported at run time only after the environment below is se
 
 os.environ.setdefault("LAKEJOIN_SHUFFLE_PARTITIONS", "4")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
-# The suite starts dozens of short-lived Spark JVMs on small lakes: the JIT's quick tier alone saves about 40 % of
-# their CPU (C2's optimizations never pay back in runs this short).
-os.environ.setdefault("LAKEJOIN_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1")
 # Test modules run in parallel worker processes (pytest-xdist, `make test`): each worker serves the bundled lake's
 # local portal on a port of its own, so two workers' `lakejoin run`s never meet on one port.
 if "PYTEST_XDIST_WORKER" in os.environ:
     os.environ["LAKEJOIN_PORTAL_PORT"] = str(8791 + int(os.environ["PYTEST_XDIST_WORKER"].removeprefix("gw")))
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Modules holding a test marked ``slow`` run first: `make test` hands whole modules to its workers in
-    this order (``--dist loadfile --no-loadscope-reorder``), so the long ones start early and short ones fill
-    the end, instead of one worker finishing a long module alone."""
-    slow = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: item.path not in slow)  # stable: collection order otherwise
 
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
