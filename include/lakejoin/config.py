@@ -85,7 +85,7 @@ SPARK_JAVA_OPTIONS: Setting[str | None] = _declare(
         None,
         _text,
         "extra JVM options of the Spark driver and executors, e.g. `-XX:TieredStopAtLevel=1` (the JIT's quick tier"
-        " only: about 40 % less JVM CPU on a run of a few small tables, slower code on longer runs)",
+        " only: about 40 % less JVM CPU on a run of one small table; C1-only code may cost more on longer runs)",
     )
 )
 # Set by ``--json`` and ``--quiet``: startup banners and warnings must not reach the terminal or a caller's stderr.
