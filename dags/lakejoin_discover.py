@@ -9,20 +9,15 @@ answers, is the ``lakejoin-discoveries`` Asset.
 
 from __future__ import annotations
 
-import pendulum
 from airflow.sdk import Param, dag
 
 from lakejoin.index import SEARCH_FAMILIES
-from lakejoin_airflow.operators import LakeDiscoverOperator
+from lakejoin_airflow.operators import ON_DEMAND_DAG, LakeDiscoverOperator
 
 
 @dag(
     dag_id="lakejoin_discover",
-    schedule=None,
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    render_template_as_native_obj=True,
-    tags=["lakejoin"],
+    **ON_DEMAND_DAG,
     params={
         "method": Param("josie", enum=list(SEARCH_FAMILIES), description="the index family to search with"),
         "queries": Param(

@@ -8,12 +8,11 @@ the ``lakejoin-joins`` Asset. Both run on the latest published snapshot (or ``sn
 
 from __future__ import annotations
 
-import pendulum
 from airflow.sdk import Param, dag, task
 
 from lakejoin.query import METHODS
 from lakejoin.query.join import HOWS, POLICIES
-from lakejoin_airflow.operators import LakeJoinOperator, LakeSearchOperator
+from lakejoin_airflow.operators import ON_DEMAND_DAG, LakeJoinOperator, LakeSearchOperator
 
 QUERY = {
     "method": "{{ params.method }}",
@@ -28,11 +27,7 @@ QUERY = {
 
 @dag(
     dag_id="lakejoin_search",
-    schedule=None,
-    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
-    catchup=False,
-    render_template_as_native_obj=True,
-    tags=["lakejoin"],
+    **ON_DEMAND_DAG,
     params={
         "method": Param("auto", enum=list(METHODS), description="josie, lshensemble, mate, pexeso, transform, or auto"),
         "dataset_id": Param("", type="string", description="query dataset in the lake (or give table_path)"),

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, BaseOperator
 
@@ -23,6 +24,15 @@ from lakejoin.query.join import write_table
 from lakejoin_airflow.hooks import LakeHook
 
 QUERY_FIELDS = ("method", "columns", "table_path", "dataset_id", "k", "method_params", "snapshot_id")
+# The DAG arguments of the on-demand DAGs built on these operators (lakejoin_search, lakejoin_related,
+# lakejoin_discover): run from the Trigger form only, their templated params rendered as native values.
+ON_DEMAND_DAG: dict[str, Any] = {
+    "schedule": None,
+    "start_date": pendulum.datetime(2026, 1, 1, tz="UTC"),
+    "catchup": False,
+    "render_template_as_native_obj": True,
+    "tags": ["lakejoin"],
+}
 
 
 class LakeSearchOperator(BaseOperator):
@@ -225,7 +235,7 @@ class LakeRelatedOperator(BaseOperator):
         self,
         *,
         dataset_id: str,
-        snapshot_id: int | None = None,
+        snapshot_id: int | str | None = None,  # a str: a template rendering to the id
         home: str | None = None,
         rank: str = "quality",
         **kwargs: Any,
