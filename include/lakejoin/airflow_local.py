@@ -72,6 +72,15 @@ class Stack:
     env: dict[str, str]
     password: str
 
+    def restart(self, component: str, env: dict[str, str] | None = None) -> None:
+        """Stop one component and start it again, with ``env`` (else the stack's environment): the
+        scheduler's task processes inherit its environment, so a new one changes theirs."""
+        process = self.processes[component]
+        stop_groups([process.pid], [process])
+        process.wait()
+        self.processes[component] = _spawn_component(component, env or self.env, self.config.state / "logs")
+        _record_pids(self.config.state, self.processes)
+
     def stop(self) -> None:
         children = list(reversed(self.processes.values()))
         stop_groups([p.pid for p in children], children)
@@ -241,10 +250,9 @@ def start(config: StackConfig) -> Stack:
             processes.update(_spark_processes(config, env, logs))
             master_log = logs / "spark-master.log"
             _wait_for("the Spark worker", lambda: "Registering worker" in master_log.read_text(), processes, logs)
-        airflow = str(Path(sys.executable).with_name("airflow"))
         for component in COMPONENTS:
-            processes[component] = _spawn(component, [airflow, component], env, logs)
-        (config.state / "pids.json").write_text(json.dumps({"supervisor": os.getpid(), "groups": _pids(processes)}))
+            processes[component] = _spawn_component(component, env, logs)
+        _record_pids(config.state, processes)
         _wait_for(f"the API server at {config.url}", lambda: _healthy(config.url), processes, logs)
         passwords = Path(env["AIRFLOW_HOME"]) / "simple_auth_manager_passwords.json.generated"
         stack.password = json.loads(passwords.read_text())[ADMIN]
@@ -254,8 +262,14 @@ def start(config: StackConfig) -> Stack:
     return stack
 
 
-def _pids(processes: dict[str, subprocess.Popen]) -> list[int]:
-    return [p.pid for p in processes.values()]
+def _spawn_component(component: str, env: dict[str, str], logs: Path) -> subprocess.Popen:
+    return _spawn(component, [str(Path(sys.executable).with_name("airflow")), component], env, logs)
+
+
+def _record_pids(state: Path, processes: dict[str, subprocess.Popen]) -> None:
+    """Where ``down`` finds this supervisor and the process groups it started."""
+    groups = [p.pid for p in processes.values()]
+    (state / "pids.json").write_text(json.dumps({"supervisor": os.getpid(), "groups": groups}))
 
 
 def stop_groups(pids: list[int], children: list[subprocess.Popen] | None = None) -> None:
