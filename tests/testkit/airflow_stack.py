@@ -3,6 +3,7 @@ as the stack's admin through the simple auth manager's /auth/token."""
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -49,6 +50,51 @@ class AirflowStack:
     def trigger(self, dag_id: str, conf: dict) -> requests.Response:
         """What the UI's Trigger form sends: the form's params as the run's conf."""
         return self.request("POST", f"/api/v2/dags/{dag_id}/dagRuns", json={"logical_date": None, "conf": conf})
+
+    def set_variable(self, key: str, value: str) -> None:
+        self.request("PATCH", f"/api/v2/variables/{key}", json={"key": key, "value": value}).raise_for_status()
+
+    def xcom(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
+        """A task's return value as stored in the metadata DB (the JSON text an XCom costs)."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/return_value"
+        response = self.request("GET", path, params={"map_index": map_index})
+        response.raise_for_status()
+        value = response.json()["value"]
+        return value if isinstance(value, str) else json.dumps(value)
+
+    def task_instance(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> dict:
+        suffix = f"/{map_index}" if map_index >= 0 else ""
+        response = self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}{suffix}")
+        response.raise_for_status()
+        return response.json()
+
+    def wait_for_task_state(
+        self, dag_id: str, run_id: str, task_id: str, map_index: int, state: str, timeout: float = 300.0
+    ) -> None:
+        deadline = time.monotonic() + timeout
+        while (found := self.task_instance(dag_id, run_id, task_id, map_index)["state"]) != state:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{dag_id} {run_id} {task_id}[{map_index}] still {found} after {timeout:.0f} s")
+            time.sleep(1.0)
+
+    def wait_for_run_triggered_by(self, dag_id: str, source_dag_id: str, timeout: float = 600.0) -> str:
+        """The id of the first Asset-triggered run of ``dag_id`` that an Asset event of a ``source_dag_id``
+        run started (``upstreamAssetEvents``: the events a run consumed)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for run in self.runs(dag_id):
+                if run["run_type"] == "asset_triggered" and source_dag_id in self.triggering_dags(dag_id, run):
+                    return run["dag_run_id"]
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"no run of {dag_id} triggered by {source_dag_id} after {timeout:.0f} s")
+            time.sleep(3.0)
+
+    def triggering_dags(self, dag_id: str, run: dict) -> set[str]:
+        """The DAGs whose Asset events started ``run``."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{run['dag_run_id']}/upstreamAssetEvents"
+        response = self.request("GET", path)
+        response.raise_for_status()
+        return {event["source_dag_id"] for event in response.json()["asset_events"]}
 
     def runs(self, dag_id: str) -> list[dict]:
         response = self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns")
