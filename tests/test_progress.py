@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+from testkit.on_spark import ON_SPARK
 
 from lakejoin.progress import Progress, format_seconds, process_tree_cpu
 
@@ -135,7 +136,7 @@ def test_json_and_quiet_runs_print_nothing_on_stderr(tmp_path, flag):
     inputs.mkdir()
     (inputs / "towns.csv").write_text("town,country\nGraz,AT\nLinz,AT\nBern,CH\n")
     home = tmp_path / "home"
-    env = {k: v for k, v in os.environ.items() if k != "LAKEJOIN_SPARK_CONSOLE_LOG"}
+    env = {k: v for k, v in os.environ.items() if k != "LAKEJOIN_SPARK_CONSOLE_LOG"} | ON_SPARK  # one small file
     command = [
         str(Path(sys.executable).parent / "lakejoin"),
         "run",

@@ -118,7 +118,7 @@ LOCAL_BUILD_ROWS = _declare(
         "LAKEJOIN_LOCAL_BUILD_ROWS",
         2_000_000,
         int,
-        "an incremental index build of at most this many rows runs in-process, not on Spark (0: always Spark)",
+        "an index build of at most this many rows (full: the lake's cells) runs in-process (0: always Spark)",
     )
 )
 LOCAL_INGEST_FILES = _declare(

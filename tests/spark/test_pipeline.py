@@ -9,6 +9,7 @@ import sys
 
 import duckdb
 import pytest
+from testkit.on_spark import on_spark
 
 from lakejoin.config import LakeConfig
 from lakejoin.lake import delta, snapshots
@@ -47,7 +48,8 @@ def lake(tmp_path_factory, spark):
         (root / name).write_bytes(data)
     config = LakeConfig.from_args(str(tmp_path_factory.mktemp("home")), "local[2]", quiet=True)
     options = RunOptions(sources=[f"folder:{root}"], families=())
-    first = run(config, options, Progress(quiet=True))
+    with on_spark():
+        first = run(config, options, Progress(quiet=True))
     return config, options, root, first
 
 

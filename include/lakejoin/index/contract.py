@@ -3,15 +3,16 @@
 A family is a subclass of :class:`IndexFamily` and one line in :data:`lakejoin.index.registry.REGISTRY`. Every
 layer asks the registry and these methods, never a family's name:
 
-- **build** (the pipeline): the Spark builds (``lakejoin.spark.builders``) and :meth:`IndexFamily.update_tables`, the
-  in-process incremental build, turn the lake's long-form cells (``lakejoin.lake.schemas.CELLS_SCHEMA``, restricted to
-  the columns the family indexes; with :attr:`IndexFamily.embeds`, their distinct values with embeddings) into the
-  family's index tables. Tables in :attr:`IndexFamily.global_tables` are small and shared by every shard; every other
-  table carries an ``int32`` ``shard`` column and is Delta-partitioned by it. An incremental build gets the changed
-  datasets' cells and the previous tables of the shards that hold them (the *rewritten shards*; global tables whole)
-  and returns the new content of those shards, each global table whole, except the :attr:`IndexFamily.append_tables`,
-  of which it returns only the rows to append. :meth:`IndexFamily.staleness` measures from the global tables how far
-  updates have drifted from a fresh build; past :attr:`IndexFamily.staleness_limit` the next run rebuilds in full.
+- **build** (the pipeline): the Spark builds (``lakejoin.spark.builders``) and their in-process twins for small lakes
+  and changes, :meth:`IndexFamily.build_tables` (full) and :meth:`IndexFamily.update_tables` (incremental), turn the
+  lake's long-form cells (``lakejoin.lake.schemas.CELLS_SCHEMA``, restricted to the columns the family indexes; with
+  :attr:`IndexFamily.embeds`, their distinct values with embeddings) into the family's index tables. Tables in
+  :attr:`IndexFamily.global_tables` are small and shared by every shard; every other table carries an ``int32``
+  ``shard`` column and is Delta-partitioned by it. An incremental build gets the changed datasets' cells and the
+  previous tables of the shards that hold them (the *rewritten shards*; global tables whole) and returns the new
+  content of those shards, each global table whole, except the :attr:`IndexFamily.append_tables`, of which it returns
+  only the rows to append. :meth:`IndexFamily.staleness` measures from the global tables how far updates have drifted
+  from a fresh build; past :attr:`IndexFamily.staleness_limit` the next run rebuilds in full.
 - **load** (the query side): :meth:`IndexFamily.load` builds the in-memory searcher from the tables read at a
   snapshot's pinned versions, for any subset of shards, answering exactly as one built over those shards alone.
   :attr:`IndexFamily.load_columns` names the columns ``load`` reads; :meth:`IndexFamily.shared` is what every shard's
@@ -88,6 +89,12 @@ class IndexFamily(ABC):
     searched_by_score: ClassVar[bool] = True  # False: only proposes candidates to another search
 
     # -- build -------------------------------------------------------------------------------------------------
+    @abstractmethod
+    def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
+        """The full build in this process (the Spark full build's twin), for a lake small enough to build here:
+        ``inputs`` as :meth:`update_tables` takes them, of every column the family indexes; ``params`` as the
+        Spark build takes them (PEXESO: the embedding ``model``)."""
+
     @abstractmethod
     def update_tables(
         self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]

@@ -15,17 +15,17 @@ For each family (``lakejoin.index`` states the contract its build module follows
    swaps a dataset; global tables are replaced (or appended to) in one commit each; the manifest
    is committed ``pending`` before the first table and ``complete`` after the last.
 
-*Where an incremental build runs.* A Spark job costs about half a second to a second however
-little it does, and a family's incremental build on Spark is two to three dozen jobs (reads,
-broadcasts, shuffle stages, one write per table): 7-13 s for a one-table change that touches a
-few hundred thousand rows. So an incremental build whose rows — the rewritten shards' rows
-(the manifest counts them) plus the changed datasets' cells — number at most
-:func:`local_build_rows` runs in this process instead: delta-rs reads the same pruned
-partitions into Arrow, the family's ``update_tables`` (``lakejoin.index.<family>``, the
-in-memory twin of its Spark incremental build; the family tests hold them equal) computes the
-same tables, and :func:`lakejoin.lake.delta.write_rows` writes one file per shard and swaps
-the partitions in one commit, exactly as the Spark writer does. Full builds, and updates past
-the limit, run on Spark. Staleness is read from the global tables as Arrow either way.
+*Where a build runs.* A Spark job costs about half a second to a second however little it
+does, and a family's build on Spark is two to three dozen jobs (reads, broadcasts, shuffle
+stages, one write per table), on a session that takes seconds to start. So a build whose rows
+number at most :func:`local_build_rows` runs in this process instead — an incremental build's
+rows are the rewritten shards' rows (the manifest counts them) plus the changed datasets'
+cells, a full build's the lake's cells: delta-rs reads the same (pruned) partitions into Arrow,
+the family's in-memory twin of its Spark build (``build_tables`` or ``update_tables``,
+``lakejoin.index.contract``; the family tests hold them equal) computes the same tables, and
+:func:`lakejoin.lake.delta.write_rows` writes one file per shard in one commit per table,
+exactly as the Spark writer does. Builds past the limit run on Spark. Staleness is read from
+the global tables as Arrow either way.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ class FamilyPlan:
     changed: set[str] = field(default_factory=set)  # dataset ids (incremental builds)
     catalog_version: int | None = None
     manifest: Manifest | None = None  # the family's manifest when planned (None: never built sharded)
-    local: bool = False  # a small incremental build, run in this process (module docstring)
+    local: bool = False  # a small build, run in this process (module docstring)
 
     @property
     def rewritten(self) -> list[int]:
@@ -126,6 +126,12 @@ def plan_family(config: LakeConfig, family: str, builder: SparkBuild, shards: in
     ``shards`` sets the shard count of a first (or unsharded-layout) build; afterwards the count is
     the one the manifest keeps.
     """
+    plan = _plan(config, family, builder, shards)
+    plan.local = in_process(config, plan)
+    return plan
+
+
+def _plan(config: LakeConfig, family: str, builder: SparkBuild, shards: int | None) -> FamilyPlan:
     catalog_version = delta.current_version(config.table_path(DATASETS))
     manifest = read_manifest(config.home, family)
     if manifest is None:
@@ -147,9 +153,7 @@ def plan_family(config: LakeConfig, family: str, builder: SparkBuild, shards: in
         reason = f"stale ({manifest.staleness:.3f} > {builder.family.staleness_limit})"
         return FamilyPlan(family, True, reason, manifest.n_shards, catalog_version=catalog_version, manifest=manifest)
     changed = changed_datasets(config, manifest.catalog_version)
-    plan = FamilyPlan(family, False, "incremental", manifest.n_shards, changed, catalog_version, manifest)
-    plan.local = in_process(config, plan)
-    return plan
+    return FamilyPlan(family, False, "incremental", manifest.n_shards, changed, catalog_version, manifest)
 
 
 def changed_datasets(config: LakeConfig, since_version: int | None) -> set[str]:
@@ -186,7 +190,7 @@ def build_family(
         operation=f"index:{family}:pending",
     )
     if plan.local:
-        progress.say(f"  {family}: a small update, built in this process")
+        progress.say(f"  {family}: {'a small lake' if plan.full else 'a small update'}, built in this process")
         tables = _build_in_process(config, plan, builder)
     elif spark is None:
         raise ValueError(f"{family}: a build on Spark needs a Spark session")
@@ -246,16 +250,24 @@ def _build_on_spark(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, b
 
 
 def local_build_rows() -> int:
-    """The most rows an incremental build may have to run in this process (module docstring)."""
+    """The most rows a build may have to run in this process (module docstring)."""
     return LOCAL_BUILD_ROWS_SETTING.read()
 
 
 def in_process(config: LakeConfig, plan: FamilyPlan) -> bool:
-    """Whether ``plan`` is an incremental build small enough to run in this process: the
-    rewritten shards' rows (as the manifest counts them) plus the changed datasets' cells."""
-    if plan.full or plan.manifest is None:
-        return False
+    """Whether ``plan`` is small enough to run in this process: a full build of a lake of at
+    most :func:`local_build_rows` cells that holds a value the family indexes (a family with
+    nothing to index builds its empty tables on Spark), or an incremental build whose rewritten
+    shards' rows (as the manifest counts them) plus the changed datasets' cells are as few."""
     limit = local_build_rows()
+    if plan.full:
+        lake_cells = _lake_cells(config)
+        if not 0 < lake_cells <= limit:
+            return False
+        values = _indexed_cells(config, plan.family, None)["value"]
+        return values.null_count < len(values)
+    if plan.manifest is None:
+        return False
     rows = sum(sum(plan.manifest.shard_rows.get(s, {}).values()) for s in plan.rewritten)
     if rows > limit:
         return False
@@ -266,52 +278,69 @@ def in_process(config: LakeConfig, plan: FamilyPlan) -> bool:
 
 
 def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: SparkBuild) -> list[str]:
-    """The incremental build on Arrow (the family's ``update_tables``), written as the Spark path
-    writes it: the rewritten shards' partitions swapped, global tables replaced or appended to;
-    the names of the tables written."""
-    family = plan.family
-    previous = {
-        path.name: delta.read_arrow(
-            path, partitions=None if path.name in builder.family.global_tables else {SHARD: plan.rewritten}
-        )
-        for path in _table_dirs(config, family)
-        if path.name != MANIFEST and delta.exists(path)
-    }
-    cells = (
-        delta.read_arrow(config.table_path(CELLS), partitions={"dataset_id": plan.changed})
-        if plan.changed
-        else CELLS_SCHEMA.empty_table()
-    )
-    cells = cells.filter(pc.is_in(cells["column_id"], value_set=_indexed_columns(config, family, plan.changed)))
-    embeds = builder.family.embeds
-    inputs = _embedded_in_process(config, cells, PEXESO_MODEL, previous.get("mapped")) if embeds else cells
-    tables = builder.family.update_tables(inputs, n_shards=plan.n_shards, previous=previous, changed=plan.changed)
+    """The build on Arrow (the family's ``build_tables`` or ``update_tables``), written as the
+    Spark path writes it: every shard replaced (a full build) or the rewritten shards'
+    partitions swapped, global tables replaced or appended to; the names of the tables written."""
+    family = builder.family
+    previous = {} if plan.full else _previous_tables(config, plan, family)
+    cells = _indexed_cells(config, family.name, None if plan.full else plan.changed)
+    inputs = _embedded_in_process(config, cells, PEXESO_MODEL, previous.get("mapped")) if family.embeds else cells
+    if plan.full:
+        tables = family.build_tables(inputs, n_shards=plan.n_shards, **_build_params(family))
+    else:
+        tables = family.update_tables(inputs, n_shards=plan.n_shards, previous=previous, changed=plan.changed)
     for name, table in tables.items():
-        path, operation = config.table_path(f"index/{family}/{name}"), f"index:{family}"
+        path, operation = config.table_path(f"index/{family.name}/{name}"), f"index:{family.name}"
         schema = previous[name].schema if name in previous else table.schema
-        if name in builder.family.global_tables:
-            replace = "none" if name in builder.family.append_tables else "all"
-            delta.write_rows(path, table, schema, replace=replace, operation=operation)
+        if name in family.global_tables:
+            append = not plan.full and name in family.append_tables
+            delta.write_rows(path, table, schema, replace="none" if append else "all", operation=operation)
         else:
-            rewritten = [str(s) for s in plan.rewritten]
             delta.write_rows(
                 path,
                 table,
                 schema,
                 partition_by=[SHARD],
-                replace="partitions",
-                replace_values=rewritten,
+                replace="all" if plan.full else "partitions",
+                replace_values=[str(s) for s in plan.rewritten],
                 operation=operation,
             )
         pause_point("index")
     return list(tables)
 
 
-def _indexed_columns(config: LakeConfig, family: str, datasets: Collection[str]) -> pa.Array:
-    """The ids of ``datasets``' columns that ``family`` indexes (``catalog/columns.indexed_by``)."""
-    if not datasets:
+def _previous_tables(config: LakeConfig, plan: FamilyPlan, family: IndexFamily) -> dict[str, pa.Table]:
+    """What an incremental build starts from: the global tables whole, the sharded ones cut to
+    the rewritten shards."""
+    return {
+        path.name: delta.read_arrow(
+            path, partitions=None if path.name in family.global_tables else {SHARD: plan.rewritten}
+        )
+        for path in _table_dirs(config, plan.family)
+        if path.name != MANIFEST and delta.exists(path)
+    }
+
+
+def _indexed_cells(config: LakeConfig, family: str, datasets: Collection[str] | None) -> pa.Table:
+    """The ``lake/cells`` rows of the columns ``family`` indexes, of ``datasets`` (None: all)."""
+    if datasets is not None and not datasets:
+        return CELLS_SCHEMA.empty_table()
+    path = config.table_path(CELLS)
+    cells = delta.read_arrow(path, partitions={"dataset_id": datasets} if datasets is not None else None)
+    return cells.filter(pc.is_in(cells["column_id"], value_set=_indexed_columns(config, family, datasets)))
+
+
+def _build_params(family: IndexFamily) -> dict[str, Any]:
+    """What a family's build takes beside its inputs and shard count: PEXESO's embedding model."""
+    return {"model": PEXESO_MODEL} if family.embeds else {}
+
+
+def _indexed_columns(config: LakeConfig, family: str, datasets: Collection[str] | None) -> pa.Array:
+    """The ids of the columns of ``datasets`` (None: all) that ``family`` indexes
+    (``catalog/columns.indexed_by``)."""
+    if datasets is not None and not datasets:
         return pa.array([], pa.int64())
-    wanted = pc.field("dataset_id").isin(sorted(datasets))
+    wanted = pc.field("dataset_id").isin(sorted(datasets)) if datasets is not None else None
     columns = delta.read_arrow(config.table_path(COLUMNS), columns=["column_id", "indexed_by"], filter=wanted)
     indexed_by = columns["indexed_by"].combine_chunks()
     hits = pc.equal(pc.list_flatten(indexed_by), family)
@@ -418,7 +447,7 @@ def family_inputs(
         )
     if not family.embeds:
         return cells, {}
-    return embedded_values(config, spark, cells, PEXESO_MODEL), {"model": PEXESO_MODEL}
+    return embedded_values(config, spark, cells, PEXESO_MODEL), _build_params(family)
 
 
 def embedded_values(config: LakeConfig, spark: SparkSession, cells: DataFrame, model: str) -> DataFrame:

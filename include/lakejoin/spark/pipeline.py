@@ -45,9 +45,9 @@ from lakejoin.spark.indexing import FamilyBuild, FamilyPlan, build_family, plan_
 from lakejoin.spark.progress import spark_tasks
 from lakejoin.spark.session import get_spark
 
-# A run that adds or changes at most this many files, of at most this many bytes in all, in a
-# lake that exists parses and melts them in this process (``small_ingest``): Spark's start and
-# per-job latency would cost more than the work. First ingests run on Spark.
+# A run that adds or changes at most this many files, of at most this many bytes in all, parses
+# and melts them in this process (``small_ingest``): Spark's start and per-job latency would
+# cost more than the work.
 LOCAL_INGEST_FILES, LOCAL_INGEST_FILES_ENV = INGEST_FILES.default, INGEST_FILES.name
 LOCAL_INGEST_BYTES, LOCAL_INGEST_BYTES_ENV = INGEST_BYTES.default, INGEST_BYTES.name
 SparkFactory = Callable[[str | None], SparkSession]  # get_spark's signature: a master URL (None: the default)
@@ -119,7 +119,7 @@ def _ingest(
         f"{len(plan.errors)} fetch errors"
     )
     rewritten: list[dict[str, Any]] = []
-    spark = _ingest_session(config, plan, bool(previous), spark_factory)
+    spark = _ingest_session(config, plan, spark_factory)
     if plan.to_parse:
         where = f"on {spark.sparkContext.defaultParallelism} cores" if spark else "in this process"
         with progress.stage("parse", f"{len(plan.to_parse)} files {where}"), spark_tasks(spark, progress, "parse"):
@@ -346,12 +346,10 @@ def _baseline_suites(config: LakeConfig) -> dict[str, str]:
     return {k: suite for k, (_, suite) in first.items()}
 
 
-def _ingest_session(
-    config: LakeConfig, plan: catalog.Plan, lake_exists: bool, spark_factory: SparkFactory | None
-) -> SparkSession | None:
-    """The Spark session the ingest runs on; None when there is nothing to write, or when a
-    small update of an existing lake is parsed and melted in this process."""
-    if not (plan.to_parse or plan.removed) or (lake_exists and small_ingest(plan)):
+def _ingest_session(config: LakeConfig, plan: catalog.Plan, spark_factory: SparkFactory | None) -> SparkSession | None:
+    """The Spark session the ingest runs on; None when there is nothing to write, or when the
+    files to parse are few and small enough to parse and melt in this process."""
+    if not (plan.to_parse or plan.removed) or small_ingest(plan):
         return None
     return (spark_factory or get_spark)(config.spark_master)
 

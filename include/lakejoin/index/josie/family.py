@@ -26,6 +26,9 @@ class Josie(IndexFamily):
     arrays_format = arrays.ARRAYS_FORMAT
     floor_score = "overlap"
 
+    def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
+        return tokens.build_tables(inputs, n_shards=n_shards)
+
     def update_tables(
         self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
     ) -> dict[str, pa.Table]:

@@ -416,6 +416,14 @@ def update_in_memory(
     }
 
 
+def build_tables(cells: pa.Table, *, n_shards: int) -> dict[str, pa.Table]:
+    """The full build of ``lakejoin.spark.josie.build_tables`` in this process, for a lake small
+    enough to build here (``lakejoin.spark.indexing``): ``cells`` are ``lake/cells`` rows of the
+    columns JOSIE indexes, already normalized."""
+    sets, dataset_ids = column_sets(cells)
+    return build_in_memory(sets, dataset_ids=dataset_ids, normalize=False, n_shards=n_shards)
+
+
 def update_tables(
     cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
 ) -> dict[str, pa.Table]:

@@ -25,6 +25,9 @@ class LshEnsemble(IndexFamily):
     load_bytes_per_row: ClassVar[Mapping[str, int]] = {"signatures": 15_000}
     arrays_format = search.ARRAYS_FORMAT
 
+    def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
+        return tables.build_tables(inputs, n_shards=n_shards)
+
     def update_tables(
         self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
     ) -> dict[str, pa.Table]:

@@ -243,6 +243,14 @@ def _carry_over(old: pa.Table, new: pa.Table, changed: Collection[str]) -> pa.Ta
     return pa.concat_tables([old.select(new.schema.names).cast(new.schema), new])
 
 
+def build_tables(cells: pa.Table, *, n_shards: int) -> dict[str, pa.Table]:
+    """The full build of ``lakejoin.spark.lshensemble.build_tables`` in this process, for a lake
+    small enough to build here (``lakejoin.spark.indexing``): ``cells`` are ``lake/cells`` rows
+    of the columns the family indexes."""
+    sets, dataset_ids = column_sets(cells)
+    return build_in_memory(sets, dataset_ids=dataset_ids, n_shards=n_shards)
+
+
 def update_tables(
     cells: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str], **params: Any
 ) -> dict[str, pa.Table]:

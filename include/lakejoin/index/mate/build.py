@@ -263,6 +263,13 @@ def build_in_memory(
     return build_from_cells(cells_from_frames(tables), bits, n_shards=n_shards)
 
 
+def build_tables(cells: pa.Table, *, n_shards: int) -> dict[str, pa.Table]:
+    """The full build of ``lakejoin.spark.mate`` in this process, for a lake small enough to
+    build here (``lakejoin.spark.indexing``): ``cells`` are ``lake/cells`` rows of the columns
+    MATE indexes."""
+    return build_from_cells(cells.filter(pc.is_valid(cells["value"])), n_shards=n_shards)
+
+
 def update_tables(
     cells: pa.Table,
     *,

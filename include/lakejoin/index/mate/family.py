@@ -27,6 +27,9 @@ class Mate(IndexFamily):
     table_level = True
     multi_column = True
 
+    def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
+        return build.build_tables(inputs, n_shards=n_shards)
+
     def update_tables(
         self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
     ) -> dict[str, pa.Table]:

@@ -281,6 +281,7 @@ def build_in_memory(
     columns: Mapping[int, np.ndarray],
     *,
     values: Mapping[int, Sequence[str]] | None = None,
+    vector_ids: Mapping[int, Sequence[int]] | None = None,
     dataset_ids: Mapping[int, str] | None = None,
     n_shards: int = 1,
     metric: str = "l2-unit",
@@ -293,8 +294,9 @@ def build_in_memory(
 ) -> dict[str, pa.Table]:
     """The index tables of ``columns`` (column_id → vectors, one row per value) without Spark.
 
-    ``vector_id`` is the row's position in its column; ``values`` gives each row's text;
-    ``n_shards`` > 1 needs ``dataset_ids`` (a column's shard is its dataset's).
+    ``values`` gives each row's text and ``vector_ids`` its id (default: the row's position in
+    its column; ids order the sample); ``n_shards`` > 1 needs ``dataset_ids`` (a column's shard
+    is its dataset's).
     """
     check_metric(metric)
     if not columns:
@@ -303,10 +305,12 @@ def build_in_memory(
     parts = [np.asarray(v, dtype=np.float32).reshape(len(v), -1) for v in columns.values()]
     vectors = check_vectors(np.concatenate(parts), metric)
     column_ids = np.concatenate([np.full(len(v), c, np.int64) for c, v in zip(columns, parts)])
-    vector_ids = np.concatenate([np.arange(len(v), dtype=np.int64) for v in parts])
+    positions = [np.arange(len(v), dtype=np.int64) for v in parts]
+    ids = np.concatenate([np.asarray(vector_ids[c], np.int64) for c in columns] if vector_ids else positions)
     shards = np.concatenate([np.full(len(v), shard_by_column[c], np.int32) for c, v in zip(columns, parts)])
-    texts = [None if values is None else values[c][i] for c, i in zip(column_ids.tolist(), vector_ids.tolist())]
-    order = sample_order(column_ids, vector_ids)
+    at = np.concatenate(positions).tolist()
+    texts = [None if values is None else values[c][i] for c, i in zip(column_ids.tolist(), at)]
+    order = sample_order(column_ids, ids)
     partition = assign_partitions(vectors, column_ids, order, n_partitions, iterations)
     cells = np.zeros(len(vectors), dtype=np.int64)
     params, pivots, mapped_parts = [], [], []
@@ -328,7 +332,7 @@ def build_in_memory(
                 [None if dataset_ids is None else dataset_ids[c] for c in column_ids[rows].tolist()], pa.string()
             ),
             "column_id": pa.array(column_ids[rows], pa.int64()),
-            "vector_id": pa.array(vector_ids[rows], pa.int64()),
+            "vector_id": pa.array(ids[rows], pa.int64()),
             "value": pa.array([texts[r] for r in rows.tolist()], pa.string()),
             "vector": vector_list(vectors if in_order else vectors[rows], pa.float32()),
             "mapped": pa.concat_arrays([vector_list(m, pa.float64()) for _, m in mapped_parts]),
@@ -340,5 +344,27 @@ def build_in_memory(
         "params": pa.Table.from_pylist(params, schema=PARAMS_SCHEMA),
         "pivots": pa.Table.from_pylist(pivots, schema=PIVOTS_SCHEMA),
         "mapped": mapped_table,
-        "cells": cells_table(shards, partition, cells, column_ids, vector_ids),
+        "cells": cells_table(shards, partition, cells, column_ids, ids),
     }
+
+
+def build_tables(vectors: pa.Table, *, n_shards: int, model: str | None = None) -> dict[str, pa.Table]:
+    """The full build of ``lakejoin.spark.pexeso.build_tables`` in this process, for a lake small
+    enough to build here (``lakejoin.spark.indexing``): ``vectors`` as the Spark build takes them,
+    the distinct values with their embeddings (``dataset_id, column_id, vector_id, value,
+    vector``). The same tables: the sample is ordered by the same ids."""
+    table = vectors.sort_by("column_id")
+    column_ids = table["column_id"].to_numpy()
+    flat = table["vector"].combine_chunks().flatten().to_numpy(zero_copy_only=False)
+    matrix = flat.astype(np.float32).reshape(table.num_rows, -1)
+    ids, texts, datasets = table["vector_id"].to_numpy(), table["value"].to_pylist(), table["dataset_id"].to_pylist()
+    starts = np.flatnonzero(np.r_[True, column_ids[1:] != column_ids[:-1]]).tolist()
+    spans = {int(column_ids[a]): slice(a, b) for a, b in zip(starts, [*starts[1:], len(column_ids)])}
+    return build_in_memory(
+        {c: matrix[span] for c, span in spans.items()},
+        values={c: texts[span] for c, span in spans.items()},
+        vector_ids={c: ids[span] for c, span in spans.items()},
+        dataset_ids={c: datasets[span.start] for c, span in spans.items()},
+        n_shards=n_shards,
+        model=model,
+    )

@@ -10,7 +10,7 @@ import pyarrow as pa
 
 from lakejoin.index.contract import FamilyQuery, IndexFamily
 from lakejoin.index.merge import Result, merge_threshold
-from lakejoin.index.pexeso import update
+from lakejoin.index.pexeso import build, update
 
 DEFAULT_TAU = 0.06  # τ: a fraction of the maximum distance 2 of unit vectors
 DEFAULT_T = 0.6  # T: the share of query records that must match (threshold mode)
@@ -25,6 +25,9 @@ class Pexeso(IndexFamily):
     staleness_limit = update.STALENESS_LIMIT
     load_bytes_per_row: ClassVar[Mapping[str, int]] = {"mapped": 6_000}
     embeds = True
+
+    def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
+        return build.build_tables(inputs, n_shards=n_shards, **params)
 
     def update_tables(
         self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]

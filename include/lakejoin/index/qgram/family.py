@@ -21,6 +21,9 @@ class Qgram(Josie):
     name = "qgram"
     searched_by_score = False
 
+    def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
+        return qgram.build_in_memory(inputs, n_shards=n_shards)
+
     def update_tables(
         self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
     ) -> dict[str, pa.Table]:
