@@ -52,9 +52,9 @@ DEFAULT_ARGS = {
     "pool": "lakejoin_spark",
 }
 LAKE_PARAMS = {
-    "home": Param("", type="string", description="lake root; empty = $LAKEJOIN_HOME or ./.lakejoin"),
+    "home": Param(None, type=["null", "string"], description="lake root; empty = $LAKEJOIN_HOME or ./.lakejoin"),
     "tables": Param(500, type="integer", minimum=1, description="bundled lake size (when no source is configured)"),
-    "spark_master": Param("", type="string", description="Spark master URL; empty = local[*]"),
+    "spark_master": Param(None, type=["null", "string"], description="Spark master URL; empty = local[*]"),
     "allow_private_hosts": Param(False, type="boolean", description="let portal sources reach private addresses"),
     "shards": Param(
         0,

@@ -41,7 +41,9 @@ from lakejoin_airflow.operators import ON_DEMAND_DAG, LakeDiscoverOperator
             "latest", type="string", description="output Delta table; relative = under <lake home>/discoveries/"
         ),
         "home": Param(
-            "", type="string", description="lake home (empty = the lakejoin_home variable, else $LAKEJOIN_HOME)"
+            None,
+            type=["null", "string"],
+            description="lake home (empty = the lakejoin_home variable, else $LAKEJOIN_HOME)",
         ),
     },
 )

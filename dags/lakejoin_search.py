@@ -30,9 +30,13 @@ QUERY = {
     **ON_DEMAND_DAG,
     params={
         "method": Param("auto", enum=list(METHODS), description="josie, lshensemble, mate, pexeso, transform, or auto"),
-        "dataset_id": Param("", type="string", description="query dataset in the lake (or give table_path)"),
+        "dataset_id": Param(
+            None, type=["null", "string"], description="query dataset in the lake (or give table_path)"
+        ),
         "table_path": Param(
-            "", type="string", description="query table file on the workers (CSV, TSV, JSON lines, Parquet)"
+            None,
+            type=["null", "string"],
+            description="query table file on the workers (CSV, TSV, JSON lines, Parquet)",
         ),
         "columns": Param(
             ["baker"], type="array", minItems=1, maxItems=8, items={"type": "string"}, description="query key column(s)"
@@ -47,8 +51,8 @@ QUERY = {
         "how": Param("left", enum=list(HOWS)),
         "policy": Param("first", enum=list(POLICIES), description="one-to-many: first, aggregate, explode"),
         "transform": Param(
-            "",
-            type="string",
+            None,
+            type=["null", "string"],
             description="empty, learn (the default method), cst, cst+, cst++, autojoin, or a program text",
         ),
         "output_path": Param(
