@@ -16,6 +16,8 @@ from lakejoin.graph.build import Lists, _merge, _Queries, search_by_shards
 from lakejoin.graph.edges import JOSIE, MATE, Edge, Query, best, mate_edges, mate_key
 from lakejoin.index.mate import build_in_memory, kernels, key_query, load
 from lakejoin.index.mate.build import GLOBAL_TABLES
+from lakejoin.index.mate.index import Cells
+from lakejoin.index.mate.query import QueryValues
 from lakejoin.index.mate.search import MateRefused
 from lakejoin.index.shards import in_shards
 
@@ -168,45 +170,20 @@ def test_mappings_are_counted_as_verification_builds_them() -> None:
         value_ids = rng.integers(-1, 4, (1, m)).astype(np.int64)
         initial = int(rng.integers(m))
         checks = rng.permutation([p for p in range(m) if p != initial]).astype(np.int64)
+        query = QueryValues(value_ids, initial, checks)
+        cells = Cells(offsets, cell_values, cell_columns, np.zeros(2, np.int64), np.zeros(0, np.int64))
         for c0 in np.flatnonzero(row == value_ids[0, initial]).tolist():
-            out = np.empty((1, m + 1), np.int64)
-            first, count, pick, combo = (
-                np.zeros(m, np.int64),
-                np.ones(m, np.int64),
-                np.zeros(m, np.int64),
-                np.empty(m, np.int64),
-            )
             tallies = (
                 kernels.Tally(np.zeros(0, np.int64), 0, 1, np.zeros(0, np.bool_), np.zeros(0, np.int64)),  # rows
                 kernels._tally_of(np.zeros(width, np.int64), np.arange(width), m, 1, 1, kernels.TALLY_FLAGS),
             )
             built, tallied = (
                 kernels._verify_pair(
-                    0,
-                    c0,
-                    0,
-                    value_ids,
-                    initial,
-                    checks,
-                    offsets,
-                    cell_values,
-                    cell_columns,
-                    out,
-                    0,
-                    first,
-                    count,
-                    pick,
-                    combo,
-                    tally,
+                    0, c0, 0, query, cells, kernels.scratch_of(m), np.empty((1, m + 1), np.int64), 0, tally
                 )[1]
                 for tally in tallies
             )
-            assert kernels._pair_mappings(0, 0, value_ids, initial, checks, offsets, cell_values) == built, (
-                row,
-                value_ids,
-                initial,
-                c0,
-            )
+            assert kernels._pair_mappings(0, 0, query, cells) == built, (row, value_ids, initial, c0)
             assert tallied == built and tallies[1].counts.sum() == built  # each mapping flags the one query row
             checked += built > 1
     assert checked  # some pairs support several mappings

@@ -499,7 +499,13 @@ def _mate(
                 floor = (
                     before[k - 1].overlap if len(before) >= k else 0
                 )  # a neighbour in this group must reach the k-th so far
-                lists[q] = mate_edges(searcher, query, dataset_id, key, k, floor, among) if query is not None else None  # type: ignore[assignment]
+                reaching = within_bounds(searcher, q, floor, among)
+                if query is None:
+                    lists[q] = None  # type: ignore[assignment]
+                elif reaching is not None and not reaching:
+                    lists[q] = []  # no table here can reach the k-th so far
+                else:
+                    lists[q] = mate_edges(searcher, query, dataset_id, key, k, floor, reaching)
             except MateRefused as refused:
                 lists[q] = None  # type: ignore[assignment]
                 refused_by[q] = (
@@ -529,9 +535,27 @@ def _mate(
     present = {d for d in changed if d in columns}
     mapped_shards = functools.cache(lambda: _mapped_mate_shards(loaded))  # opened when a key is first searched
 
+    # A key's bound in each of its tables (``MateSearcher.bounds``), from when its shard is ranked
+    # until it is searched there: the tables that cannot reach the k-th found so far are left out.
+    table_bounds: dict[tuple[int, Query], np.ndarray] = {}
+
     def held(searcher: Any, q: Query) -> tuple[int, int] | None:
         query = key_of(q)
-        return searcher.held(query) if query is not None else None
+        if query is None:
+            return None
+        per_table, items = searcher.bounds(query)
+        per_table[searcher.index.dataset_ids == keys[q][0]] = 0  # the key's own table
+        table_bounds[(id(searcher), q)] = per_table
+        return int(per_table.max(initial=0)), items
+
+    def within_bounds(searcher: Any, q: Query, floor: int, among: AbstractSet[str] | None) -> AbstractSet[str] | None:
+        """``among`` without the tables whose bound is below ``floor`` (or 0), where the bounds
+        are known (the shards searched one by one)."""
+        per_table = table_bounds.pop((id(searcher), q), None)
+        if per_table is None:
+            return among
+        reaching = set(searcher.index.dataset_ids[per_table >= max(floor, 1)].tolist())
+        return reaching if among is None else reaching & among
 
     def largest_first(wanted: list[Query]) -> list[Query]:
         """The keys of most tuples first: the longest searches start first, and the threads end
@@ -542,7 +566,9 @@ def _mate(
         shards = mapped_shards() if wanted else None
         if shards is None:
             return by_groups[0](wanted)
-        return search_by_shards(shards, largest_first(wanted), search, held, k, GRAPH_THREADS)
+        found = search_by_shards(shards, largest_first(wanted), search, held, k, GRAPH_THREADS)
+        table_bounds.clear()  # those of the shards left unsearched
+        return found
 
     def reverse(wanted: list[Query], start: Lists) -> Lists:
         shards = mapped_shards() if wanted else None
@@ -558,6 +584,7 @@ def _mate(
             k,
             GRAPH_THREADS,
         )
+        table_bounds.clear()
         return {q: None if edges is None else best([*start[q], *edges], k) for q, edges in found.items()}
 
     def forward_recorded(wanted: list[Query]) -> Lists:

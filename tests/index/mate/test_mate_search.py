@@ -313,6 +313,48 @@ def test_min_score_keeps_the_topk_of_the_tables_reaching_it(seed) -> None:
             assert [r["joinability"] for r in got] == reaching and all(r == by_id[r["dataset_id"]] for r in got)
 
 
+def small_numbers_lake(seed: int) -> tuple[pd.DataFrame, dict[str, pd.DataFrame]]:
+    """Tables of six columns of the numbers 0-4 and a query of 2,000 rows of them: every PL item
+    meets hundreds of query rows, and each probe value's run is longer than a row."""
+    rng = np.random.default_rng(seed)
+    frames = {f"t{t}": pd.DataFrame({c: rng.integers(0, 5, 60).astype(str) for c in "abcdef"}) for t in range(4)}
+    return pd.DataFrame({c: rng.integers(0, 5, 2_000).astype(str) for c in "wxyz"}), frames
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("columns", [["w", "x"], ["w", "x", "y"], ["w", "x", "y", "z"]])
+def test_the_probed_row_filter_keeps_every_joining_pair(seed, columns) -> None:
+    """The row filter tests only the query rows whose values in the first one or two columns
+    calculateJ checks sit in the item's row (``kernels._probed``): MATE and SCR equal the oracle."""
+    query, frames = small_numbers_lake(seed)
+    cells = cells_from_frames(frames)
+    searcher, oracle = load(build_from_cells(cells, bits=128)), DuckDBJoin(cells, threads=1)
+    _, stats, _ = check_all_methods(searcher, oracle, query, columns, 4)
+    assert stats.pairs_passed < stats.pairs_checked
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_table_bounds_are_the_tuples_each_table_holds(seed) -> None:
+    """``MateSearcher.bounds``: per table, its rows or the query tuples whose every value it holds
+    (whichever is fewer), counted by brute force here; no table joins more tuples."""
+    query, frames = small_numbers_lake(seed)
+    frames = {name: frame.head(int(n)) for (name, frame), n in zip(frames.items(), (3, 20, 60, 60))}
+    frames["words"] = pd.DataFrame({"a": ["x", "y"] * 30, "b": [str(i) for i in range(60)]})
+    searcher = load(build_in_memory(frames))
+    for columns in (["w", "x"], ["w", "x", "y", "z"]):
+        key = key_query(query, columns)
+        per_table, items = searcher.bounds(key)
+        joined = {r["dataset_id"]: r["joinability"] for r in searcher.search_scr(key, columns, k=10)}
+        for d, name in enumerate(searcher.index.dataset_ids.tolist()):
+            values = {normalize_value(v) for v in frames[name].to_numpy().ravel()}
+            holding = sum(set(t) <= values for t in key.tuples.tolist())
+            assert per_table[d] == min(holding, len(frames[name])) >= joined.get(name, 0)
+        others = ~np.isin(searcher.index.dataset_ids, ["t2", "t3"])
+        assert searcher.held(key, exclude_datasets=["t2", "t3"])[0] == per_table[others].max()
+        # every cell of the number tables, and the words table's 0-4
+        assert items == sum(len(f) * f.shape[1] for n, f in frames.items() if n != "words") + 5
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 def test_row_filter_in_slices_gives_the_same_search(real_lake, monkeypatch, seed) -> None:
     """A table with more (PL item, query row) pairs than ``PAIR_BUFFER`` is filtered and verified

@@ -40,6 +40,7 @@ REFUSED = -1  # the count of supported rows the verification functions return fo
 # first (``_pair_mappings``, no row written): a table that will pass SUPPORTED_LIMIT is refused
 # then, with the same error, instead of after writing 16 M rows (1-1.6 s a refusal).
 COUNT_FROM = 1 << 20
+COUNT_PAST = SUPPORTED_LIMIT // 2  # ... when the rate so far foretells more rows than this
 REFUSAL = (
     "MATE: the key's values match over 16 M (column mapping, query row) pairs in one table; "
     "choose key columns with more distinct values (flags and small codes sit in many columns at once)"
@@ -57,6 +58,16 @@ PAIR_BUFFER = 1 << 22
 TALLY_FLAGS = 1 << 26
 TALLY_PER_PAIR = 16
 STATS = ("tables_verified", "pruned_rule1", "pruned_rule2", "pairs_checked", "pairs_passed", "pairs_joinable")
+
+
+class Scratch(NamedTuple):
+    """``_verify_pair``'s working arrays, one entry per key column (``scratch_of``): the first cell
+    and the number of cells holding each value, the odometer's choice among them, the mapping."""
+
+    first: np.ndarray
+    span: np.ndarray
+    pick: np.ndarray
+    combo: np.ndarray
 
 
 class Tally(NamedTuple):
@@ -86,20 +97,7 @@ def _contains(item_keys: np.ndarray, i: int, bucket_keys: np.ndarray, j: int) ->
 
 @njit(cache=True, nogil=True)
 def _item_pairs(
-    i: int,
-    first_only: bool,
-    item_keys: np.ndarray,
-    item_rows: np.ndarray,
-    item_slots: np.ndarray,
-    slot_start: np.ndarray,
-    slot_count: np.ndarray,
-    bucket_keys: np.ndarray,
-    probe: np.ndarray,
-    row_offsets: np.ndarray,
-    cell_values: np.ndarray,
-    out_item: np.ndarray,
-    out_j: np.ndarray,
-    n: int,
+    i: int, first_only: bool, c: Candidates, cells: Cells, out_item: np.ndarray, out_j: np.ndarray, n: int
 ) -> int:
     """Lines 21-25 for PL item i: appends to ``out_item``/``out_j`` from ``n`` the bucket positions
     j (ascending) whose key is in the item's super key S, only the first when ``first_only``;
@@ -110,53 +108,85 @@ def _item_pairs(
     bucket holds more rows than the row has cells, only the bucket rows with one of the row's
     values are tested: a merge of the row's cells (ascending values) with the bucket. A key of
     low-cardinality columns (weather's origin has 3 values) meets each row of a large table with
-    thousands of query rows, of which only those sharing a second value with the row can join."""
-    s = item_slots[i]
-    a, b = slot_start[s], slot_start[s] + slot_count[s]
-    g = item_rows[i]
-    lo, hi = row_offsets[g], row_offsets[g + 1]
-    if len(probe) == 0 or b - a <= hi - lo:
-        for j in range(a, b):
-            if _contains(item_keys, i, bucket_keys, j):
-                out_item[n] = i
-                out_j[n] = j
-                n += 1
-                if first_only:
-                    return n
-        return n
-    c = lo
-    while c < hi and a < b:
-        v = cell_values[c]
-        a = _first_cell(probe, a, b, v)
-        while a < b and probe[a] == v:
-            if _contains(item_keys, i, bucket_keys, a):
-                out_item[n] = i
-                out_j[n] = a
-                n += 1
-                if first_only:
-                    return n
-            a += 1
-        while c < hi and cell_values[c] == v:
-            c += 1
+    thousands of query rows, of which only those sharing a second value with the row can join;
+    within those, the same merge on the second probe column (``probe2``, ascending within one
+    probe value) keeps those sharing a third (weather's day, then its hour)."""
+    s = c.item_slots[i]
+    a, b = c.slot_start[s], c.slot_start[s] + c.slot_count[s]
+    g = c.item_rows[i]
+    lo, hi = cells.row_offsets[g], cells.row_offsets[g + 1]
+    if len(c.probe) == 0 or b - a <= hi - lo:
+        return _tested(i, a, b, first_only, c, out_item, out_j, n)
+    return _probed(i, a, b, first_only, c, cells.cell_values[lo:hi], out_item, out_j, n)
+
+
+@njit(cache=True, nogil=True)
+def _tested(
+    i: int, a: int, b: int, first_only: bool, c: Candidates, out_item: np.ndarray, out_j: np.ndarray, n: int
+) -> int:
+    """The super-key test of item i with bucket positions ``a:b`` (``_item_pairs``)."""
+    for j in range(a, b):
+        if _contains(c.item_keys, i, c.bucket_keys, j):
+            out_item[n] = i
+            out_j[n] = j
+            n += 1
+            if first_only:
+                return n
     return n
 
 
 @njit(cache=True, nogil=True)
-def row_filter(
-    lo: int,
-    hi: int,
-    item_keys: np.ndarray,
-    item_rows: np.ndarray,
-    item_slots: np.ndarray,
-    slot_start: np.ndarray,
-    slot_count: np.ndarray,
-    bucket_keys: np.ndarray,
-    probe: np.ndarray,
-    row_offsets: np.ndarray,
-    cell_values: np.ndarray,
+def _probed(
+    i: int,
+    a: int,
+    b: int,
+    first_only: bool,
+    c: Candidates,
+    row: np.ndarray,
     out_item: np.ndarray,
     out_j: np.ndarray,
+    n: int,
 ) -> int:
+    """``_tested`` for the bucket positions ``a:b`` whose ``probe`` value is among the ``row``'s
+    cell values (ascending): a merge. A run of one probe value longer than the row is merged
+    again on ``probe2`` (ascending within the run)."""
+    probe, probe2, width = c.probe, c.probe2, len(row)
+    cell = 0
+    while cell < width and a < b:
+        v = row[cell]
+        a = _first_cell(probe, a, b, v)
+        end = _run_end(probe, a, b, v)
+        if len(probe2) and end - a > width:
+            inner, other = a, 0
+            while other < width and inner < end:
+                w = row[other]
+                inner = _first_cell(probe2, inner, end, w)
+                inner_end = _run_end(probe2, inner, end, w)
+                n = _tested(i, inner, inner_end, first_only, c, out_item, out_j, n)
+                if first_only and n:
+                    return n
+                inner = inner_end
+                other = _run_end(row, other, width, w)
+        else:
+            n = _tested(i, a, end, first_only, c, out_item, out_j, n)
+            if first_only and n:
+                return n
+        a = end
+        cell = _run_end(row, cell, width, v)
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _run_end(values: np.ndarray, a: int, b: int, value: int) -> int:
+    """The end of the run of ``value`` that starts at ``a`` in ``values[:b]`` (``a``: none there)."""
+    end = a
+    while end < b and values[end] == value:
+        end += 1
+    return end
+
+
+@njit(cache=True, nogil=True)
+def row_filter(lo: int, hi: int, c: Candidates, cells: Cells, out_item: np.ndarray, out_j: np.ndarray) -> int:
     """Lines 20-25 for items ``lo:hi``: the pairs (item, bucket position j) whose key is in S
     (``_item_pairs``).
 
@@ -166,66 +196,23 @@ def row_filter(
     """
     n = 0
     for i in range(lo, hi):
-        n = _item_pairs(
-            i,
-            False,
-            item_keys,
-            item_rows,
-            item_slots,
-            slot_start,
-            slot_count,
-            bucket_keys,
-            probe,
-            row_offsets,
-            cell_values,
-            out_item,
-            out_j,
-            n,
-        )
+        n = _item_pairs(i, False, c, cells, out_item, out_j, n)
     return n
 
 
 @njit(cache=True, nogil=True)
-def _passed_rows(
-    lo: int,
-    hi: int,
-    item_keys: np.ndarray,
-    item_rows: np.ndarray,
-    item_slots: np.ndarray,
-    slot_start: np.ndarray,
-    slot_count: np.ndarray,
-    bucket_keys: np.ndarray,
-    probe: np.ndarray,
-    row_offsets: np.ndarray,
-    cell_values: np.ndarray,
-    seen: np.ndarray,
-) -> int:
+def _passed_rows(lo: int, hi: int, c: Candidates, cells: Cells, seen: np.ndarray) -> int:
     """Rule 2's r_match without keeping the pairs: distinct candidate rows among items ``lo:hi``
     with some pair passing the row filter. ``seen`` (one flag per lake row, all False) is left as
     it was found."""
     distinct = 0
     one_item, one_j = np.empty(1, np.int64), np.empty(1, np.int64)
     for i in range(lo, hi):
-        if not seen[item_rows[i]] and _item_pairs(
-            i,
-            True,
-            item_keys,
-            item_rows,
-            item_slots,
-            slot_start,
-            slot_count,
-            bucket_keys,
-            probe,
-            row_offsets,
-            cell_values,
-            one_item,
-            one_j,
-            0,
-        ):
-            seen[item_rows[i]] = True
+        if not seen[c.item_rows[i]] and _item_pairs(i, True, c, cells, one_item, one_j, 0):
+            seen[c.item_rows[i]] = True
             distinct += 1
     for i in range(lo, hi):
-        seen[item_rows[i]] = False
+        seen[c.item_rows[i]] = False
     return distinct
 
 
@@ -260,18 +247,11 @@ def _verify_pair(
     g: int,
     c0: int,
     x: int,
-    value_ids: np.ndarray,
-    initial: int,
-    checks: np.ndarray,
-    row_offsets: np.ndarray,
-    cell_values: np.ndarray,
-    cell_columns: np.ndarray,
+    query: QueryValues,
+    cells: Cells,
+    scratch: Scratch,
     out: np.ndarray,
     n: int,
-    first: np.ndarray,
-    count: np.ndarray,
-    pick: np.ndarray,
-    combo: np.ndarray,
     tally: Tally,
 ) -> tuple[np.ndarray, int, bool]:
     """calculateJ's comparison for pair (row g, initial column c0, query row x).
@@ -284,9 +264,12 @@ def _verify_pair(
     flags. Returns (out, possibly grown; new n, the supported mappings so far, or ``REFUSED``
     past ``SUPPORTED_LIMIT`` of them; whether the pair supports some mapping).
     """
+    value_ids, initial = query.value_ids, query.initial
+    first, count, pick, combo = scratch.first, scratch.span, scratch.pick, scratch.combo
     m = value_ids.shape[1]
-    lo, hi = row_offsets[g], row_offsets[g + 1]
-    for p in checks:
+    lo, hi = cells.row_offsets[g], cells.row_offsets[g + 1]
+    cell_values, cell_columns = cells.cell_values, cells.cell_columns
+    for p in query.checks:
         v = value_ids[x, p]
         a = _first_cell(cell_values, lo, hi, v) if v >= 0 else hi
         b = a
@@ -333,6 +316,12 @@ def _verify_pair(
 
 
 @njit(cache=True, nogil=True)
+def scratch_of(m: int) -> Scratch:
+    """A ``Scratch`` for keys of ``m`` columns."""
+    return Scratch(np.zeros(m, np.int64), np.ones(m, np.int64), np.zeros(m, np.int64), np.empty(m, np.int64))
+
+
+@njit(cache=True, nogil=True)
 def _count(tally: Tally, combo: np.ndarray, x: int) -> None:
     """Flag query row x under the mapping ``combo`` (column numbers) in ``tally``."""
     code = 0
@@ -376,22 +365,15 @@ def _tallied(tally: Tally, columns: np.ndarray, m: int) -> tuple[int, np.ndarray
 
 
 @njit(cache=True, nogil=True)
-def _pair_mappings(
-    g: int,
-    x: int,
-    value_ids: np.ndarray,
-    initial: int,
-    checks: np.ndarray,
-    row_offsets: np.ndarray,
-    cell_values: np.ndarray,
-) -> int:
+def _pair_mappings(g: int, x: int, query: QueryValues, cells: Cells) -> int:
     """How many rows ``_verify_pair`` appends for (row g, query row x), without enumerating them.
 
     A row has one cell per column, so cells of different values are different columns: the
     positions with one value v (``r`` of them among ``checks``) take distinct cells among the
     ``c`` cells of the row holding v, less the initial column's cell when v is the initial value
     (it holds it): ``c·(c−1)···(c−r+1)`` ways, and the pair's count is their product."""
-    lo, hi = row_offsets[g], row_offsets[g + 1]
+    value_ids, initial, checks = query.value_ids, query.initial, query.checks
+    lo, hi = cells.row_offsets[g], cells.row_offsets[g + 1]
     total = 1
     for i in range(len(checks)):
         v = value_ids[x, checks[i]]
@@ -401,9 +383,9 @@ def _pair_mappings(
         for j in range(i):
             if value_ids[x, checks[j]] == v:
                 taken += 1
-        a = _first_cell(cell_values, lo, hi, v)
+        a = _first_cell(cells.cell_values, lo, hi, v)
         b = a
-        while b < hi and cell_values[b] == v:
+        while b < hi and cells.cell_values[b] == v:
             b += 1
         if b - a <= taken:
             return 0
@@ -413,25 +395,13 @@ def _pair_mappings(
 
 @njit(cache=True, nogil=True)
 def _refuse_early(
-    n: int,
-    items: np.ndarray,
-    positions: np.ndarray,
-    start: int,
-    item_rows: np.ndarray,
-    query_rows: np.ndarray,
-    value_ids: np.ndarray,
-    initial: int,
-    checks: np.ndarray,
-    row_offsets: np.ndarray,
-    cell_values: np.ndarray,
+    n: int, items: np.ndarray, positions: np.ndarray, start: int, c: Candidates, query: QueryValues, cells: Cells
 ) -> bool:
     """Whether ``_verify_pair`` would refuse: the ``n`` rows so far and those of pairs ``start:``
     pass ``SUPPORTED_LIMIT`` (the count stops once they do)."""
     total = n
     for p in range(start, len(items)):
-        total += _pair_mappings(
-            item_rows[items[p]], query_rows[positions[p]], value_ids, initial, checks, row_offsets, cell_values
-        )
+        total += _pair_mappings(c.item_rows[items[p]], c.query_rows[positions[p]], query, cells)
         if total > SUPPORTED_LIMIT:
             return True
     return False
@@ -549,15 +519,9 @@ def best_mapping(supported: np.ndarray, n_query: int) -> tuple[int, np.ndarray, 
 def _verify_passed(
     items: np.ndarray,
     positions: np.ndarray,
-    item_rows: np.ndarray,
-    item_columns: np.ndarray,
-    query_rows: np.ndarray,
-    value_ids: np.ndarray,
-    initial: int,
-    checks: np.ndarray,
-    row_offsets: np.ndarray,
-    cell_values: np.ndarray,
-    cell_columns: np.ndarray,
+    c: Candidates,
+    query: QueryValues,
+    cells: Cells,
     out: np.ndarray,
     n: int,
     tally: Tally,
@@ -565,41 +529,22 @@ def _verify_passed(
     """calculateJ's comparison for the pairs that passed the row filter, appending to the ``n``
     supported mappings already in ``out`` (or ``tally``): (``out``, their count or ``REFUSED``,
     pairs supporting some mapping). Once ``COUNT_FROM`` mappings are there, the rest are counted
-    before they are built (``_refuse_early``): the same refusal, before most of them are."""
-    m = value_ids.shape[1]
-    first, count, pick, combo = (
-        np.zeros(m, np.int64),
-        np.ones(m, np.int64),
-        np.zeros(m, np.int64),
-        np.empty(m, np.int64),
-    )
+    before they are built (``_refuse_early``) when the pairs so far foretell more than
+    ``COUNT_PAST`` in all: the same refusal, before most of them are. (The count is an extra pass
+    over the pairs; without it a refusal still comes, at ``SUPPORTED_LIMIT`` rows.)"""
+    scratch = scratch_of(query.value_ids.shape[1])
     joinable = 0
     counted = False
     for p in range(len(items)):
         if not counted and n >= COUNT_FROM:
-            if _refuse_early(
-                n, items, positions, p, item_rows, query_rows, value_ids, initial, checks, row_offsets, cell_values
+            counted = True
+            if n + n * (len(items) - p) // max(p, 1) > COUNT_PAST and _refuse_early(
+                n, items, positions, p, c, query, cells
             ):
                 return out, REFUSED, joinable
-            counted = True
         i = items[p]
         out, n, ok = _verify_pair(
-            item_rows[i],
-            item_columns[i],
-            query_rows[positions[p]],
-            value_ids,
-            initial,
-            checks,
-            row_offsets,
-            cell_values,
-            cell_columns,
-            out,
-            n,
-            first,
-            count,
-            pick,
-            combo,
-            tally,
+            c.item_rows[i], c.item_columns[i], c.query_rows[positions[p]], query, cells, scratch, out, n, tally
         )
         if n == REFUSED:
             return out, n, joinable
@@ -622,49 +567,15 @@ def _verify_slices(
     """Row filter and calculateJ over items ``lo:hi`` in slices whose pairs fit ``items`` and
     ``positions`` (one item's pairs always fit): the same pairs in the same order as one pass.
     Returns (``out``, supported mappings or ``REFUSED``, pairs passed, pairs supporting some mapping)."""
-    item_keys, item_rows, item_columns, item_slots = c.item_keys, c.item_rows, c.item_columns, c.item_slots
-    slot_start, slot_count, query_rows = c.slot_start, c.slot_count, c.query_rows
-    bucket_keys, probe = c.bucket_keys, c.probe
-    value_ids, initial, checks = query.value_ids, query.initial, query.checks
-    row_offsets, cell_values, cell_columns = cells.row_offsets, cells.cell_values, cells.cell_columns
     n = passed = joinable = 0
     a = lo
     while a < hi:
         b, pairs = a, 0
-        while b < hi and (b == a or pairs + slot_count[item_slots[b]] <= len(items)):
-            pairs += slot_count[item_slots[b]]
+        while b < hi and (b == a or pairs + c.slot_count[c.item_slots[b]] <= len(items)):
+            pairs += c.slot_count[c.item_slots[b]]
             b += 1
-        got = row_filter(
-            a,
-            b,
-            item_keys,
-            item_rows,
-            item_slots,
-            slot_start,
-            slot_count,
-            bucket_keys,
-            probe,
-            row_offsets,
-            cell_values,
-            items,
-            positions,
-        )
-        out, n, ok = _verify_passed(
-            items[:got],
-            positions[:got],
-            item_rows,
-            item_columns,
-            query_rows,
-            value_ids,
-            initial,
-            checks,
-            row_offsets,
-            cell_values,
-            cell_columns,
-            out,
-            n,
-            tally,
-        )
+        got = row_filter(a, b, c, cells, items, positions)
+        out, n, ok = _verify_passed(items[:got], positions[:got], c, query, cells, out, n, tally)
         passed += got
         if n == REFUSED:
             return out, n, passed, joinable
@@ -675,52 +586,16 @@ def _verify_slices(
 
 @njit(cache=True, nogil=True)
 def _verify_items(
-    lo: int,
-    hi: int,
-    item_rows: np.ndarray,
-    item_columns: np.ndarray,
-    item_slots: np.ndarray,
-    slot_start: np.ndarray,
-    slot_count: np.ndarray,
-    query_rows: np.ndarray,
-    value_ids: np.ndarray,
-    initial: int,
-    checks: np.ndarray,
-    row_offsets: np.ndarray,
-    cell_values: np.ndarray,
-    cell_columns: np.ndarray,
-    out: np.ndarray,
-    tally: Tally,
+    lo: int, hi: int, c: Candidates, query: QueryValues, cells: Cells, out: np.ndarray, tally: Tally
 ) -> tuple[np.ndarray, int, int]:
     """``_verify_passed`` for SCR: every pair of items ``lo:hi``, read straight from the buckets."""
-    m = value_ids.shape[1]
-    first, count, pick, combo = (
-        np.zeros(m, np.int64),
-        np.ones(m, np.int64),
-        np.zeros(m, np.int64),
-        np.empty(m, np.int64),
-    )
+    scratch = scratch_of(query.value_ids.shape[1])
     n = joinable = 0
     for i in range(lo, hi):
-        s = item_slots[i]
-        for j in range(slot_start[s], slot_start[s] + slot_count[s]):
+        s = c.item_slots[i]
+        for j in range(c.slot_start[s], c.slot_start[s] + c.slot_count[s]):
             out, n, ok = _verify_pair(
-                item_rows[i],
-                item_columns[i],
-                query_rows[j],
-                value_ids,
-                initial,
-                checks,
-                row_offsets,
-                cell_values,
-                cell_columns,
-                out,
-                n,
-                first,
-                count,
-                pick,
-                combo,
-                tally,
+                c.item_rows[i], c.item_columns[i], c.query_rows[j], query, cells, scratch, out, n, tally
             )
             if n == REFUSED:
                 return out, n, joinable
@@ -775,11 +650,8 @@ def scan_tables(
     check order); ``cells``: the ``index.Cells`` of the index's rows. Named tuples of arrays, so
     the pass takes a few arguments, not one per array.
     """
-    table_start, item_rows, item_columns, item_slots = c.table_start, c.item_rows, c.item_columns, c.item_slots
-    slot_start, slot_count, query_rows = c.slot_start, c.slot_count, c.query_rows
-    item_keys, bucket_keys, probe = c.item_keys, c.bucket_keys, c.probe
-    value_ids, initial, checks = query.value_ids, query.initial, query.checks
-    row_offsets, cell_values, cell_columns = cells.row_offsets, cells.cell_values, cells.cell_columns
+    table_start, item_rows, item_slots, slot_count = c.table_start, c.item_rows, c.item_slots, c.slot_count
+    row_offsets, value_ids = cells.row_offsets, query.value_ids
     m = value_ids.shape[1]
     n_query = max(value_ids.shape[0], 1)
     top_score = np.zeros(k, np.int64)
@@ -811,59 +683,17 @@ def scan_tables(
         counters[3] += table_pairs[r]
         columns = cells.table_columns[cells.table_start[c.tables[r]] : cells.table_start[c.tables[r] + 1]]
         if use_superkeys and table_pairs[r] <= most:
-            passed = row_filter(
-                lo,
-                hi,
-                item_keys,
-                item_rows,
-                item_slots,
-                slot_start,
-                slot_count,
-                bucket_keys,
-                probe,
-                row_offsets,
-                cell_values,
-                items,
-                positions,
-            )
+            passed = row_filter(lo, hi, c, cells, items, positions)
             if passed == 0:
                 continue  # no row passed the filter: ȷ_t = 0
             if worst >= 0 and _distinct_rows(item_rows, items[:passed], seen) <= worst:  # rule 2
                 counters[2] += 1
                 continue
             tally = _tally_of(rank, columns, m, n_query, passed, tally_flags)
-            out, n, joinable = _verify_passed(
-                items[:passed],
-                positions[:passed],
-                item_rows,
-                item_columns,
-                query_rows,
-                value_ids,
-                initial,
-                checks,
-                row_offsets,
-                cell_values,
-                cell_columns,
-                out,
-                0,
-                tally,
-            )
+            out, n, joinable = _verify_passed(items[:passed], positions[:passed], c, query, cells, out, 0, tally)
         elif use_superkeys:  # more pairs than the buffer holds
             if worst >= 0:
-                matching = _passed_rows(
-                    lo,
-                    hi,
-                    item_keys,
-                    item_rows,
-                    item_slots,
-                    slot_start,
-                    slot_count,
-                    bucket_keys,
-                    probe,
-                    row_offsets,
-                    cell_values,
-                    seen,
-                )
+                matching = _passed_rows(lo, hi, c, cells, seen)
                 if matching == 0:
                     continue
                 if matching <= worst:  # rule 2
@@ -879,24 +709,7 @@ def scan_tables(
                 continue
             passed = table_pairs[r]
             tally = _tally_of(rank, columns, m, n_query, passed, tally_flags)
-            out, n, joinable = _verify_items(
-                lo,
-                hi,
-                item_rows,
-                item_columns,
-                item_slots,
-                slot_start,
-                slot_count,
-                query_rows,
-                value_ids,
-                initial,
-                checks,
-                row_offsets,
-                cell_values,
-                cell_columns,
-                out,
-                tally,
-            )
+            out, n, joinable = _verify_items(lo, hi, c, query, cells, out, tally)
         if n == REFUSED:
             at[1] = 1
             break

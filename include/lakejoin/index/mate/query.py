@@ -193,8 +193,9 @@ class Candidates(NamedTuple):
     whose keys are ``bucket_keys`` in the same order (line 6's dictionary). ``item_keys[i]``
     is item i's super key (the PL items come with them, paper §6.1); SCR fetches none. Both
     hold only the words that can reject a pair, in the order the filter tests them
-    (``filter_word_order``). A bucket's rows are ordered by their ``probe`` value: the row filter
-    tests only those whose probe value is in the item's row (``kernels._item_pairs``).
+    (``filter_word_order``). A bucket's rows are ordered by their ``probe`` value, then their
+    ``probe2`` value: the row filter tests only those whose probe values are in the item's row
+    (``kernels._item_pairs``).
     """
 
     tables: np.ndarray  # dataset index of each rank
@@ -209,6 +210,7 @@ class Candidates(NamedTuple):
     probe: (
         np.ndarray
     )  # each bucket row's value id in the first column calculateJ checks, ascending within a bucket; empty: no probe
+    probe2: np.ndarray  # the same in the second column it checks, ascending within one probe value; empty: none
     item_keys: np.ndarray
 
 
@@ -221,7 +223,11 @@ def fetch_candidates(
     v0 = query.value_ids[:, query.initial]
     probing = with_superkeys and len(query.checks) > 0
     probe = query.value_ids[:, query.checks[0]] if probing else np.zeros(0, np.int64)
-    query_rows = np.lexsort((probe, v0)) if probing else np.argsort(v0, kind="stable")
+    probe2 = query.value_ids[:, query.checks[1]] if probing and len(query.checks) > 1 else np.zeros(0, np.int64)
+    if probing:
+        query_rows = np.lexsort((probe2, probe, v0) if len(probe2) else (probe, v0))
+    else:
+        query_rows = np.argsort(v0, kind="stable")
     query_rows = query_rows[v0[query_rows] >= 0]
     slots, slot_start, slot_count = np.unique(v0[query_rows], return_index=True, return_counts=True)
     # Line 5: group by table, tables by L_t descending (then dataset id).
@@ -246,6 +252,7 @@ def fetch_candidates(
         slot_count=slot_count,
         bucket_keys=np.ascontiguousarray(bucket_keys[:, words]),
         probe=np.ascontiguousarray(probe[query_rows]) if probing else probe,
+        probe2=np.ascontiguousarray(probe2[query_rows]) if len(probe2) else probe2,
         item_keys=np.ascontiguousarray(index.superkeys[item_rows][:, words]) if with_superkeys else index.superkeys[:0],
     )
 

@@ -51,6 +51,7 @@ import pandas as pd
 import pyarrow as pa
 
 from lakejoin.index.mate import kernels
+from lakejoin.index.mate.bounds import table_bounds
 from lakejoin.index.mate.index import MateIndex, index_arrays, index_from_arrays, load_index
 from lakejoin.index.mate.kernels import STATS, scan_tables
 from lakejoin.index.mate.query import Candidates, KeyQuery, PreparedQuery, fetch_candidates, prepare_query
@@ -193,15 +194,23 @@ class MateSearcher:
     def bits(self) -> int:
         return self.index.bits
 
-    def held(self, query: KeyQuery) -> tuple[int, int]:
-        """(the query's distinct key tuples whose every value this index holds, the PL items of
-        the query's values here). No table here can join more tuples than the first (Eq. 1: a
-        joined tuple has each value in a cell of the row), so a shard whose ``held`` is below the
-        k-th joinability found elsewhere can be left unsearched; the second says where the
-        query's values are common, the likelier place of its best tables."""
+    def bounds(self, query: KeyQuery) -> tuple[np.ndarray, int]:
+        """(per dataset of this index, in ``index.dataset_ids``' order, the most distinct query
+        tuples it can join: its rows, and the tuples whose every value it holds,
+        ``bounds.table_bounds``; the PL items of the query's values here)."""
         ids = self.index.values.get_indexer(query.strings)
-        present = ids >= 0
-        return int(present[query.codes].all(axis=1).sum()), int(self.index.pl_lengths(ids[present]).sum())
+        index = self.index
+        per_table = table_bounds(ids, query.codes, index.pl_offsets, index.pl_row, index.dataset_rows)
+        return per_table, int(index.pl_lengths(ids[ids >= 0]).sum())
+
+    def held(self, query: KeyQuery, exclude_datasets: Iterable[str] = ()) -> tuple[int, int]:
+        """(the most distinct query tuples a table here other than ``exclude_datasets`` can join;
+        the PL items of the query's values here), from ``bounds``. A shard whose ``held`` is
+        below the k-th joinability found elsewhere can be left unsearched; the second says where
+        the query's values are common, the likelier place of its best tables."""
+        per_table, items = self.bounds(query)
+        per_table[np.isin(self.index.dataset_ids, list(exclude_datasets))] = 0
+        return int(per_table.max(initial=0)), items
 
     def search(
         self,
