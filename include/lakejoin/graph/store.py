@@ -37,7 +37,6 @@ from lakejoin.graph.edges import (
 from lakejoin.index.shards import MANIFEST
 from lakejoin.lake import delta
 from lakejoin.lake.schemas import COLUMNS, GRAPH_TABLES, KEYS
-from lakejoin.profile.join_quality import Side, key_order
 from lakejoin.query.snapshot import LoadedSnapshot
 
 EDGES, TABLES, META = GRAPH_TABLES
@@ -230,20 +229,14 @@ def _overlap_order(e: Edge) -> tuple:
 
 
 def composite_keys(loaded: LoadedSnapshot, dataset_id: str, most: int | None = SHOWN_KEYS) -> list[list[str]]:
-    """The dataset's composite keys in ``catalog/keys`` that a person would recognise, the
-    smallest first (``quality.key_order``), at most ``most`` (None: all)."""
+    """The dataset's composite keys in ``catalog/keys`` in their stored order, the one a person
+    reads them in (``join_quality.key_order``, ``lakejoin.profile.composite.discover``), at most
+    ``most`` (None: all)."""
     if loaded.snapshot.version_of(KEYS) is None:
         return []
     table = loaded.read(KEYS)
     keys = table.filter(pc.equal(table["dataset_id"], dataset_id)).sort_by("key_index").to_pylist()
-    ranked = sorted(keys, key=lambda key: _key_order(loaded, key["column_ids"]))
-    return [list(key["columns"]) for key in ranked[:most]]
-
-
-def _key_order(loaded: LoadedSnapshot, column_ids: list[int]) -> tuple:
-    infos = [loaded.columns.get(c) for c in column_ids]
-    sides = [Side(i.name, i.type, i.count or i.distinct or 0, i.distinct or 0) for i in infos if i is not None]
-    return key_order(sides, [i.ordinal for i in infos if i is not None])
+    return [list(key["columns"]) for key in keys[:most]]
 
 
 def _entry(

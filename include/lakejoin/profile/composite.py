@@ -42,6 +42,7 @@ import pyarrow.compute as pc
 
 from lakejoin.lake.schemas import ROW_NAMES
 from lakejoin.normalize import NormalizedColumn
+from lakejoin.profile.join_quality import Side, key_order
 from lakejoin.profile.keys import KEY_TYPES, MAX_MEAN_LENGTH
 
 MIN_UNIQUE_SHARE = 0.999
@@ -51,12 +52,12 @@ MAX_CANDIDATE_COLUMNS = 16
 MAX_COMBINATIONS = 2_000
 PREFIX_ROWS = 8_192
 MAX_ROWS_COUNTED = 30_000_000
-MAX_KEYS = 32  # stored per table, the tightest first (see ``discover``)
+MAX_KEYS = 32  # stored per table, in key order (see ``discover``)
 
 KEYS_SCHEMA = pa.schema(
     [
         ("dataset_id", pa.string()),
-        ("key_index", pa.int32()),  # the key's rank within its table (smallest first)
+        ("key_index", pa.int32()),  # the key's rank within its table (``join_quality.key_order``)
         ("columns", pa.list_(pa.string())),
         ("column_ids", pa.list_(pa.int64())),
         ("constant_columns", pa.list_(pa.string())),  # the constant columns added to the minimal key
@@ -115,10 +116,12 @@ def discover(
 ) -> tuple[list[CompositeKey], bool]:
     """The table's minimal composite keys and whether the search was cut short.
 
-    At most ``MAX_KEYS`` are kept, the tightest first: by the product of their columns'
-    distinct counts, which a designed key keeps near the row count (weather's
+    At most ``MAX_KEYS`` are kept, in the order people read them and the join graph searches
+    them (``join_quality.key_order``: the fewest columns, the most recognisable, the earliest
+    columns), constant columns included; ties go to the tightest: the smallest product of their
+    columns' distinct counts, which a designed key keeps near the row count (weather's
     (origin, month, day, hour): 26,784 for 26,115 rows) while keys that hold by accident
-    combine a wide column with others (ties: fewer columns, then column order)."""
+    combine a wide column with others."""
     n_rows = len(columns[0].indices) if columns else 0
     if n_rows < MIN_ROWS:
         return [], False
@@ -150,9 +153,19 @@ def discover(
                 found.append((combo, tuples))
         if truncated:
             break
-    found.sort(key=lambda key: (math.prod(distinct[j] for j in key[0]), len(key[0]), key[0]))
-    keys = [_with_constants(combo, tuples, constants) for combo, tuples in found[:MAX_KEYS]]
-    return keys, truncated
+    keys = [_with_constants(combo, tuples, constants) for combo, tuples in found]
+    tightness = {key: math.prod(distinct[j] for j in combo) for key, (combo, _) in zip(keys, found)}
+    keys.sort(key=lambda key: (_key_order(key, profiles), tightness[key], key.ordinals))
+    return keys[:MAX_KEYS], truncated
+
+
+def _key_order(key: CompositeKey, profiles: Sequence[Mapping[str, Any]]) -> tuple[int, float, float]:
+    """The key's place among its table's keys (``join_quality.key_order``), from its columns' profiles."""
+    sides = [
+        Side(p["name"], p["type"], p.get("count") or p.get("distinct") or 0, p.get("distinct") or 0)
+        for p in (profiles[j] for j in key.ordinals)
+    ]
+    return key_order(sides, key.ordinals)
 
 
 def _with_constants(combo: tuple[int, ...], tuples: int, constants: tuple[int, ...]) -> CompositeKey:
