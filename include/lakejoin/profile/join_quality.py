@@ -41,6 +41,7 @@ unique combination by accident.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -307,6 +308,7 @@ def key_order(columns: Sequence[Side], positions: Sequence[int]) -> tuple[int, f
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
+@functools.lru_cache(maxsize=1 << 16)  # the graph asks for the same column names and titles over and over
 def words(text: str) -> frozenset[str]:
     """The lower-case words of a name (camelCase, snake_case, digits apart), plurals made singular
     so that a table ``Artists`` names a column ``ArtistId``."""
