@@ -33,7 +33,9 @@ MATE searches its shards' memory-mapped arrays instead where the shard cache can
 (``lakejoin.query.shard_arrays``: a shard's first load writes them, and a later snapshot adopts
 those of the shards its run did not rewrite, so an incremental graph builds only the changed
 shards): every shard stays open, and each key asks them highest ``MateSearcher.held`` first,
-skipping a shard that cannot reach the k-th found so far (``search_by_shards``). A key's
+skipping a shard that cannot reach the k-th found so far (``search_by_shards``), and in a shard the
+tables that cannot (``MateSearcher.bounds``: a table's rows, and the key's tuples whose every value
+it holds, bound its joinability). A key's
 normalized tuples are kept between graphs (``key_cache``), so the reverse search of the
 unchanged keys reads no table.
 
