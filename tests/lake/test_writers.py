@@ -28,6 +28,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
+from testkit.lake_writers import assert_one_writer_at_a_time
 
 from lakejoin.config import LakeConfig
 from lakejoin.lake import delta, lease, snapshots
@@ -241,22 +242,6 @@ def _titles(config: LakeConfig) -> dict[str, str]:
     }
 
 
-def _assert_one_writer_at_a_time(config: LakeConfig) -> None:
-    """No commit of another build falls within the span of a CLI run's commits (a run holds the
-    lease throughout; a DAG run's tasks each hold it for themselves, so others may commit between)."""
-    commits = [
-        (commit["timestamp"], delta.commit_build(commit) or "unrecorded")
-        for table in [*snapshots.lake_tables(config), "catalog/snapshots"]
-        for commit in delta.history(config.table_path(table))
-    ]
-    runs = {build for _, build in commits if not build.startswith("airflow:")}
-    assert runs
-    for run in runs:
-        mine = [t for t, build in commits if build == run]
-        inside = [(t, build) for t, build in commits if build != run and min(mine) <= t <= max(mine)]
-        assert not inside, (run, inside)
-
-
 EVERY_TABLE = {
     "airlines.csv": "active",
     "airports.csv": "active",
@@ -288,7 +273,7 @@ def test_two_runs_at_once_write_one_at_a_time_and_the_lake_gets_both(folders: di
     assert _titles(config) == EVERY_TABLE
     assert set(_josie_answers(config)) == set(EVERY_TABLE)
     assert [s.build_id is not None for s in snapshots.list_snapshots(config)] == [True, True]
-    _assert_one_writer_at_a_time(config)
+    assert_one_writer_at_a_time(config)
 
 
 @pytest.mark.airflow
@@ -317,7 +302,7 @@ def test_a_dag_run_and_a_cli_run_at_once_write_one_at_a_time(folders: dict[str, 
     assert set(_josie_answers(config)) == set(EVERY_TABLE)
     builds = {s.build_id for s in snapshots.list_snapshots(config)}
     assert len(builds) == 2 and any(b.startswith("airflow:lakejoin_pipeline:") for b in builds)
-    _assert_one_writer_at_a_time(config)
+    assert_one_writer_at_a_time(config)
 
 
 KILL_POINTS = ("parse", "cells", "index", "publish")  # lakejoin.pause, in run order
