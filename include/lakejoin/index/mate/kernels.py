@@ -11,7 +11,9 @@ Layout (see ``index.MateIndex``): row g's cells are ``row_offsets[g]:row_offsets
 Item i of the candidate list (row ``item_rows[i]``, column ``item_columns[i]``) meets the query
 rows of its initial value, ``query_rows[slot_start[s] : slot_start[s] + slot_count[s]]`` with
 ``s = item_slots[i]`` (the dictionary of line 20); ``bucket_keys[j]`` is the key of
-``query_rows[j]``.
+``query_rows[j]``. The functions take these arrays bundled in named tuples (numba passes them
+as one argument each): the candidates (``query.Candidates``), the query's value ids
+(``query.QueryValues``), the rows' cells (``index.Cells``) and a pair's working arrays (``Scratch``).
 """
 
 from __future__ import annotations
