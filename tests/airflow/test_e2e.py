@@ -5,9 +5,9 @@ schedules the graph DAG with no manual step; invalid params are refused with the
 Trigger form in headless Chromium starts a run whose snapshot the search page searches; a build
 task killed mid-build while a ``lakejoin run --wait`` waits for the lake: the CLI run takes the
 expired lease over, the task's retry waits for it, and the lake ends with both runs' tables, the
-pipeline's answering as an uninterrupted run's; the query operators push references to their
-outputs, not tables, to XCom; a crawl's Asset event schedules the index DAG, whose snapshot
-schedules the graph DAG.
+pipeline's answering as an uninterrupted run's; the pipeline on a standalone Spark cluster answers
+as the local run; the query operators push references to their outputs, not tables, to XCom; a
+crawl's Asset event schedules the index DAG, whose snapshot schedules the graph DAG.
 
 The tests share the session's stack and, in this order, its lake: the pipeline run's two tables,
 the UI-triggered run's third, then the crawl's fourth."""
@@ -33,6 +33,8 @@ import pytest
 from testkit.airflow_stack import AirflowStack
 from testkit.browser import choose_table, screenshot, search, signed_in_chromium, wait_for
 from testkit.lake_writers import assert_one_writer_at_a_time
+from testkit.on_spark import ON_SPARK
+from testkit.spark_cluster import standalone_cluster
 
 from lakejoin.config import LakeConfig
 from lakejoin.index import FAMILIES
@@ -343,6 +345,35 @@ def lake_answers(home: str | Path, snapshot_id: int | None = None) -> dict[tuple
             found = engine.search("josie", [column.name], dataset_id=dataset_id, k=5, snapshot_id=loaded.snapshot_id)
             answers[(row["title"], column.name)] = [(r["table"], r["column"], r["overlap"]) for r in found["results"]]
     return answers
+
+
+def test_the_pipeline_on_a_standalone_cluster_answers_as_the_local_run(
+    airflow_stack: AirflowStack, sources: Path, pipeline_run: dict, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The same pipeline as ``pipeline_run`` on a lake of its own, its ``spark_master`` param a
+    standalone master and worker on 127.0.0.1: the scheduler runs with ``ON_SPARK`` (a run this small
+    would otherwise parse and index in its task process), so its tasks' Spark drivers register with
+    the master, and the lake answers as the local run's."""
+    logs = tmp_path_factory.mktemp("spark-cluster")
+    home = tmp_path_factory.mktemp("cluster-lake")
+    with standalone_cluster(logs) as master, scheduler_environment(airflow_stack, {**ON_SPARK, **CLUSTER_DRIVER}):
+        conf = {"home": str(home), "sources": [f"folder:{sources}"], "families": ["josie"], "spark_master": master}
+        response = airflow_stack.trigger(PIPELINE, conf)
+        assert response.status_code == 200, response.text
+        run = airflow_stack.wait_for_run(PIPELINE, response.json()["dag_run_id"])
+        registered = (logs / "master.log").read_text().count("Registering app")
+    assert run["state"] == "success", run
+    assert registered >= 2, registered  # the ingest's and the build's drivers, at least, ran on the cluster
+
+    reference = airflow_stack.stack.config.lake_home
+    assert reference is not None
+    local = published(reference, build_id=f"airflow:{PIPELINE}:{pipeline_run['dag_run_id']}")
+    assert lake_answers(home) == lake_answers(reference, snapshot_id=local["snapshot_id"])
+    assert published(home)["index_builds"]["josie"]["rows"] == local["index_builds"]["josie"]["rows"]
+
+
+# The tasks' drivers listen where the worker's executors reach them, and name the Python they run.
+CLUSTER_DRIVER = {"SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
 
 
 def test_the_query_operators_run_by_the_scheduler_push_references_not_tables(
