@@ -1,20 +1,22 @@
 """Run a DAG file's ``dag.test()`` in a fresh process against a throwaway SQLite Airflow.
 
 Airflow reads its configuration at import time, so each DAG test runs in its own process
-with AIRFLOW_HOME pointing at a temporary metadata DB migrated once per test session: the first
-``prepare_airflow`` migrates a DB and loads the settings through the airflow CLI, later ones
-start from a copy of that DB file as it was then (the same tables, connections, pools and
-variables), which saves six airflow CLI processes per home.
+with AIRFLOW_HOME pointing at a temporary metadata DB migrated once per test run: the first
+``prepare_airflow`` of any worker process migrates a DB and loads the settings through the
+airflow CLI, every later one starts from a copy of that DB file as it was then (the same tables,
+connections, pools and variables), which saves six airflow CLI processes per home.
 """
 
 from __future__ import annotations
 
 import base64
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from lakejoin.deploy import airflow_cli, apply_settings
@@ -23,7 +25,9 @@ REPO = Path(__file__).resolve().parents[1]
 # One Fernet key for every test home (Airflow encrypts connections with it; a generated key would
 # differ per home): a DB copied from another home reads its connections.
 FERNET_KEY = base64.urlsafe_b64encode(b"lakejoin-test-fernet-key-32bytes").decode()
-_fresh_db: list[Path] = []  # the session's freshly prepared metadata DB, once there is one
+# The folder every worker process of one test run shares (conftest sets it), where the run's
+# freshly prepared metadata DB is kept; outside a test run, a folder of this process's own.
+RUN_DIR_ENV = "LAKEJOIN_TEST_RUN_DIR"
 
 _RUNNER = """
 import json, runpy, sys
@@ -59,14 +63,18 @@ def prepare_airflow(home: Path) -> dict[str, str]:
     CLI on the session's first call, a copy of that DB on later calls."""
     env = airflow_env(home)
     home.mkdir(parents=True, exist_ok=True)
-    if _fresh_db:
-        shutil.copyfile(_fresh_db[0], home / "airflow.db")
-        return env
-    airflow_cli("db", "migrate", env=env)
-    apply_settings(REPO / "airflow_settings.yaml", env=env)
-    fresh = home.with_name(f"{home.name}-fresh.db")  # beside the home: its own DB changes as its test runs
-    shutil.copyfile(home / "airflow.db", fresh)
-    _fresh_db.append(fresh)
+    if RUN_DIR_ENV not in os.environ:
+        os.environ[RUN_DIR_ENV] = tempfile.mkdtemp(prefix="lakejoin-airflow-")
+    run_dir = Path(os.environ[RUN_DIR_ENV])
+    fresh = run_dir / "airflow-fresh.db"
+    with open(run_dir / "airflow-fresh.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # another worker preparing it: wait, then copy it
+        if not fresh.exists():
+            airflow_cli("db", "migrate", env=env)
+            apply_settings(REPO / "airflow_settings.yaml", env=env)
+            shutil.copyfile(home / "airflow.db", fresh)  # a copy: the home's own DB changes as its test runs
+            return env
+    shutil.copyfile(fresh, home / "airflow.db")
     return env
 
 

@@ -47,6 +47,15 @@ def query_lake(tmp_path_factory: pytest.TempPathFactory) -> LakeConfig:
     return build_query_lake(_run_temp(tmp_path_factory) / "query-lake")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _run_dir(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Name the folder the worker processes of this test run share (airflow_harness keeps the run's
+    migrated Airflow metadata DB there)."""
+    from airflow_harness import RUN_DIR_ENV
+
+    os.environ[RUN_DIR_ENV] = str(_run_temp(tmp_path_factory))
+
+
 def _run_temp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The temp folder of the whole test run: under pytest-xdist each worker's base temp is a folder of it."""
     base = tmp_path_factory.getbasetemp()
