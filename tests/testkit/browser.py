@@ -75,6 +75,20 @@ def screenshot(driver, path: Path) -> Path:
     return path
 
 
+def type_into(field, text: str, attempts: int = 3) -> None:
+    """Replace a form field's text with ``text``, typed key by key as a person types it, and typed
+    again when a keystroke was lost (a form that re-renders while it is typed into drops one)."""
+    from selenium.webdriver.common.keys import Keys
+
+    for _ in range(attempts):
+        field.send_keys(Keys.CONTROL, "a")
+        field.send_keys(Keys.DELETE)
+        field.send_keys(text)
+        if field.get_attribute("value") == text:
+            return
+    raise AssertionError(f"the field holds {field.get_attribute('value')!r}, not {text!r}, after {attempts} tries")
+
+
 def choose_table(driver, typed: str, title: str) -> None:
     """Type part of a title into the picker, then pick ``title`` with the keyboard."""
     from selenium.webdriver.common.by import By
