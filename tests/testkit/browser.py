@@ -75,18 +75,38 @@ def screenshot(driver, path: Path) -> Path:
     return path
 
 
-def type_into(field, text: str, attempts: int = 3) -> None:
-    """Replace a form field's text with ``text``, typed key by key as a person types it, and typed
-    again when a keystroke was lost (a form that re-renders while it is typed into drops one)."""
+def type_into(field, text: str, seconds: float = 60.0) -> None:
+    """Replace a form field's text with ``text``, typed key by key as a person types it. A form that
+    re-renders while it is typed into can drop a keystroke under load, so each key is sent once the
+    field holds the text before it, and sent again when it did not arrive."""
+    import time
+
     from selenium.webdriver.common.keys import Keys
 
-    for _ in range(attempts):
-        field.send_keys(Keys.CONTROL, "a")
-        field.send_keys(Keys.DELETE)
-        field.send_keys(text)
-        if field.get_attribute("value") == text:
-            return
-    raise AssertionError(f"the field holds {field.get_attribute('value')!r}, not {text!r}, after {attempts} tries")
+    deadline = time.monotonic() + seconds
+    field.send_keys(Keys.CONTROL, "a")
+    field.send_keys(Keys.DELETE)
+    while (value := _settled_value(field)) != text:
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the field holds {value!r}, not {text!r}")
+        if text.startswith(value):
+            field.send_keys(text[len(value)])
+        else:  # a key arrived late, after it was sent again: start over
+            field.send_keys(Keys.CONTROL, "a")
+            field.send_keys(Keys.DELETE)
+
+
+def _settled_value(field, seconds: float = 0.3) -> str:
+    """The field's value once it stopped changing for a moment (the page may still be rendering a key)."""
+    import time
+
+    value = field.get_attribute("value")
+    while True:
+        time.sleep(seconds / 3)
+        now = field.get_attribute("value")
+        if now == value:
+            return now
+        value = now
 
 
 def choose_table(driver, typed: str, title: str) -> None:
