@@ -3,6 +3,7 @@ method forms (in step with the engine's parameter checks) and the background war
 
 from __future__ import annotations
 
+import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -16,7 +17,7 @@ from lakejoin.query.catalog import find_tables, table_profile, uploaded_profile
 from lakejoin.query.columns import ColumnCatalog, ColumnInfo
 from lakejoin.query.engine import METHODS, PARAMS, check_params
 from lakejoin.query.snapshot import LoadedSnapshot
-from lakejoin.query.warmup import FAILED, Warmup
+from lakejoin.query.warmup import FAILED, READY, Warmup
 
 TABLES = {
     # dataset_id: (title, publisher, source, columns)
@@ -137,3 +138,22 @@ def test_warmup_reports_a_lake_it_cannot_load(tmp_path: Path) -> None:
     warmup.start().join(60)
     status = warmup.status()
     assert status["state"] == FAILED and status["error"] and status["loaded"] == []
+
+
+def test_warmup_started_before_the_first_snapshot_loads_it_once_asked_again(
+    tmp_path: Path, query_lake: LakeConfig
+) -> None:
+    """A server started on an empty lake: the first load fails; once a snapshot is published there, the
+    next start() (as /api/status calls it) loads it."""
+    from lakejoin.query import QueryEngine
+
+    home = tmp_path / "lake"
+    warmup = Warmup(lambda: QueryEngine(LakeConfig(home=home)), retry_seconds=0.0)
+    warmup.start().join(60)
+    assert warmup.status()["state"] == FAILED
+    shutil.copytree(query_lake.home, home)  # the lake gets its first snapshot
+    warmup.start().join(120)
+    status = warmup.status()
+    assert status["state"] == READY and status["error"] is None, status
+    assert status["snapshot_id"] == QueryEngine(LakeConfig(home=home)).snapshot().snapshot_id
+    assert status["loaded"] and not status["skipped"], status

@@ -1,6 +1,10 @@
 """Loading the latest snapshot and every index family in the background when a server starts, so
 the first search does not pay the load (the REST API's ``/api/status`` reports the progress).
 
+A load that failed because the lake has no published snapshot yet is tried again when asked, at most
+every :data:`RETRY_SECONDS`: a server started on an empty lake picks up the first snapshot published
+after it.
+
 A family that cannot load (not built, too large for the memory left, module missing) is recorded
 and skipped; the server serves the others, and a search for that family reports the cause itself.
 """
@@ -20,6 +24,7 @@ from lakejoin.query.engine import QueryEngine
 log = logging.getLogger(__name__)
 
 IDLE, LOADING, READY, FAILED = "idle", "loading", "ready", "failed"
+RETRY_SECONDS = 10.0
 
 
 @dataclass
@@ -34,17 +39,27 @@ class Warmup:
     skipped: dict[str, str] = field(default_factory=dict)  # family -> why it did not load
     error: str | None = None
     seconds: float | None = None
+    retry_seconds: float = RETRY_SECONDS
+    _failed_at: float | None = None  # time.monotonic() of the last failed load
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _thread: threading.Thread | None = None
 
     def start(self) -> threading.Thread:
-        """Begin loading in a daemon thread (once; later calls return the same thread)."""
+        """Begin loading in a daemon thread. Later calls return the same thread, unless that load failed
+        at least ``retry_seconds`` ago: then a new one begins."""
         with self._lock:
-            if self._thread is None:
-                self.state = LOADING
+            if self._thread is None or self._retry_due():
+                self.state, self.error, self.loaded, self.skipped = LOADING, None, [], {}
                 self._thread = threading.Thread(target=self._run, name="lakejoin-warmup", daemon=True)
                 self._thread.start()
             return self._thread
+
+    def _retry_due(self) -> bool:
+        return (
+            self.state == FAILED
+            and self._failed_at is not None
+            and time.monotonic() - self._failed_at >= self.retry_seconds
+        )
 
     def status(self) -> dict[str, Any]:
         with self._lock:
@@ -74,7 +89,8 @@ class Warmup:
             self._set(state=READY, loading=None, seconds=round(time.perf_counter() - started, 3))
         except Exception as error:  # noqa: BLE001  (no lake or no snapshot yet: reported; searches say why)
             log.warning("lakejoin warm-up failed: %s", error)
-            self._set(state=FAILED, loading=None, error=str(error), seconds=round(time.perf_counter() - started, 3))
+            seconds = round(time.perf_counter() - started, 3)
+            self._set(state=FAILED, loading=None, error=str(error), seconds=seconds, _failed_at=time.monotonic())
 
     def _set(self, **values: Any) -> None:
         with self._lock:
