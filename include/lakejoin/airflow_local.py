@@ -170,6 +170,10 @@ def airflow_env(config: StackConfig, db_url: str) -> dict[str, str]:
         "AIRFLOW__API_AUTH__JWT_SECRET": kept["jwt"],
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db_url,
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+        # Parsing a DAG file imports the library (2-3 s here); on a loaded 2-core machine Airflow's 30 s and
+        # 50 s limits were exceeded and a DAG never reached the DB, so they are raised.
+        "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "180",
+        "AIRFLOW__DAG_PROCESSOR__DAG_FILE_PROCESSOR_TIMEOUT": "240",
         **config.extra_env,
     }
     if config.lake_home:
