@@ -14,6 +14,10 @@ if TYPE_CHECKING:  # imported at run time only after the environment below is se
 
 os.environ.setdefault("LAKEJOIN_SHUFFLE_PARTITIONS", "4")
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
+# A test's Spark JVMs live for seconds: the JIT's quick tier and the serial collector spend about a quarter
+# less CPU on them than C2 and G1's threads do (docs/operations.md, LAKEJOIN_SPARK_JAVA_OPTIONS). Set here, it
+# reaches every worker process, CLI run, Airflow task and cluster the tests start.
+os.environ.setdefault("LAKEJOIN_SPARK_JAVA_OPTIONS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 # Test modules run in parallel worker processes (pytest-xdist, `make test`): each worker serves the bundled lake's
 # local portal on a port of its own, so two workers' `lakejoin run`s never meet on one port.
 if "PYTEST_XDIST_WORKER" in os.environ:

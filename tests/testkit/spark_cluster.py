@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pyspark
 
+from lakejoin.config import SPARK_JAVA_OPTIONS
 from testkit.ports import free_port, wait_for_port
 
 SPARK_HOME = Path(pyspark.__file__).parent
@@ -33,7 +34,14 @@ def standalone_cluster(
             f"{os.cpu_count()}"
         )
     port, web = free_port(), free_port()
-    env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    env = {
+        **os.environ,
+        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        "PYSPARK_PYTHON": sys.executable,
+        # the master's and workers' JVMs take the drivers' and executors' options (tests/conftest.py sets them)
+        "SPARK_DAEMON_JAVA_OPTS": SPARK_JAVA_OPTIONS.read() or "",
+    }
     spark_class = str(SPARK_HOME / "bin" / "spark-class")
     processes = [
         subprocess.Popen(
