@@ -85,6 +85,7 @@ from lakejoin.index.shards import shards_of
 from lakejoin.lake import delta
 from lakejoin.lake.schemas import CELLS, KEYS
 from lakejoin.profile.join_quality import FLAG_VALUES, KEY_UNIQUENESS
+from lakejoin.query.broadcast import threshold_broadcast
 from lakejoin.query.columns import ColumnInfo
 from lakejoin.query.memory import estimated_load_bytes
 from lakejoin.query.shard_arrays import is_mapped
@@ -303,23 +304,28 @@ def search_by_shards(
     ``bound``: the best score any neighbour in a shard can have, and a priority among shards of
     one bound (None: unknown, asked first). Shards are asked highest bound, then priority, first,
     so the k-th rises early; ``search`` gets the list so far, whose k-th a neighbour must reach,
-    and a shard whose bound is below that k-th (or 0) is not asked. A query that a shard's search
+    and a shard whose bound is below that k-th (or 1), like every shard after it, is not asked
+    (the threshold broadcast, ``lakejoin.query.broadcast``). A query that a shard's search
     refused (``None``) is ``None``. The order and the floors are a function of the query and the
     shards' content, so a query gets the same list in a full and in an incremental graph, and
     whichever thread searches it."""
 
     def one(q: Query) -> list[Edge] | None:
-        ranked = sorted(
-            ((bound(searcher, q), shard) for shard, searcher in searchers.items()),
-            key=lambda b: (b[0] is not None, *(-x for x in b[0] or (0, 0)), b[1]),
-        )
-        found: list[Edge] | None = []
-        for most, shard in ranked:
-            if found is None or (most is not None and most[0] < max(1, found[k - 1].overlap if len(found) >= k else 0)):
-                break
-            edges = search(searchers[shard], [q], {q: found})[q]
-            found = None if edges is None else best([*found, *edges], k)
-        return found  # None: refused (as in search_by_groups)
+        bounds = {shard: bound(searcher, q) for shard, searcher in searchers.items()}
+        ranked = sorted(bounds, key=lambda s: (bounds[s] is not None, *(-x for x in bounds[s] or (0, 0)), s))
+        most = {shard: b[0] for shard, b in bounds.items() if b is not None}
+        so_far: Lists = {q: []}  # None once a shard refused the query
+
+        def floor() -> int:  # the k-th overlap so far; a neighbour overlaps by 1 at least
+            return max(1, so_far[q][k - 1].overlap if len(so_far[q]) >= k else 0)
+
+        def ask(shard: int, _floor: int | None) -> bool:  # search takes the floor from the list so far
+            edges = search(searchers[shard], [q], so_far)[q]
+            so_far[q] = None if edges is None else best([*so_far[q], *edges], k)
+            return so_far[q] is not None
+
+        threshold_broadcast(ranked, most.get, floor, ask)
+        return so_far[q]  # None: refused (as in search_by_groups)
 
     if threads < 2 or len(wanted) < 2:
         return {q: one(q) for q in wanted}  # type: ignore[misc]

@@ -13,8 +13,9 @@ For a top-k family whose searchers take a floor (JOSIE: ``FLOOR_SCORES``), the k
 merged so far is passed to each later shard, which then returns only what can still enter, and
 a shard whose bound (``lakejoin.query.family.bound``: the query tokens it holds) is below that
 floor is not asked at all. The cached shards are asked first, highest bound first, so the
-floor rises early; this is the threshold broadcast of distributed top-k search, and exact: a
-shard's result that ties the floor is still returned, for the merge to break the tie.
+floor rises early; this is the threshold broadcast of distributed top-k search
+(``lakejoin.query.broadcast``), and exact: a shard's result that ties the floor is still
+returned, for the merge to break the tie.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import threading
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from lakejoin.query.broadcast import threshold_broadcast
 from lakejoin.query.family import FLOOR_SCORES, FamilyQuery, ask, bound, merge, private_bytes
 from lakejoin.query.memory import available_bytes, estimated_load_bytes
 
@@ -72,28 +74,35 @@ class ShardedFamily:
         loaded for it (mapped, or read from Delta), skipped by their bound, and are cached."""
         score = FLOOR_SCORES.get(query.family)
         with self._lock:
-            bounds = {shard: bound(searcher, query) for shard, searcher in self._cache.items()}
-            cached = sorted(self._cache, key=lambda s: -(bounds.get(s) or 0))  # a stable sort: LRU order without bounds
+            searchers = dict(self._cache)  # shard -> its searcher: the cached ones, and those loaded below
+            bounds = {shard: bound(searcher, query) for shard, searcher in searchers.items()}
+            cached = sorted(self._cache, key=lambda s: -(bounds[s] or 0))  # a stable sort: LRU order without bounds
             best: list[int] = []  # min-heap of the ask_k best scores merged so far
-            parts, read, skipped = [], 0, 0
-            for shard in cached + [s for s in self.shards if s not in self._cache]:
-                floor = best[0] if len(best) == query.ask_k else None
-                if _below(bounds.get(shard), floor):
-                    skipped += 1
-                    continue
-                searcher = self._cache.get(shard)
-                if searcher is None:
-                    searcher, read = self._load(shard), read + 1
-                    if _below(bound(searcher, query), floor):
-                        skipped += 1
-                        continue
-                else:
+            parts: list[list[dict[str, Any]]] = []
+
+            def bound_of(shard: int) -> int | None:
+                if shard not in searchers:  # a shard not cached is loaded to learn its bound
+                    searchers[shard] = self._load(shard)
+                    bounds[shard] = bound(searchers[shard], query)
+                return bounds[shard]
+
+            def ask_shard(shard: int, floor: int | None) -> bool:
+                if shard in self._cache:
                     self._cache.move_to_end(shard)
-                part = ask(searcher, query, floor)
+                part = ask(searchers[shard], query, floor)
                 parts.append(part)
                 if score is not None:
                     for result in part:
                         _keep_best(best, result[score], query.ask_k)
+                return True
+
+            skipped = threshold_broadcast(
+                cached + [s for s in self.shards if s not in self._cache],
+                bound_of,
+                lambda: best[0] if len(best) == query.ask_k else None,
+                ask_shard,
+            )
+            read = len(searchers) - len(cached)  # the shards loaded for this query
             reads = {"searched": len(parts), "read": read, "skipped": skipped, "cached": len(self._cache)}
             return merge(query, parts), reads
 
@@ -119,11 +128,6 @@ class ShardedFamily:
 
     def _budget(self) -> float:
         return self.budget if self.budget is not None else float("inf")
-
-
-def _below(shard_bound: int | None, floor: int | None) -> bool:
-    """Whether no result of a shard with this bound can reach the floor (unknown: it may)."""
-    return shard_bound is not None and floor is not None and shard_bound < floor
 
 
 def _keep_best(best: list[int], score: int, k: int) -> None:
