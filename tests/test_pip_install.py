@@ -71,7 +71,7 @@ def test_pip_install_into_a_fresh_venv_runs_the_main_job_with_every_family(tmp_p
         check=False,
         capture_output=True,
         text=True,
-        timeout=420,
+        timeout=900,
     )
     assert result.returncode == 0, result.stderr[-4000:]
     assert result.stderr.strip() == "", "--json must keep stderr silent"

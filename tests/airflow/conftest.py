@@ -1,5 +1,5 @@
 """The plugin's API server on the shared query lake, started once per session for the plugin, search-page
-and DAG tests of this folder; one real Airflow stack per session for the end-to-end tests."""
+and DAG tests of this folder; one real Airflow stack for the end-to-end tests' module."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def ids(engine: QueryEngine) -> dict[str, str]:
     return {row["title"]: dataset_id for dataset_id, row in engine.snapshot().datasets.items()}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")  # one module uses it: stopped when that module ends, not left idling
 def airflow_stack(tmp_path_factory: pytest.TempPathFactory) -> AirflowStack:
     """One real Airflow stack (PostgreSQL, LocalExecutor, the four components) on free ports, its lake a temp folder."""
     if not glob.glob("/usr/lib/postgresql/*/bin/pg_ctl"):
