@@ -56,10 +56,13 @@ class StackConfig:
 
     @property
     def url(self) -> str:
+        """The Airflow API server's base URL (the UI and the REST and task execution APIs live under it)."""
         return f"http://127.0.0.1:{self.api_port}"
 
     @property
     def spark_master(self) -> str:
+        """The standalone Spark master's URL: the stack's worker joins it, and with ``spark_cluster`` the
+        lake's Spark jobs run on it."""
         return f"spark://127.0.0.1:{self.spark_port}"
 
 
@@ -82,6 +85,8 @@ class Stack:
         _record_pids(self.config.state, self.processes)
 
     def stop(self) -> None:
+        """Stop every component, the last started first (each process group SIGTERMed, killed after
+        ``STOP_GRACE_S``), then PostgreSQL, and forget the recorded process ids."""
         children = list(reversed(self.processes.values()))
         stop_groups([p.pid for p in children], children)
         for process in self.processes.values():

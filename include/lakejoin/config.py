@@ -183,6 +183,8 @@ class LakeConfig:
 
     @classmethod
     def from_args(cls, home: str | None = None, spark_master: str | None = None, quiet: bool = False) -> LakeConfig:
+        """The config of a command's arguments: ``home`` resolved by :func:`resolve_home`, the Spark master
+        ``spark_master`` or else ``$LAKEJOIN_SPARK_MASTER``."""
         master = spark_master or SPARK_MASTER.read()
         return cls(home=resolve_home(home), spark_master=master, quiet=quiet)
 

@@ -109,6 +109,7 @@ class NormalizedColumn:
 
     @classmethod
     def of(cls, column: pa.Array | pa.ChunkedArray) -> NormalizedColumn:
+        """One column normalized (:meth:`of_columns` of it alone)."""
         return cls.of_columns([column])[0]
 
     @classmethod

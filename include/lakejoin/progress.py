@@ -65,9 +65,11 @@ class Progress:
 
     @property
     def interactive(self) -> bool:
+        """Whether bars are drawn: not quiet, and the stream is a terminal."""
         return not self.quiet and self.stream.isatty()
 
     def say(self, message: str) -> None:
+        """Write ``message`` as a line of its own (ending a bar drawn before it), unless quiet."""
         if not self.quiet:
             with self._lock:
                 self._end_bar()

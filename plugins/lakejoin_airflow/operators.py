@@ -16,6 +16,7 @@ from typing import Any
 import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.sdk import Asset, BaseOperator
+from typing_extensions import override
 
 from lakejoin.commands.search import FAMILY_FLAGS
 from lakejoin.lake import delta
@@ -63,6 +64,8 @@ class LakeSearchOperator(BaseOperator):
         self.k, self.method_params, self.snapshot_id, self.home = k, method_params or {}, snapshot_id, home
 
     def query_arguments(self) -> dict[str, Any]:
+        """The engine's search arguments from the (rendered) fields: the query table read from
+        ``table_path``, ``columns`` as a list, ``k`` and ``snapshot_id`` as integers."""
         columns = [self.columns] if isinstance(self.columns, str) else list(self.columns)
         return {
             "method": self.method,
@@ -74,6 +77,7 @@ class LakeSearchOperator(BaseOperator):
             "snapshot_id": int(self.snapshot_id) if self.snapshot_id not in (None, "") else None,
         }
 
+    @override
     def execute(self, context: Any) -> dict[str, Any]:
         response = LakeHook(self.home).get_engine().search(**self.query_arguments())
         self.log.info(
@@ -113,6 +117,7 @@ class LakeJoinOperator(LakeSearchOperator):
         super().__init__(**kwargs)
         self.output_path, self.rank, self.how, self.policy, self.transform = output_path, rank, how, policy, transform
 
+    @override
     def execute(self, context: Any) -> dict[str, Any]:
         hook = LakeHook(self.home)
         path = Path(self.output_path)
@@ -182,6 +187,7 @@ class LakeDiscoverOperator(SparkSubmitOperator):
         self.method_params, self.columns, self.snapshot_id, self.home = method_params or {}, columns, snapshot_id, home
 
     # The summary goes to XCom; SparkSubmitOperator.execute is typed as returning None.
+    @override
     def execute(self, context: Any) -> dict[str, Any]:  # type: ignore[override]
         home = LakeHook(self.home).get_config().home
         out = Path(self.out) if Path(self.out).is_absolute() else home / "discoveries" / self.out
@@ -243,6 +249,7 @@ class LakeRelatedOperator(BaseOperator):
         super().__init__(**kwargs)
         self.dataset_id, self.snapshot_id, self.home, self.rank = dataset_id, snapshot_id, home, rank
 
+    @override
     def execute(self, context: Any) -> dict[str, Any]:
         from lakejoin.graph import related
 

@@ -93,6 +93,7 @@ class Edge:
 
     @property
     def neighbour(self) -> tuple[str, tuple[int, ...]]:
+        """The column (or key) the edge reaches: its dataset and column ids, one edge kept per neighbour."""
         return (self.dataset_id, self.column_ids)
 
 
@@ -168,6 +169,8 @@ class SetProfiles:
         return cls(np.zeros(n, np.int64), np.full(n, None, object), empty, empty, np.zeros(n, bool))
 
     def side(self, row: int, distinct: int) -> Side:
+        """Set ``row`` as one side of a join with ``distinct`` distinct values; a set whose row count the
+        catalog lacks counts one row per distinct value."""
         rows = int(self.rows[row]) or distinct
         return Side(
             self.names[row] or "", self.types[row], rows, distinct, self.titles[row] or "", bool(self.row_numbers[row])

@@ -51,6 +51,8 @@ class Join:
 
     @property
     def pairs(self) -> set[tuple[int, int]]:
+        """The (own column id, other column id) pairs the join matches: a single-column join whose pair a
+        composite join holds is folded into it."""
         return set(zip(self.own_ids, self.other_ids))
 
     @property

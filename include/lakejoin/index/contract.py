@@ -42,7 +42,10 @@ from lakejoin.index.merge import Result, merge_top_k
 class Searcher(Protocol):
     """What the query layer needs from a loaded index."""
 
-    def search(self, query: Any, **params: Any) -> list[dict[str, Any]]: ...
+    def search(self, query: Any, **params: Any) -> list[dict[str, Any]]:
+        """The results for ``query``, each a dict naming a column (a table, for MATE) with its score and evidence;
+        ``params``: the family's search parameters (``k``, thresholds)."""
+        ...
 
 
 @dataclass
@@ -99,7 +102,10 @@ class IndexFamily(ABC):
     def update_tables(
         self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
     ) -> dict[str, pa.Table]:
-        """The incremental build in this process (the Spark incremental build's twin)."""
+        """The incremental build in this process (the Spark incremental build's twin): ``inputs`` are the changed
+        datasets' rows, ``changed`` the ids of the datasets added, changed or removed, ``previous`` the last build's
+        global tables whole and its other tables cut to the rewritten shards. Returns those shards' new content, each
+        global table whole, and of the :attr:`append_tables` only the rows to append."""
 
     @abstractmethod
     def staleness(self, global_tables: Mapping[str, pa.Table]) -> float:

@@ -90,6 +90,7 @@ class Lease:
 
     @property
     def build_id(self) -> str:
+        """The build holding the lease, recorded with every Delta commit it makes."""
         return self.record["build_id"]
 
     def verify(self) -> None:
@@ -121,6 +122,8 @@ class Lease:
             return True
 
     def release(self) -> None:
+        """Stop renewing and, unless the lease was taken over, mark it released and expired now, so the
+        next writer takes the lake at once instead of after the TTL."""
         self._stop.set()
         with self._lock:
             current = _newest(self.home)

@@ -60,6 +60,8 @@ class Manifest:
 
     @property
     def complete(self) -> bool:
+        """Whether the last build that began finished; False (``pending``): one is writing, or was
+        interrupted and the next run rebuilds the family in full."""
         return self.state == COMPLETE
 
 

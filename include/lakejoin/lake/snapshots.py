@@ -61,6 +61,7 @@ class Snapshot:
     stats: dict[str, Any]
 
     def version_of(self, table: str) -> int | None:
+        """The version of ``table`` the snapshot pins; None: it pins none."""
         return self.table_versions.get(table)
 
     @property
@@ -69,6 +70,8 @@ class Snapshot:
         return self.stats.get("build_id")
 
     def to_json(self) -> dict[str, Any]:
+        """The snapshot as a JSON-ready dict: id, creation time, status, pinned versions and the build's
+        statistics."""
         return {
             "snapshot_id": self.snapshot_id,
             "created_at": self.created_at.isoformat(),

@@ -34,15 +34,18 @@ class PortalServer:
 
     @property
     def url(self) -> str:
+        """The base URL the portal answers at (the port the OS chose when 0 was asked)."""
         host, port = cast(tuple[str, int], self._server.server_address[:2])  # an AF_INET(6) server bound to a str host
         return f"http://{host}:{port}"
 
     @property
     def stats(self) -> Counter:
+        """A copy of the request counters."""
         with self._state.lock:
             return Counter(self._state.stats)
 
     def stop(self) -> None:
+        """Shut the server down, wait for its thread and delete the CSV copies of Parquet tables."""
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)

@@ -55,41 +55,50 @@ class Table:
 
     @property
     def organization(self) -> str:
+        """The CKAN organization: the slug of the table's top folder (a table at the root: ``default``)."""
         parts = self.relpath.split("/")
         return slug(parts[0]) if len(parts) > 1 else DEFAULT_ORGANIZATION
 
     @property
     def name(self) -> str:
+        """The CKAN package name: the slug of the relative path without its suffix."""
         return slug(self.relpath.rsplit(".", 1)[0].replace("/", "-"))
 
     @property
     def title(self) -> str:
+        """The file's name without its suffix."""
         return Path(self.relpath).stem
 
     @property
     def package_id(self) -> str:
+        """The CKAN package id: a UUID derived from the relative path, so stable across restarts."""
         return str(uuid.uuid5(_ID_NAMESPACE, "package:" + self.relpath))
 
     @property
     def resource_id(self) -> str:
+        """The CKAN resource id: a UUID derived from the relative path, so stable across restarts."""
         return str(uuid.uuid5(_ID_NAMESPACE, "resource:" + self.relpath))
 
     @property
     def socrata_id(self) -> str:
+        """The Socrata four-by-four id (``abcd-2345``), derived from the relative path's hash."""
         digest = hashlib.sha256(self.relpath.encode()).digest()
         chars = "".join(_FOURBYFOUR[b % len(_FOURBYFOUR)] for b in digest[:8])
         return f"{chars[:4]}-{chars[4:]}"
 
     @property
     def etag(self) -> str:
+        """The download's ETag, from the file's size and modification time: a changed file gets a new one."""
         return f'"{self.size:x}-{self.mtime_ns:x}"'
 
     @property
     def modified(self) -> datetime:
+        """The file's modification time, in UTC."""
         return datetime.fromtimestamp(self.mtime_ns / 1e9, tz=UTC)
 
     @property
     def http_date(self) -> str:
+        """The modification time as an HTTP date (``Last-Modified``)."""
         return formatdate(self.mtime_ns // 10**9, usegmt=True)
 
 
@@ -119,12 +128,15 @@ class Catalog:
         self._paths: dict[tuple[str, str], Path] = {}
 
     def tables(self) -> list[Table]:
+        """Every table, rescanned; the scan also refreshes the id map :meth:`find` looks in."""
         tables = scan(self.root)
         with self._lock:
             self._paths = {(key, getattr(t, key)): t.path for t in tables for key in self.KEYS}
         return tables
 
     def find(self, key: str, value: str) -> Table | None:
+        """The table whose ``key`` (one of :attr:`KEYS`) is ``value``, or None; an id the last scan did not
+        see, or whose file is gone, rescans."""
         with self._lock:
             path = self._paths.get((key, value))
         if path is None or not path.exists():
@@ -158,6 +170,7 @@ class RowIndex:
 
     @property
     def rows(self) -> int:
+        """The number of records after the header."""
         return len(self.starts) - 1
 
     def _read(self, first: int, last: int) -> bytes:
@@ -167,6 +180,7 @@ class RowIndex:
         return data if data.endswith(b"\n") else data + b"\n"
 
     def header(self) -> bytes:
+        """The header record, newline-terminated."""
         return self._read(0, 0)
 
     def page(self, offset: int, limit: int) -> bytes:
@@ -184,6 +198,7 @@ class RowIndexCache:
         self._indexes: dict[tuple[str, int, int], RowIndex] = {}
 
     def get(self, table: Table) -> RowIndex:
+        """The table's row index, built on first use (a Parquet table written to CSV first)."""
         key = (table.relpath, table.size, table.mtime_ns)
         with self._lock:
             if key not in self._indexes:

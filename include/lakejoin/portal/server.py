@@ -27,6 +27,8 @@ from pathlib import Path
 from typing import Any, cast
 from urllib.parse import parse_qs, quote, urlsplit
 
+from typing_extensions import override
+
 from lakejoin.portal.catalog import MIME_TYPES, SOCRATA_FORMATS, Catalog, RowIndexCache, Table, slug
 
 SODA_DEFAULT_LIMIT = 1000
@@ -81,6 +83,7 @@ class PortalState:
     _attempts: Counter = field(default_factory=Counter)
 
     def count(self, key: str) -> None:
+        """Count one more ``key`` (a request, a served body, a fault) in :attr:`stats`."""
         with self.lock:
             self.stats[key] += 1
 
@@ -100,15 +103,19 @@ class PortalHandler(BaseHTTPRequestHandler):
     server_version = "LakejoinPortal/0.1"
     state: PortalState  # set on the subclass made per server
 
+    @override
     def log_message(self, format: str, *args: Any) -> None:
-        pass
+        pass  # silent: the default writes a line to stderr per request and per error
 
     # -- dispatch -----------------------------------------------------------------------------
 
     def do_GET(self) -> None:
+        """Answer a GET (``BaseHTTPRequestHandler`` calls ``do_<method>``): every route takes one."""
         self._dispatch(body=b"")
 
     def do_POST(self) -> None:
+        """Answer a POST: its body holds CKAN action parameters (JSON or a form), which win over the query
+        string's."""
         length = int(self.headers.get("Content-Length") or 0)
         self._dispatch(body=self.rfile.read(length))
 
@@ -154,6 +161,8 @@ class PortalHandler(BaseHTTPRequestHandler):
 
     @property
     def base_url(self) -> str:
+        """The portal's URL as the client reached it (its ``Host`` header, else the bound address), for the
+        links in responses."""
         host, port = cast(tuple[str, int], self.server.server_address)[:2]
         return f"http://{self.headers.get('Host') or f'{host}:{port}'}"
 

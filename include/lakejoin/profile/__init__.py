@@ -274,6 +274,7 @@ class RegexMatcher:
         )
 
     def matching(self, pattern: str) -> np.ndarray:
+        """Which texts ``re.search(pattern, text)`` finds a match in, as a boolean mask (a null: False)."""
         mask = pc.fill_null(pc.match_substring_regex(self.texts, pattern), False).to_numpy(zero_copy_only=False)
         if len(self.with_newline):
             regex = re.compile(pattern)

@@ -77,6 +77,7 @@ class Side:
 
     @property
     def uniqueness(self) -> float:
+        """Distinct values per non-null cell, at most 1 (0 for a side without rows)."""
         return min(1.0, self.distinct / self.rows) if self.rows else 0.0
 
 
@@ -96,6 +97,7 @@ class Quality:
     reason: str
 
     def evidence(self) -> dict[str, object]:
+        """The quality's parts as a JSON-ready dict, floats rounded to 4 places."""
         return {k: round(v, 4) if isinstance(v, float) else v for k, v in asdict(self).items()}
 
 

@@ -130,6 +130,7 @@ class DocsBuild:
     snapshot_id: int | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """The build's summary as a JSON-ready dict (the datasets counted, not listed)."""
         return {
             "index": str(self.index) if self.index else None,
             "datasets": len(self.pages),
@@ -218,12 +219,15 @@ class SiteIndex:
         return cls(datasets, max(1, -(-len(datasets) // DATASETS_PER_PAGE)))
 
     def page_name(self, page: int) -> str:
+        """The file name of index page ``page`` (0-based; the names count from 1: ``index-001.html``)."""
         return f"index-{page + 1:03d}.html"
 
     def page_of(self, dataset_id: str) -> str:
+        """The file name of the index page that lists ``dataset_id``."""
         return self.page_name(shard_of(dataset_id, self.n_pages))
 
     def names(self) -> list[str]:
+        """The file names of every numbered index page, in order."""
         return [self.page_name(p) for p in range(self.n_pages)]
 
     def listings(self, names: set[str]) -> dict[str, list[dict[str, Any]]]:

@@ -102,6 +102,7 @@ class QueryEngine:
         self.cache = SnapshotCache(config, refresh_seconds)
 
     def snapshot(self, snapshot_id: int | None = None) -> LoadedSnapshot:
+        """The latest published snapshot (``snapshot_id`` None) or the given one, loaded through the cache."""
         return self.cache.get(snapshot_id)
 
     def search(
@@ -240,6 +241,8 @@ class QueryEngine:
         return joined, summary
 
     def query_table(self, loaded: LoadedSnapshot, table: QueryTable | None, dataset_id: str | None) -> QueryTable:
+        """The query table: ``table`` (a file; the lake dataset with the same bytes, when there is one) or the
+        lake dataset ``dataset_id``. Exactly one of the two must be given."""
         if table is not None and dataset_id is None:
             return in_lake(loaded, table)
         if table is None and dataset_id is not None:
@@ -275,6 +278,7 @@ class QueryEngine:
         return {"snapshot_id": loaded.snapshot_id, "families": loaded.families(), "datasets": rows}
 
     def snapshots(self) -> list[dict[str, Any]]:
+        """Every snapshot of the lake, oldest first, as JSON-ready dicts."""
         return [s.to_json() for s in snapshots.list_snapshots(self.config)]
 
     def _check_query(self, query: QueryTable, columns: list[str], k: int, method: str, params: dict[str, Any]) -> None:

@@ -121,6 +121,7 @@ class LoadedSnapshot:
 
     @property
     def snapshot_id(self) -> int:
+        """The id of the snapshot this catalog is of."""
         return self.snapshot.snapshot_id
 
     def families(self) -> list[str]:
@@ -144,6 +145,7 @@ class LoadedSnapshot:
         return manifest.n_shards if manifest else None
 
     def loaded_families(self) -> list[str]:
+        """The families whose searcher over every shard is in memory, sorted."""
         return sorted(self._searchers)
 
     def searcher(self, family: str) -> tuple[Any, threading.Lock]:
@@ -294,6 +296,7 @@ class LoadedSnapshot:
         )
 
     def dataset(self, dataset_id: str) -> dict[str, Any]:
+        """The catalog row of ``dataset_id``; ``LookupError`` when the snapshot lacks it or it is not active."""
         row = self.datasets.get(dataset_id)
         if row is None:
             raise LookupError(f"dataset {dataset_id!r} is not in snapshot {self.snapshot_id}")
@@ -310,6 +313,7 @@ class LoadedSnapshot:
         return pq.read_table(path if path.is_absolute() else self.config.home / path)
 
     def columns_of(self, dataset_id: str) -> list[ColumnInfo]:
+        """The columns of ``dataset_id`` in the snapshot's catalog."""
         return self.columns.of_dataset(dataset_id)
 
 

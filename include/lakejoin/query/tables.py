@@ -29,6 +29,8 @@ class QueryTable:
     content_sha256: str | None = None  # a file's bytes: the lake dataset it may be
 
     def describe(self, columns: list[str]) -> dict[str, Any]:
+        """What a response says of the query: its source (the file, or the ``dataset_id``), the table's
+        name, the query ``columns`` and the table's rows."""
         if self.dataset_id and self.content_sha256 is None:
             source: dict[str, Any] = {"dataset_id": self.dataset_id}
         else:
@@ -36,9 +38,11 @@ class QueryTable:
         return {**source, "table": self.name, "columns": columns, "rows": self.table.num_rows}
 
     def column_values(self, column: str) -> list[str | None]:
+        """The cells of ``column``, as text (None: a missing cell)."""
         return self.table.column(column).to_pylist()
 
     def check_columns(self, columns: list[str]) -> None:
+        """Raise ``ValueError`` unless ``columns`` name at least one column of the table, and none twice."""
         if not columns:
             raise ValueError("no query column given: name one with --column (or several with --columns)")
         if len(set(columns)) != len(columns):

@@ -62,6 +62,8 @@ class Warmup:
         )
 
     def status(self) -> dict[str, Any]:
+        """The load's state, snapshot, family loading now, families loaded and skipped (with why), error
+        and seconds, read together as one JSON-ready dict."""
         with self._lock:
             return {
                 "state": self.state,

@@ -20,7 +20,9 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-from lakejoin.sources.base import Resource, SourceUnavailable
+from typing_extensions import override
+
+from lakejoin.sources.base import Resource, Source, SourceUnavailable
 from lakejoin.sources.http import (
     FetchError,
     HttpClient,
@@ -137,7 +139,7 @@ def filter_query(organization: str | None, tag: str | None, res_format: str | No
     return " AND ".join(terms)
 
 
-class CkanSource:
+class CkanSource(Source):
     """A CKAN portal; options are the filters below plus every HttpPolicy field."""
 
     def __init__(
@@ -189,6 +191,7 @@ class CkanSource:
             start += len(results)
         return list(listings.values())
 
+    @override
     def resources(self, previous: Mapping[str, Mapping[str, Any]], workdir: Path) -> Iterator[Resource]:
         listings = self.list_datasets()
         tasks = [self._task(listing, previous.get(listing.dataset_id), workdir) for listing in listings]

@@ -6,14 +6,16 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from typing_extensions import override
+
 from lakejoin.ids import dataset_id
-from lakejoin.sources.base import Resource, SourceUnavailable
+from lakejoin.sources.base import Resource, Source, SourceUnavailable
 from lakejoin.sources.parse import detect_format
 
 TABLE_SUFFIXES = (".csv", ".tsv", ".tab", ".txt", ".parquet", ".pq", ".jsonl", ".ndjson", ".json")
 
 
-class FolderSource:
+class FolderSource(Source):
     """Lists table files recursively (hidden files and folders skipped). The dataset id hashes the
     file's absolute path, so it is stable for the same file; a file that disappears is simply no
     longer listed and ingestion marks its dataset removed."""
@@ -22,6 +24,7 @@ class FolderSource:
         self.root = Path(location).expanduser().resolve()
         self.spec = f"folder:{self.root}"
 
+    @override
     def resources(self, previous: Mapping[str, Mapping[str, Any]], workdir: Path) -> Iterator[Resource]:
         if not self.root.is_dir():
             raise SourceUnavailable(f"folder {self.root} does not exist")

@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from lakejoin.sources.base import Resource, SourceUnavailable
+from typing_extensions import override
+
+from lakejoin.sources.base import Resource, Source, SourceUnavailable
 from lakejoin.sources.ckan import portal_key
 from lakejoin.sources.http import (
     Download,
@@ -73,7 +75,7 @@ def csv_page_shape(path: Path) -> tuple[list[str], int]:
         return header, sum(1 for _ in reader)
 
 
-class SocrataSource:
+class SocrataSource(Source):
     """A Socrata domain; options are the paging knobs below plus every HttpPolicy field."""
 
     def __init__(
@@ -116,12 +118,14 @@ class SocrataSource:
             offset += returned
         return list(listings.values())
 
+    @override
     def resources(self, previous: Mapping[str, Mapping[str, Any]], workdir: Path) -> Iterator[Resource]:
         listings = self.list_datasets()
         tasks = [self._task(listing, previous.get(listing.dataset_id), workdir) for listing in listings]
         yield from fetch_concurrently(tasks, self.workers)
 
     def export_url(self, four_by_four: str) -> str:
+        """The SODA CSV export URL of the dataset ``four_by_four``."""
         return f"{self.location}/resource/{four_by_four}.csv"
 
     def _task(self, listing: SocrataListing, stored: Mapping[str, Any] | None, workdir: Path) -> Callable[[], Resource]:

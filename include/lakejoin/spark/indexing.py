@@ -85,10 +85,12 @@ class FamilyPlan:
 
     @property
     def rewritten(self) -> list[int]:
+        """The shards the build writes: every one in a full build, else those holding a changed dataset."""
         return list(range(self.n_shards)) if self.full else shards_of(self.changed, self.n_shards)
 
     @property
     def idle(self) -> bool:
+        """Whether there is nothing to build: an incremental build without a changed dataset."""
         return not self.full and not self.changed
 
 
@@ -107,6 +109,7 @@ class FamilyBuild:
     seconds: float
 
     def to_json(self) -> dict[str, Any]:
+        """The build as the run summary and the DAG's task result show it, JSON-ready."""
         return {
             "family": self.family,
             "build": "full" if self.full else "incremental",

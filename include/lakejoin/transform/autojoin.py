@@ -92,10 +92,12 @@ class SuffixArray:
         return lo, hi
 
     def contains(self, gram: str) -> bool:
+        """Whether ``gram`` occurs in any of the values (some suffix starts with it)."""
         lo = bisect_left(self.suffixes, gram)
         return lo < len(self.suffixes) and self.suffixes[lo].startswith(gram)
 
     def rows(self, gram: str) -> list[int]:
+        """The rows (positions of the values) whose value contains ``gram``, ascending, each once."""
         lo, hi = self._range(gram)
         return sorted(set(self.rows_of[lo:hi]))
 

@@ -107,6 +107,7 @@ class QueryColumn:
 
     @property
     def total_rows(self) -> int:
+        """The query column's non-empty values, repeats counted."""
         return sum(self.rows.values())
 
 

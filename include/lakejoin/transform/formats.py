@@ -103,6 +103,8 @@ class Number(_NumberFields):
     RANK = 6
 
     def apply(self, value: str) -> str | None:
+        """The ``index``-th number of ``value`` times ``scale`` plus ``offset``, printed in the output format;
+        None when ``value`` has no such number or :func:`read_number` cannot read it."""
         tokens = number_tokens(value)
         if not -len(tokens) <= self.index < len(tokens):
             return None
@@ -286,6 +288,7 @@ class Date(_DateFields):
     RANK = 7
 
     def apply(self, value: str) -> str | None:
+        """``value`` parsed by ``parse`` and printed by ``print``; None when it does not parse."""
         fields = parse_date(self.parse, value)
         return None if fields is None else print_date(self.print, fields)
 

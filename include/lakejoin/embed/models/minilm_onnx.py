@@ -17,9 +17,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
+from typing_extensions import override
 
 from lakejoin.config import EMBED_THREADS
-from lakejoin.embed.models import package_dir
+from lakejoin.embed.models import EmbeddingModel, package_dir
 
 if TYPE_CHECKING:
     from tokenizers import Encoding
@@ -34,7 +35,7 @@ BATCH = 64  # values in a batch at most
 BATCH_TOKENS = 512
 
 
-class MiniLMOnnxModel:
+class MiniLMOnnxModel(EmbeddingModel):
     """all-MiniLM-L6-v2 through ONNX Runtime: the same vectors without PyTorch."""
 
     name = "minilm-onnx"
@@ -66,6 +67,7 @@ class MiniLMOnnxModel:
         weights = mask[:, :, None].astype(np.float32)
         return (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
 
+    @override
     def encode(self, values: Sequence[str]) -> np.ndarray:
         # Tokenize everything first, then batch values of equal token counts and restore the
         # input order: the model's work grows with the padded length, and sorting by characters

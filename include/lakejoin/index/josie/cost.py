@@ -55,9 +55,11 @@ class ReadCost(NamedTuple):
     plans: tuple[int, ...] = NO_PLANS
 
     def S(self, n: float) -> float:  # noqa: N802 - the thesis's name
+        """Eq. 3.15's time to read ``n`` tokens of a set: ``s0 + s1·n`` seconds."""
         return self.s0 + self.s1 * n
 
     def L(self, f: float) -> float:  # noqa: N802 - the thesis's name
+        """Eq. 3.15's time to read a posting list of length ``f``: ``l0 + l1·f`` seconds."""
         return self.l0 + self.l1 * f
 
 

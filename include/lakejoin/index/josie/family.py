@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
+from typing_extensions import override
 
 from lakejoin.index.contract import FamilyQuery, IndexFamily, prepared
 from lakejoin.index.josie import arrays, dictionary, josie, tokens
@@ -26,38 +27,49 @@ class Josie(IndexFamily):
     arrays_format = arrays.ARRAYS_FORMAT
     floor_score = "overlap"
 
+    @override
     def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
         return tokens.build_tables(inputs, n_shards=n_shards)
 
+    @override
     def update_tables(
         self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
     ) -> dict[str, pa.Table]:
         return tokens.update_tables(inputs, n_shards=n_shards, previous=previous, changed=changed)
 
+    @override
     def staleness(self, global_tables: Mapping[str, pa.Table]) -> float:
         return tokens.staleness(global_tables)
 
+    @override
     def load(self, tables: Mapping[str, pa.Table], shared: Any = None) -> Any:
         return josie.load(tables, shared=shared) if shared is not None else josie.load(tables)
 
+    @override
     def shared(self, global_tables: Mapping[str, pa.Table]) -> dictionary.TokenDictionary:
         return dictionary.shared(global_tables)
 
+    @override
     def to_arrays(self, searcher: josie.JosieSearcher) -> dict[str, np.ndarray]:
         return josie.to_arrays(self.index_of(searcher))
 
+    @override
     def from_arrays(self, arrays: Mapping[str, np.ndarray], shared: Any = None) -> Any:
         return josie.from_arrays(arrays, shared=shared)
 
+    @override
     def scratch_bytes(self, searcher: Any) -> int | None:
         return self.index_of(searcher).scratch_bytes()
 
+    @override
     def rank_key(self, result: Result) -> tuple:
         return (-result["overlap"], result["column_id"])
 
+    @override
     def ask(self, searcher: Any, query: FamilyQuery, floor: int | None = None) -> list[dict[str, Any]]:
         return searcher.search(prepared(searcher, query), k=query.ask_k, floor=floor or 0)
 
+    @override
     def bound(self, searcher: Any, query: FamilyQuery) -> int | None:
         return searcher.held(prepared(searcher, query))
 

@@ -164,6 +164,7 @@ class JosieSearcher:
 
     @property
     def num_sets(self) -> int:
+        """How many sets (columns) the searcher holds."""
         return len(self.set_ids)
 
     def search(self, query: Iterable[str] | PreparedQuery, k: int = 10, *, floor: int = 0) -> list[dict]:

@@ -8,6 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
+from typing_extensions import override
 
 from lakejoin.index.contract import FamilyQuery, IndexFamily, prepared
 from lakejoin.index.lshensemble import search, tables
@@ -25,38 +26,48 @@ class LshEnsemble(IndexFamily):
     load_bytes_per_row: ClassVar[Mapping[str, int]] = {"signatures": 15_000}
     arrays_format = search.ARRAYS_FORMAT
 
+    @override
     def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
         return tables.build_tables(inputs, n_shards=n_shards)
 
+    @override
     def update_tables(
         self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
     ) -> dict[str, pa.Table]:
         return tables.update_tables(inputs, n_shards=n_shards, previous=previous, changed=changed)
 
+    @override
     def staleness(self, global_tables: Mapping[str, pa.Table]) -> float:
         return tables.staleness(global_tables["sizes"], global_tables["partitions"])
 
+    @override
     def load(self, tables: Mapping[str, pa.Table], shared: Any = None) -> search.LshEnsembleSearcher:
         return search.load(tables)
 
+    @override
     def to_arrays(self, searcher: search.LshEnsembleSearcher) -> dict[str, np.ndarray]:
         return search.to_arrays(searcher)
 
+    @override
     def from_arrays(self, arrays: Mapping[str, np.ndarray], shared: Any = None) -> search.LshEnsembleSearcher:
         return search.from_arrays(arrays)
 
+    @override
     def rank_key(self, result: Result) -> tuple:
         return search.rank_key(result)
 
+    @override
     def score(self, result: Result) -> float:
         return search.score(result)
 
+    @override
     def ask(self, searcher: Any, query: FamilyQuery, floor: int | None = None) -> list[dict[str, Any]]:
         threshold = query.params.get("threshold", DEFAULT_THRESHOLD)
         return searcher.search_steps(
             prepared(searcher, query), threshold, verify=query.params.get("verify", False), k=query.ask_k
         )
 
+    @override
     def merge(self, query: FamilyQuery, parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
         return merge_threshold_steps(parts, query.ask_k, self.rank_key)
 

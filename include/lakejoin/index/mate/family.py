@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from typing_extensions import override
 
 from lakejoin.index.contract import FamilyQuery, IndexFamily
 from lakejoin.index.mate import build, index, search
@@ -27,29 +28,37 @@ class Mate(IndexFamily):
     table_level = True
     multi_column = True
 
+    @override
     def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
         return build.build_tables(inputs, n_shards=n_shards)
 
+    @override
     def update_tables(
         self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
     ) -> dict[str, pa.Table]:
         return build.update_tables(inputs, n_shards=n_shards, previous=previous, changed=changed)
 
+    @override
     def staleness(self, global_tables: Mapping[str, pa.Table]) -> float:
         return build.staleness(global_tables["params"], global_tables["widths"])
 
+    @override
     def load(self, tables: Mapping[str, pa.Table], shared: Any = None) -> search.MateSearcher:
         return search.load(dict(tables))
 
+    @override
     def to_arrays(self, searcher: search.MateSearcher) -> dict[str, np.ndarray]:
         return search.to_arrays(searcher)
 
+    @override
     def from_arrays(self, arrays: Mapping[str, np.ndarray], shared: Any = None) -> search.MateSearcher:
         return search.from_arrays(arrays)
 
+    @override
     def rank_key(self, result: Result) -> tuple:
         return (-result["joinability"], result["dataset_id"])
 
+    @override
     def ask(self, searcher: Any, query: FamilyQuery, floor: int | None = None) -> list[dict[str, Any]]:
         frame = pd.DataFrame(dict(zip(query.columns, query.values)))
         return searcher.search(

@@ -70,6 +70,7 @@ class PreparedQuery:
 
     @property
     def columns(self) -> list[str]:
+        """The query's key columns, as the key names them."""
         return self.key.columns
 
     @property

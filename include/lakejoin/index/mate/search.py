@@ -78,6 +78,7 @@ class SearchStats:
         return self.pairs_joinable / self.pairs_passed if self.pairs_passed else 1.0
 
     def as_dict(self) -> dict[str, float]:
+        """The counters and :attr:`precision` as one JSON-ready dict."""
         return {**asdict(self), "precision": self.precision}
 
 
@@ -192,6 +193,7 @@ class MateSearcher:
 
     @property
     def bits(self) -> int:
+        """The width of the index's XASH super keys in bits; a query's keys are hashed to the same width."""
         return self.index.bits
 
     def bounds(self, query: KeyQuery) -> tuple[np.ndarray, int]:

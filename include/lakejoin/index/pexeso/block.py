@@ -31,6 +31,7 @@ class Pairs:
 
     @classmethod
     def concat(cls, parts: list[tuple[np.ndarray, np.ndarray]]) -> Pairs:
+        """The pairs of ``parts`` (each a query and a leaf index array) as one, in order; no parts: none."""
         if not parts:
             return cls(np.zeros(0, np.int64), np.zeros(0, np.int64))
         return cls(np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]))

@@ -7,6 +7,7 @@ from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
 import pyarrow as pa
+from typing_extensions import override
 
 from lakejoin.index.contract import FamilyQuery, IndexFamily
 from lakejoin.index.merge import Result, merge_threshold
@@ -26,32 +27,40 @@ class Pexeso(IndexFamily):
     load_bytes_per_row: ClassVar[Mapping[str, int]] = {"mapped": 6_000}
     embeds = True
 
+    @override
     def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
         return build.build_tables(inputs, n_shards=n_shards, **params)
 
+    @override
     def update_tables(
         self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
     ) -> dict[str, pa.Table]:
         return update.update_tables(inputs, n_shards=n_shards, previous=previous, changed=changed)
 
+    @override
     def staleness(self, global_tables: Mapping[str, pa.Table]) -> float:
         return update.staleness_of(global_tables["params"].to_pylist())
 
+    @override
     def load(self, tables: Mapping[str, pa.Table], shared: Any = None) -> Any:
         # imported here: the search side compiles numba kernels, which a process that only builds never needs
         from lakejoin.index.pexeso import search
 
         return search.load(tables)
 
+    @override
     def rank_key(self, result: Result) -> tuple:
         return (-result["matched"], result["column_id"])
 
+    @override
     def score(self, result: Result) -> float:
         return float(result["joinability"])
 
+    @override
     def query_values(self, values: list[list[Any]]) -> list[list[Any]]:
         return [[v for v in column if v is not None] for column in values]  # a null has no embedding
 
+    @override
     def ask(self, searcher: Any, query: FamilyQuery, floor: int | None = None) -> list[dict[str, Any]]:
         params = query.params
         model = params.get("model", searcher.model)
@@ -68,6 +77,7 @@ class Pexeso(IndexFamily):
         )
         return [{**r, "model": model} for r in found]
 
+    @override
     def merge(self, query: FamilyQuery, parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
         if query.params.get("mode", "threshold") == "threshold":
             return merge_threshold(parts, self.rank_key)

@@ -118,6 +118,7 @@ class HierarchicalGrid:
 
     @property
     def leaves(self) -> Level:
+        """The finest level: its cells are the leaves, each holding a range of the sorted vectors."""
         return self.levels[-1]
 
     def leaf_range(self, level: int, cells: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from typing_extensions import override
 
 from lakejoin.index import qgram
 from lakejoin.index.contract import FamilyQuery
@@ -21,26 +22,33 @@ class Qgram(Josie):
     name = "qgram"
     searched_by_score = False
 
+    @override
     def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
         return qgram.build_in_memory(inputs, n_shards=n_shards)
 
+    @override
     def update_tables(
         self, inputs: pa.Table, *, n_shards: int, previous: Mapping[str, pa.Table], changed: Collection[str]
     ) -> dict[str, pa.Table]:
         return qgram.update_tables(inputs, n_shards=n_shards, previous=previous, changed=changed)
 
+    @override
     def load(self, tables: Mapping[str, pa.Table], shared: Any = None) -> qgram.QgramSearcher:
         return qgram.load(tables, shared=shared) if shared is not None else qgram.load(tables)
 
+    @override
     def from_arrays(self, arrays: Mapping[str, np.ndarray], shared: Any = None) -> qgram.QgramSearcher:
         return qgram.from_arrays(arrays, shared=shared)
 
+    @override
     def ask(self, searcher: Any, query: FamilyQuery, floor: int | None = None) -> list[dict[str, Any]]:
         return searcher.search(query.values[0], k=query.ask_k, floor=floor or 0)
 
+    @override
     def bound(self, searcher: Any, query: FamilyQuery) -> int | None:
         return None  # the query's tokens are counted by the searcher, not prepared once
 
+    @override
     def index_of(self, searcher: Any) -> josie.JosieSearcher:
         return searcher.josie
 
