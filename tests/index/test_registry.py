@@ -74,3 +74,15 @@ def test_a_sixth_family_is_a_class_and_one_registry_entry(monkeypatch: pytest.Mo
     parts = [query_family.ask(registry.family("exact").load({"cells": t}), query) for t in shard]
     assert query_family.merge(query, parts) == [{"column_id": 1, "hits": 2}, {"column_id": 3, "hits": 1}]
     assert not query_family.has_arrays("exact")
+
+
+def test_the_cli_text_and_auto_ask_the_family_and_a_new_one_gets_the_defaults() -> None:
+    """``lakejoin search``/``related`` text and ``auto``'s policy ask the family: a new one gets the defaults."""
+    exact = _Exact()
+    assert exact.result_notes([{"column_id": 1, "hits": 2}]) == []
+    assert exact.describe_evidence({"hits": 2, "found": "to_this"}) == "hits 2, found to_this"
+    assert not (exact.auto_ranked_by_quality or exact.auto_falls_back or exact.multi_column)
+    lsh = registry.family("lshensemble")
+    assert lsh.result_notes([{"containment": 0.5}]) == [] and len(lsh.result_notes([{"containment": None}])) == 1
+    assert [n for n, f in registry.REGISTRY.items() if f.auto_falls_back or f.auto_ranked_by_quality] == ["josie"]
+    assert not registry.TRANSFORM_CANDIDATES.searched_by_score

@@ -26,6 +26,7 @@ from lakejoin.config import LakeConfig
 from lakejoin.graph import related
 from lakejoin.graph.store import RANKS
 from lakejoin.ids import sha256_file
+from lakejoin.index import registry
 from lakejoin.query import engine_for
 from lakejoin.query.engine import LOCAL_LIMITS
 from lakejoin.query.snapshot import LoadedSnapshot
@@ -117,9 +118,4 @@ def _summarize_by_quality(result: dict[str, Any]) -> str:
 
 
 def _score(entry: dict[str, Any]) -> str:
-    e = entry["evidence"]
-    if entry["method"] == "josie":
-        return f"overlap {e['overlap']}, containment {e['containment']:.3f}, jaccard {e['jaccard']:.3f}"
-    if entry["method"] == "mate":
-        return f"joinable keys {e['joinability']} ({e['share']:.3f} of the key's tuples)"
-    return f"semantic: {e['matched']} values matched ({e['joinability']:.3f})"
+    return registry.family(entry["method"]).describe_evidence(entry["evidence"])

@@ -19,6 +19,7 @@ from typing import Any
 from tabulate import tabulate
 
 from lakejoin.config import LakeConfig
+from lakejoin.index import registry
 from lakejoin.query import METHODS, engine_for, read_table_file
 from lakejoin.query.engine import LOCAL_LIMITS
 from lakejoin.query.params import flag_help
@@ -168,6 +169,7 @@ def summarize(result: dict[str, Any]) -> str:
     if result["query"].get("in_lake"):
         lines.append(f"the query table is the lake's {result['query']['in_lake']}: not listed as a result")
     header, score = SCORES[result["method"]]
+    family = registry.REGISTRY.get(result["method"])  # None: transform, which no one family answers
     ranked = "quality" in result["results"][0]  # auto: ranked by join quality
     rows = []
     for r in result["results"]:
@@ -177,7 +179,7 @@ def summarize(result: dict[str, Any]) -> str:
     headers = [
         "rank",
         "table",
-        "columns" if result["method"] == "mate" else "column",
+        "columns" if family is not None and family.multi_column else "column",
         *(["quality"] if ranked else []),
         header,
         "evidence",
@@ -186,6 +188,6 @@ def summarize(result: dict[str, Any]) -> str:
     lines.append(tabulate(rows, headers, disable_numparse=True, colalign=align))
     if not all(r.get("joinability_exact", True) for r in result["results"]):
         lines.append("≥: a lower bound (--lower-bound stops counting a column once it reaches T)")
-    if result["method"] == "lshensemble" and any(r.get("containment") is None for r in result["results"]):
-        lines.append("≈: LSH Ensemble's MinHash estimate (--verify computes the exact containment)")
+    if family is not None:
+        lines += family.result_notes(result["results"])
     return "\n".join(lines)

@@ -24,6 +24,10 @@ layer asks the registry and these methods, never a family's name:
   (``lakejoin.index.merge``); :meth:`IndexFamily.bound` and :attr:`IndexFamily.floor_score` let a shard that cannot
   reach the k-th score merged so far be skipped. Results carry ``column_id`` (``dataset_id`` for a
   :attr:`IndexFamily.table_level` family), the family's score and its evidence.
+- **auto**: :attr:`IndexFamily.auto_ranked_by_quality` and :attr:`IndexFamily.auto_falls_back` say what the query
+  layer's ``auto`` method does with the answer of a family it picked.
+- **text**: :meth:`IndexFamily.result_notes` explains a search's scores under the CLI's table of results, and
+  :meth:`IndexFamily.describe_evidence` words the evidence of a join-graph edge the family found.
 """
 
 from __future__ import annotations
@@ -90,6 +94,11 @@ class IndexFamily(ABC):
     multi_column: ClassVar[bool] = False  # a query may hold several columns
     embeds: ClassVar[bool] = False  # built from the distinct values' embeddings, not the cells
     searched_by_score: ClassVar[bool] = True  # False: only proposes candidates to another search
+    # when ``auto`` picks the family (``lakejoin.query.engine``): re-rank its best candidates by join quality
+    # (``lakejoin.query.ranking``, which reads the family's tables); run transformation-aware discovery instead
+    # when it finds nothing (on ``registry.TRANSFORM_CANDIDATES``)
+    auto_ranked_by_quality: ClassVar[bool] = False
+    auto_falls_back: ClassVar[bool] = False
 
     # -- build -------------------------------------------------------------------------------------------------
     @abstractmethod
@@ -175,6 +184,17 @@ class IndexFamily(ABC):
     def score(self, result: Result) -> float:
         """The one number batch discovery reports for a result."""
         return -float(self.rank_key(result)[0])
+
+    # -- text --------------------------------------------------------------------------------------------------
+    def result_notes(self, results: Sequence[Result]) -> list[str]:
+        """Lines printed under a search's table of ``results`` to explain scores that are not exact counts and
+        shares (an estimate); none by default."""
+        return []
+
+    def describe_evidence(self, evidence: Mapping[str, Any]) -> str:
+        """The evidence of a join-graph edge the family found (``lakejoin.graph.store``), in words for ``lakejoin
+        related``; by default each field as ``name value``."""
+        return ", ".join(f"{name} {value}" for name, value in evidence.items())
 
 
 def prepared(searcher: Any, query: FamilyQuery) -> Any:

@@ -15,6 +15,9 @@ from lakejoin.index.pexeso.family import FAMILY as PEXESO
 from lakejoin.index.qgram.family import FAMILY as QGRAM
 
 REGISTRY: dict[str, IndexFamily] = {family.name: family for family in (JOSIE, LSH_ENSEMBLE, MATE, PEXESO, QGRAM)}
+# the family whose top columns transformation-aware discovery learns programs for (``search transform``, and
+# ``auto``'s fallback for a family that ``auto_falls_back``)
+TRANSFORM_CANDIDATES: IndexFamily = QGRAM
 
 
 def family(name: str) -> IndexFamily:

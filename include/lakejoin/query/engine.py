@@ -124,13 +124,15 @@ class QueryEngine:
         self._check_query(query, columns, k, method, params)
         picked, reason = pick_method(method, columns, query, params, loaded)
         discovery: dict[str, Any] = {}
-        by_quality = method == "auto" and picked[0] == "josie"
+        auto_pick = registry.family(picked[0]) if method == "auto" else None
+        by_quality = auto_pick is not None and auto_pick.auto_ranked_by_quality
         asked_k = ranking.candidates_for(k) if by_quality else k
         found, reads = _RUNNERS[picked[0]](loaded, query, columns, asked_k, params, discovery)
         if by_quality and found:
             found = ranking.by_quality(loaded, query, columns[0], found, k)
             reason = f"{reason}; its best {asked_k} by overlap ranked by join quality"
-        if method == "auto" and picked[0] == "josie" and not found and "qgram" in loaded.families():
+        falls_back = auto_pick is not None and auto_pick.auto_falls_back
+        if falls_back and not found and registry.TRANSFORM_CANDIDATES.name in loaded.families():
             picked, reason = (
                 ["transform"],
                 f"{reason}; it found no column sharing a value, so transformation-aware discovery ran",
@@ -390,7 +392,7 @@ def _run_transform(
     if len(columns) != 1:
         raise ValueError(f"transform searches one column, got {len(columns)}")
     settings = DiscoveryParams(**{name: params[name] for name in PARAMS["transform"] if name in params})
-    candidates, reads = _runner("qgram")(loaded, query, columns, settings.candidates, {}, {})
+    candidates, reads = _runner(registry.TRANSFORM_CANDIDATES.name)(loaded, query, columns, settings.candidates, {}, {})
     values = query.column_values(columns[0])
     answer = discover(values, candidates, lambda candidate: _column_values(loaded, candidate), k=k, params=settings)
     by_column = {c["column_id"]: c for c in candidates}

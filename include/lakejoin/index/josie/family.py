@@ -26,6 +26,8 @@ class Josie(IndexFamily):
     load_bytes_per_row: ClassVar[Mapping[str, int]] = {"postings": 72, "tokens": 40, "sets": 100}
     arrays_format = arrays.ARRAYS_FORMAT
     floor_score = "overlap"
+    auto_ranked_by_quality = True  # the best by overlap are not always the best joins
+    auto_falls_back = True  # no value shared exactly: the values may still join once transformed
 
     @override
     def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
@@ -72,6 +74,11 @@ class Josie(IndexFamily):
     @override
     def bound(self, searcher: Any, query: FamilyQuery) -> int | None:
         return searcher.held(prepared(searcher, query))
+
+    @override
+    def describe_evidence(self, evidence: Mapping[str, Any]) -> str:
+        e = evidence
+        return f"overlap {e['overlap']}, containment {e['containment']:.3f}, jaccard {e['jaccard']:.3f}"
 
     def index_of(self, searcher: Any) -> josie.JosieSearcher:
         """The JOSIE searcher that holds the arrays (the q-gram family wraps one)."""

@@ -3,7 +3,7 @@ answer in threshold steps, merged by :func:`lakejoin.index.merge.merge_threshold
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
@@ -59,6 +59,12 @@ class LshEnsemble(IndexFamily):
     @override
     def score(self, result: Result) -> float:
         return search.score(result)
+
+    @override
+    def result_notes(self, results: Sequence[Result]) -> list[str]:
+        if any(r.get("containment") is None for r in results):  # not verified: the score is the estimate
+            return ["≈: LSH Ensemble's MinHash estimate (--verify computes the exact containment)"]
+        return []
 
     @override
     def ask(self, searcher: Any, query: FamilyQuery, floor: int | None = None) -> list[dict[str, Any]]:

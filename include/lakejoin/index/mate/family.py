@@ -59,6 +59,10 @@ class Mate(IndexFamily):
         return (-result["joinability"], result["dataset_id"])
 
     @override
+    def describe_evidence(self, evidence: Mapping[str, Any]) -> str:
+        return f"joinable keys {evidence['joinability']} ({evidence['share']:.3f} of the key's tuples)"
+
+    @override
     def ask(self, searcher: Any, query: FamilyQuery, floor: int | None = None) -> list[dict[str, Any]]:
         frame = pd.DataFrame(dict(zip(query.columns, query.values)))
         return searcher.search(

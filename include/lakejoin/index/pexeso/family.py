@@ -57,6 +57,10 @@ class Pexeso(IndexFamily):
         return float(result["joinability"])
 
     @override
+    def describe_evidence(self, evidence: Mapping[str, Any]) -> str:
+        return f"semantic: {evidence['matched']} values matched ({evidence['joinability']:.3f})"
+
+    @override
     def query_values(self, values: list[list[Any]]) -> list[list[Any]]:
         return [[v for v in column if v is not None] for column in values]  # a null has no embedding
 

@@ -21,6 +21,8 @@ class Qgram(Josie):
 
     name = "qgram"
     searched_by_score = False
+    auto_ranked_by_quality = False  # never picked by ``auto``: it proposes the candidates of its fallback
+    auto_falls_back = False
 
     @override
     def build_tables(self, inputs: pa.Table, *, n_shards: int, **params: Any) -> dict[str, pa.Table]:
