@@ -1,15 +1,16 @@
 """End to end through a real Airflow stack (PostgreSQL, scheduler, LocalExecutor, API server with the
 plugin): a pipeline run triggered as the UI's Trigger form does it, run by the scheduler to success,
 its published snapshot answering a search through the plugin's REST API; the snapshot's Asset event
-schedules the graph DAG with no manual step; invalid params are refused with the reason; the UI's
-Trigger form in headless Chromium starts a run whose snapshot the search page searches; a build
-task killed mid-build while a ``lakejoin run --wait`` waits for the lake: the CLI run takes the
-expired lease over, the task's retry waits for it, and the lake ends with both runs' tables, the
-pipeline's answering as an uninterrupted run's; the pipeline on a standalone Spark cluster answers
-as the local run; the query operators push references to their outputs, not tables, to XCom; a
-crawl's Asset event schedules the index DAG, whose snapshot schedules the graph DAG.
+schedules the graph DAG with no manual step; invalid params are refused with the reason; a run on a
+lake another writer holds is retried, then fails naming that writer; the UI's Trigger form in
+headless Chromium starts a run whose snapshot the search page searches; a build task killed
+mid-build while a ``lakejoin run --wait`` waits for the lake: the CLI run takes the expired lease
+over, the task's retry waits for it, and the lake ends with both runs' tables, the pipeline's
+answering as an uninterrupted run's; the pipeline on a standalone Spark cluster answers as the
+local run; the query operators push references to their outputs, not tables, to XCom; a crawl's
+Asset event schedules the index DAG, whose snapshot schedules the graph DAG.
 
-The tests share the session's stack and, in this order, its lake: the pipeline run's two tables,
+The tests share the module's stack and, in this order, its lake: the pipeline run's two tables,
 the UI-triggered run's third, then the crawl's fourth."""
 
 from __future__ import annotations
@@ -228,6 +229,29 @@ def test_a_build_task_killed_mid_build_is_retried_and_a_waiting_cli_run_loses_no
     uninterrupted = published(reference, build_id=f"airflow:{PIPELINE}:{pipeline_run['dag_run_id']}")
     expected = lake_answers(reference, snapshot_id=uninterrupted["snapshot_id"])
     assert {key: answers[key] for key in expected} == expected
+
+
+def test_a_run_on_a_lake_another_writer_holds_retries_then_fails_naming_the_writer(
+    airflow_stack: AirflowStack, sources: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The pipeline on a lake whose write lease this test holds (renewed by its heartbeat) for the whole
+    run: the ingest task waits ``lease_wait`` seconds and fails naming the holder, Airflow retries it
+    after the DAG's retry delay, and once the retries are spent the run fails, the lake untouched."""
+    home = tmp_path_factory.mktemp("held-lake")
+    airflow_stack.unpause(PIPELINE)
+    with lease.hold(home, "a test holding the lake", "held-by-a-test"):
+        conf = {"home": str(home), "sources": [f"folder:{sources}"], "families": ["josie"], "lease_wait": 2}
+        response = airflow_stack.trigger(PIPELINE, conf)
+        assert response.status_code == 200, response.text
+        run_id = response.json()["dag_run_id"]
+        run = airflow_stack.wait_for_run(PIPELINE, run_id)
+    assert run["state"] == "failed" and run["tasks"]["ingest"] == "failed", run
+    ingest = airflow_stack.task_instance(PIPELINE, run_id, "ingest")
+    assert ingest["try_number"] == 3, ingest  # the first try and the DAG's two retries
+    for try_number in (1, 3):
+        log = airflow_stack.task_log(PIPELINE, run_id, "ingest", try_number)
+        assert "is being written by" in log and "held-by-a-test" in log, log[-3000:]
+    assert snapshots.list_snapshots(LakeConfig(home=home)) == []
 
 
 CLI_TABLES = ("band_members.csv", "band_instruments.csv")  # no value in common with the flights' tables

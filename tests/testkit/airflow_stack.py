@@ -39,7 +39,8 @@ class AirflowStack:
         return {"Authorization": f"Bearer {self._token}"}
 
     def request(self, method: str, path: str, **kwargs) -> requests.Response:
-        return requests.request(method, f"{self.url}{path}", headers=self.headers(), timeout=120, **kwargs)
+        headers = {**self.headers(), **kwargs.pop("headers", {})}
+        return requests.request(method, f"{self.url}{path}", headers=headers, timeout=120, **kwargs)
 
     def wait_for_dag(self, dag_id: str, timeout: float = 300.0) -> None:
         """Until the DAG processor has parsed ``dag_id`` into the metadata DB."""
@@ -73,6 +74,14 @@ class AirflowStack:
         response = self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}{suffix}")
         response.raise_for_status()
         return response.json()
+
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int) -> str:
+        """What one try of a task logged, as the UI's log view reads it (one line a record)."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}"
+        response = self.request("GET", path, params={"full_content": True}, headers={"Accept": "application/json"})
+        response.raise_for_status()
+        content = response.json()["content"]
+        return "\n".join(json.dumps(record) if isinstance(record, dict) else str(record) for record in content)
 
     def wait_for_task_state(
         self, dag_id: str, run_id: str, task_id: str, map_index: int, state: str, timeout: float = 300.0
