@@ -263,8 +263,8 @@ async def columns(request: Request) -> dict[str, Any]:
 @app.get("/api/status", summary="The background load of the latest snapshot, and the upload limit")
 async def status() -> dict[str, Any]:
     """Reads what the warm-up recorded; loads nothing itself (the snapshot's families and table
-    count are added once the warm-up is ready). A warm-up that failed for want of a snapshot is begun
-    again (at most every ``RETRY_SECONDS``), so the first snapshot published after the server started
+    count are added once the warm-up is ready). A warm-up that failed (no snapshot yet, most often) is
+    begun again (at most every ``RETRY_SECONDS``), so the first snapshot published after the server started
     is reported."""
     warmup.start()
     answer: dict[str, Any] = {"warmup": warmup.status(), "max_upload_bytes": max_upload_bytes()}

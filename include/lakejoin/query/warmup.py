@@ -1,9 +1,9 @@
 """Loading the latest snapshot and every index family in the background when a server starts, so
 the first search does not pay the load (the REST API's ``/api/status`` reports the progress).
 
-A load that failed because the lake has no published snapshot yet is tried again when asked, at most
-every :data:`RETRY_SECONDS`: a server started on an empty lake picks up the first snapshot published
-after it.
+A load that failed (most often: the lake has no published snapshot yet) is tried again when asked, at
+most every :data:`RETRY_SECONDS`: a server started on an empty lake picks up the first snapshot
+published after it.
 
 A family that cannot load (not built, too large for the memory left, module missing) is recorded
 and skipped; the server serves the others, and a search for that family reports the cause itself.
