@@ -26,7 +26,8 @@ if "PYTEST_XDIST_WORKER" in os.environ:
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 
-pytest_plugins = ["testkit.cpu_report"]  # CPU seconds per test module, at the end of a run
+# CPU seconds per test module at the end of a run; the longest modules handed to the workers first
+pytest_plugins = ["testkit.cpu_report", "testkit.schedule"]
 
 
 @pytest.fixture(scope="session")
