@@ -19,7 +19,7 @@ import pandas as pd
 import pyarrow as pa
 
 from lakejoin.index.mate.index import MateIndex
-from lakejoin.index.mate.layout import items_by_table
+from lakejoin.index.mate.layout import items_by_table, row_words
 from lakejoin.index.mate.xash import xash_array
 from lakejoin.normalize import NormalizedColumn, normalize_value
 
@@ -254,7 +254,7 @@ def fetch_candidates(
         bucket_keys=np.ascontiguousarray(bucket_keys[:, words]),
         probe=np.ascontiguousarray(probe[query_rows]) if probing else probe,
         probe2=np.ascontiguousarray(probe2[query_rows]) if len(probe2) else probe2,
-        item_keys=np.ascontiguousarray(index.superkeys[item_rows][:, words]) if with_superkeys else index.superkeys[:0],
+        item_keys=row_words(index.superkeys, item_rows, words) if with_superkeys else index.superkeys[:0],
     )
 
 
