@@ -384,10 +384,13 @@ def test_no_false_negatives_at_every_size(real_lake) -> None:
         assert mate.pairs_joinable == scr.pairs_joinable > 0
 
 
-@pytest.mark.parametrize(("wide", "id_range", "n_query"), [(4, 20, 50), (4, 10**9, 50), (60_000, 10**9, 3_000_000)])
+@pytest.mark.parametrize(
+    ("wide", "id_range", "n_query"), [(4, 20, 50), (4, 10**9, 50), (20, 10**9, 1000), (60_000, 10**9, 3_000_000)]
+)
 def test_best_mapping_counts_distinct_tuples_per_mapping(wide, id_range, n_query) -> None:
-    """calculateJ's count equals a plain group-by: with narrow and scattered column ids, and when
-    the mapping codes must be re-ranked (tens of thousands of columns ** 4 overflow int64)."""
+    """calculateJ's count equals a plain group-by: with narrow and scattered column ids, with more
+    mappings than a (mapping, query row) table holds (the rows grouped by mapping), and when the
+    mapping codes must be re-ranked (tens of thousands of columns ** 4 overflow int64)."""
     rng = np.random.default_rng(wide)
     columns = rng.choice(id_range, wide, replace=False)
     rows = 100_000

@@ -495,20 +495,53 @@ def _count_sorted(codes: np.ndarray, xs: np.ndarray, n_query: int) -> tuple[int,
 
 
 @njit(cache=True, nogil=True)
+def _count_grouped(
+    codes: np.ndarray, xs: np.ndarray, span: int, n_query: int
+) -> tuple[int, int | np.integer, np.ndarray]:
+    """``_count_dense`` when a (code, x) table is too large but a table per code and one per query
+    row are not: the rows grouped by code (a counting sort), then each group's distinct x
+    counted with a per-query-row stamp. Linear where ``_count_sorted`` sorts every row."""
+    starts = np.zeros(span + 1, np.int64)
+    for code in codes:
+        starts[code + 1] += 1
+    starts = np.cumsum(starts)
+    fill = starts[:-1].copy()
+    grouped = np.empty(len(xs), np.int64)
+    for e in range(len(codes)):
+        grouped[fill[codes[e]]] = xs[e]
+        fill[codes[e]] += 1
+    stamp = np.full(n_query, -1, np.int64)
+    best, best_code = 0, -1
+    for code in range(span):
+        count = 0
+        for e in range(starts[code], starts[code + 1]):
+            if stamp[grouped[e]] != code:
+                stamp[grouped[e]] = code
+                count += 1
+        if count > best:  # ties: the smallest code
+            best, best_code = count, code
+    return best, best_code, np.unique(grouped[starts[best_code] : starts[best_code + 1]])
+
+
+@njit(cache=True, nogil=True)
 def best_mapping(supported: np.ndarray, n_query: int) -> tuple[int, np.ndarray, np.ndarray]:
     """calculateJ's count: (ȷ_t, best mapping's columns, its matched query rows ascending).
 
     ``supported`` holds rows (columns..., x). Each mapping becomes one int64 code (local column
     ranks, ``_mapping_codes``); ȷ of a mapping is its number of distinct x, counted in a
-    presence table over (code, x) when that is small, else by sorting packed (code, x) keys.
+    presence table over (code, x) when that is small, else in the rows grouped by code when a
+    table per code and one per query row are, else by sorting packed (code, x) keys.
     Ties go to the smallest column-id tuple.
     """
     m = supported.shape[1] - 1
     ranks, width = _column_ranks(supported[:, :m])
     codes, span = _mapping_codes(ranks, width)
     xs = supported[:, m]
-    if span <= (4 * len(codes) + DENSE_MIN) // n_query:
+    room = 4 * len(codes) + DENSE_MIN  # table entries as cheap as the rows: a few per row
+    if span <= room // n_query:
         best, best_code, matched = _count_dense(codes, xs, span, n_query)
+    elif span <= room and n_query <= room:
+        best, best_code, matched = _count_grouped(codes, xs, span, n_query)
     else:
         if span > CODE_LIMIT // n_query:
             codes, span = _dense_ranks(codes)
