@@ -156,9 +156,14 @@ def wait_for_run_page(driver, dag_id: str, timeout: float = 60.0) -> str:
     return unquote(driver.current_url.split("/runs/", 1)[1].split("?")[0].split("/")[0])
 
 
-def watch_run_state(driver, timeout: float = 1200.0) -> str:
-    """The run's state as its page shows it (the first state badge, the run's own), once finished."""
+def watch_run_state(driver, timeout: float = 1200.0, stale: float = 30.0) -> str:
+    """The run's state as its page shows it (the first state badge, the run's own), once finished.
+
+    The page polls the API and re-renders the badge itself, so it is read every few seconds and reloaded only
+    when its badge has shown the same for ``stale`` seconds. Reloading on every read would never show a state
+    on a loaded machine, where the page takes longer to render its badge than the pause between reloads."""
     deadline = time.monotonic() + timeout
+    shown, since = None, time.monotonic()
     while time.monotonic() < deadline:
         # read in the page: the UI re-renders the badge while it polls, so an element found before may be gone
         state = driver.execute_script(
@@ -166,8 +171,12 @@ def watch_run_state(driver, timeout: float = 1200.0) -> str:
         )
         if state in ("Success", "Failed"):
             return state
+        if state != shown:
+            shown, since = state, time.monotonic()
+        elif time.monotonic() - since > stale:
+            driver.refresh()
+            shown, since = None, time.monotonic()
         time.sleep(3)
-        driver.refresh()
     raise TimeoutError(f"the run page never showed a finished run: {driver.current_url}")
 
 
