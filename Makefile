@@ -35,7 +35,7 @@ demo: install
 # processes (pytest-xdist; a module's tests stay in one worker, so its fixtures are built once), the longest modules
 # first (tests/testkit/schedule.py); the 15 slowest tests and the costliest modules are listed at the end.
 test: lint
-	$(VENV)/bin/pytest -q -n 3 --dist loadfile --no-loadscope-reorder --durations=15
+	$(VENV)/bin/pytest -q -n 3 --dist loadfile --durations=15
 
 # Code hygiene (configured in pyproject.toml): lint, formatting and types. Fails on any finding.
 lint: install

@@ -4,8 +4,9 @@ pytest-xdist's file scheduling gives each worker whole modules and, by default, 
 most tests first. What a module costs is its wall time, not its test count: the Airflow stack's module has few
 tests but waits on scheduler polls and retry delays for minutes, and handed out last it ran alone at the end of
 the run while the other workers idled. Handing out the longest modules first (the classic longest-processing-time
-rule) lets their waits overlap the many short modules' CPU work. `make test` passes ``--no-loadscope-reorder`` so
-the workers take modules in the order set here; modules not listed keep their collection order, after these.
+rule) lets their waits overlap the many short modules' CPU work. pyproject's pytest options pass
+``--no-loadscope-reorder``, so the workers take modules in the order set here however pytest is started; modules
+not listed keep their collection order, after these.
 """
 
 from __future__ import annotations
