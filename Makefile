@@ -4,7 +4,7 @@ PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install system-deps demo test test-install lint bench docs airflow-setup clean
+.PHONY: install system-deps demo test test-install lint warm-kernels bench docs airflow-setup clean
 
 $(PY):
 	python3 -m venv $(VENV)
@@ -31,11 +31,16 @@ system-deps:
 demo: install
 	$(VENV)/bin/lakejoin run
 
-# The whole check CI runs: lint and types first (a minute), then every test, test modules spread over three worker
-# processes (pytest-xdist; a module's tests stay in one worker, so its fixtures are built once), the longest modules
-# first (tests/testkit/schedule.py); the 15 slowest tests and the costliest modules are listed at the end.
-test: lint
+# The whole check CI runs: lint and types first (half a minute), beside them the numba kernels compiled into their
+# cache once (tests/testkit/warm_kernels.py: else every worker compiles them at once), then every test, test modules
+# spread over three worker processes (pytest-xdist; a module's tests stay in one worker, so its fixtures are built
+# once), the longest modules first (tests/testkit/schedule.py); the slowest and costliest tests are listed at the end.
+test: install
+	$(MAKE) --no-print-directory -j2 lint warm-kernels
 	$(VENV)/bin/pytest -q -n 3 --dist loadfile --durations=15
+
+warm-kernels: install
+	$(PY) tests/testkit/warm_kernels.py
 
 # Code hygiene (configured in pyproject.toml): lint, formatting and types. Fails on any finding.
 lint: install

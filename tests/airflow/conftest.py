@@ -44,7 +44,12 @@ def airflow_stack(tmp_path_factory: pytest.TempPathFactory) -> AirflowStack:
     state = Path(tempfile.mkdtemp(prefix="lakejoin-airflow-"))
     state.chmod(0o755)
     lake = tmp_path_factory.mktemp("airflow-lake")  # $LAKEJOIN_HOME of the DAG runs and of the plugin
-    config = StackConfig(state=state, api_port=free_port(), db_port=free_port(), lake_home=str(lake))
+    # The DAG files do not change while the tests run: parsed once, not every 30 s (each parse is a process that
+    # imports the library, about a CPU-second a file).
+    parse_once = {"AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "3600"}
+    config = StackConfig(
+        state=state, api_port=free_port(), db_port=free_port(), lake_home=str(lake), extra_env=parse_once
+    )
     stack = start(config)
     yield AirflowStack(stack)
     stack.stop()

@@ -27,7 +27,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from testkit.on_spark import ON_SPARK, on_spark
+from testkit.on_spark import ON_SPARK, in_process, on_spark
 
 from lakejoin.config import LakeConfig
 from lakejoin.index import FAMILIES, SEARCH_FAMILIES
@@ -432,9 +432,12 @@ def _comparable(method: str, results: list[dict]) -> tuple:
 
 def _fresh_build(options: RunOptions, home: Path) -> LakeConfig:
     """A full build of the same sources in a new lake, in two shards (the lake has four), of the
-    families ``_answers`` compares (``SEARCH_FAMILIES``; the q-gram family is not compared)."""
+    families ``_answers`` compares (``SEARCH_FAMILIES``; the q-gram family is not compared), in this
+    process (``test_a_small_lake_built_in_full_in_this_process_gets_what_spark_writes``: the same
+    tables as on Spark)."""
     fresh = LakeConfig(home=home, spark_master="local[2]", quiet=True)
-    run(fresh, RunOptions(sources=options.sources, shards=2, families=SEARCH_FAMILIES), Progress(quiet=True))
+    with in_process():
+        run(fresh, RunOptions(sources=options.sources, shards=2, families=SEARCH_FAMILIES), Progress(quiet=True))
     return fresh
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from testkit.cli import run_cli, without_timing
+from testkit.on_spark import in_process
 from testkit.query_lake import write_sources
 
 from lakejoin import cli
@@ -51,7 +52,7 @@ CASES = [
 
 def build_sharded_lake(root: Path) -> LakeConfig:
     """The query lake's real tables and a dozen ``generate_lake`` tables, every family in four
-    shards (built on first call)."""
+    shards (built on first call, in this process: the module tests search, not the build)."""
     from lakejoin.progress import Progress
     from lakejoin.spark.pipeline import RunOptions, run
 
@@ -60,7 +61,8 @@ def build_sharded_lake(root: Path) -> LakeConfig:
         if not snapshots.list_snapshots(config):
             sources = write_sources(root / "sources")
             generate_lake(sources / "generated", n_tables=12, seed=3, max_rows=300)
-            run(config, RunOptions(sources=[f"folder:{sources}"], shards=N_SHARDS), Progress(quiet=True))
+            with in_process():
+                run(config, RunOptions(sources=[f"folder:{sources}"], shards=N_SHARDS), Progress(quiet=True))
     return config
 
 

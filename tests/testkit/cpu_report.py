@@ -53,6 +53,7 @@ def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
 _started = pytest.StashKey[float]()
 _wall_started = pytest.StashKey[float]()
 _by_module: defaultdict[str, float] = defaultdict(float)
+_by_test: dict[str, float] = {}
 # worker -> module -> [first test's start, last test's end], wall clock
 _spans: defaultdict[str, dict[str, list[float]]] = defaultdict(dict)
 _run_started = time.time()
@@ -65,6 +66,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     for name, value in report.user_properties:
         if name == PROPERTY:
             _by_module[module] += value
+            _by_test[report.nodeid] = value
         elif name == SPAN:
             worker, start, end = value
             span = _spans[worker].setdefault(module, [start, end])
@@ -78,6 +80,9 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for module, seconds in sorted(_by_module.items(), key=lambda m: -m[1])[:SHOWN]:
         terminalreporter.write_line(f"{seconds:9.1f}  {module}")
     terminalreporter.write_line(f"{sum(_by_module.values()):9.1f}  all {len(_by_module)} modules")
+    terminalreporter.section(f"CPU seconds of the {SHOWN} costliest tests (module fixtures: in the first test)")
+    for test, seconds in sorted(_by_test.items(), key=lambda t: -t[1])[:SHOWN]:
+        terminalreporter.write_line(f"{seconds:9.1f}  {test}")
     _write_timeline(terminalreporter)
 
 
