@@ -12,15 +12,17 @@ import pytest
 import requests
 from testkit.api_server import ApiServer, start_api_server
 from testkit.browser import screenshot, signed_in_chromium, wait_for, wait_for_text
+from testkit.on_spark import in_process
 
 from lakejoin.config import LakeConfig
 from lakejoin.sources.bundled import nycflights13_frames
 
-pytestmark = [pytest.mark.spark, pytest.mark.airflow]
+pytestmark = pytest.mark.airflow
 
 
 @pytest.fixture(scope="module")
-def flights_server(tmp_path_factory: pytest.TempPathFactory, spark):
+def flights_server(tmp_path_factory: pytest.TempPathFactory):
+    """The lake built in this process (the page is the test, not the Spark path), served by the API server."""
     from lakejoin.progress import Progress
     from lakejoin.spark.pipeline import RunOptions, build_indexes, ingest, publish
 
@@ -31,9 +33,10 @@ def flights_server(tmp_path_factory: pytest.TempPathFactory, spark):
         frame.to_csv(sources / f"{name}.csv", index=False)
     config = LakeConfig(home=root / "home", spark_master="local[2]", quiet=True)
     progress = Progress(quiet=True)
-    ingest(config, RunOptions(sources=[f"folder:{sources}"], families=("josie", "mate")), progress)
-    build_indexes(config, progress, families=("josie", "mate"))
-    publish(config, {}, progress)  # with its join graph
+    with in_process():
+        ingest(config, RunOptions(sources=[f"folder:{sources}"], families=("josie", "mate")), progress)
+        build_indexes(config, progress, families=("josie", "mate"))
+        publish(config, {}, progress)  # with its join graph
     server = start_api_server(root / "api-server", config.home)
     yield server
     server.stop()
