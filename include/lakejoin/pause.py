@@ -4,8 +4,9 @@ With ``LAKEJOIN_PAUSE_AT=<point>`` in its environment, a process reaching that p
 ``lakejoin: paused at <point>`` to stderr and sleeps until it is killed. The points, in run order:
 ``parse`` (Spark started, nothing of the run committed), ``cells`` (cells committed, columns and
 catalog not yet), ``index`` (an index family's manifest committed pending and its first table
-written), ``publish`` (everything built, the snapshot row not written). Unset, a point costs one
-environment lookup.
+written; ``index:<family>`` pauses only that family's build, while the others, built beside it,
+run on to their end), ``publish`` (everything built, the snapshot row not written). Unset, a point
+costs one environment lookup.
 """
 
 from __future__ import annotations
@@ -18,10 +19,12 @@ from lakejoin.config import PAUSE_AT
 PAUSE_ENV = PAUSE_AT.name
 
 
-def pause_point(name: str) -> None:
-    """Sleep until killed when ``LAKEJOIN_PAUSE_AT`` names this point (see the module docstring)."""
-    if PAUSE_AT.read() != name:
+def pause_point(name: str, detail: str | None = None) -> None:
+    """Sleep until killed when ``LAKEJOIN_PAUSE_AT`` names this point, as ``name`` or as
+    ``name:detail`` (see the module docstring)."""
+    wanted = PAUSE_AT.read()
+    if wanted is None or wanted not in (name, f"{name}:{detail}"):
         return
-    print(f"lakejoin: paused at {name}", file=sys.stderr, flush=True)
+    print(f"lakejoin: paused at {wanted}", file=sys.stderr, flush=True)
     while True:
         time.sleep(60)

