@@ -10,7 +10,6 @@ import pytest
 from airflow_harness import prepare_airflow, run_dag_test
 
 from lakejoin.config import LakeConfig
-from lakejoin.deploy import airflow_cli
 from lakejoin.index import FAMILIES
 from lakejoin.index.shards import shard_of
 from lakejoin.lake import delta, snapshots
@@ -77,15 +76,13 @@ def test_pipeline_dag_ingests_builds_every_family_and_publishes(airflow, inputs,
 
 
 def _crawl_and_index(airflow, home: Path, folder: Path) -> tuple[dict, dict]:
-    """The crawl DAG over ``folder`` (as Variable ``lakejoin_sources``), then the index DAG, into ``home``."""
-    airflow_cli("variables", "set", "lakejoin_sources", json.dumps([f"folder:{folder}"]), env=airflow)
-    try:
-        crawled = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_crawl", {"home": str(home)})
-        assert crawled["state"] == "success", crawled
-        published = snapshots.list_snapshots(LakeConfig.from_args(str(home)))
-        indexed = run_dag_test(airflow, "lakejoin_dags.py", "lakejoin_index", {"home": str(home), "shards": 4})
-    finally:
-        airflow_cli("variables", "set", "lakejoin_sources", "[]", env=airflow)
+    """The crawl DAG over ``folder`` (Variable ``lakejoin_sources``, from the environment variable Airflow reads
+    Variables from first: no CLI process per change), then the index DAG, into ``home``."""
+    env = {**airflow, "AIRFLOW_VAR_LAKEJOIN_SOURCES": json.dumps([f"folder:{folder}"])}
+    crawled = run_dag_test(env, "lakejoin_dags.py", "lakejoin_crawl", {"home": str(home)})
+    assert crawled["state"] == "success", crawled
+    published = snapshots.list_snapshots(LakeConfig.from_args(str(home)))
+    indexed = run_dag_test(env, "lakejoin_dags.py", "lakejoin_index", {"home": str(home), "shards": 4})
     return {"crawled": crawled, "published_before_index": published}, indexed
 
 
