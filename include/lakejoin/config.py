@@ -157,7 +157,8 @@ PAUSE_AT: Setting[str | None] = _declare(
         "LAKEJOIN_PAUSE_AT",
         None,
         _text,
-        "a process reaching this named point (`lakejoin.pause`) prints it and sleeps until killed",
+        "a process reaching this named point (`lakejoin.pause`; `index:<family>`: that family's build) prints it and"
+        " sleeps until killed",
         SettingKind.PAUSE_POINT,
     )
 )
