@@ -66,6 +66,22 @@ def test_ckan_envelope_and_error_shape(root: Path) -> None:
     }
 
 
+def test_a_client_hanging_up_mid_download_is_not_an_error(root: Path, capfd: pytest.CaptureFixture) -> None:
+    """A crawler refusing a file over its size limit closes the connection while the body is sent: the portal
+    writes no traceback (a ``--json`` run's stderr stays silent) and answers the next request."""
+    with serve(root) as portal:
+        package = requests.get(
+            f"{portal.url}/api/3/action/package_show", params={"id": "nycflights13-weather"}, timeout=10
+        ).json()["result"]
+        url = package["resources"][0]["url"]
+        for _ in range(3):
+            with requests.get(url, stream=True, timeout=10) as response:
+                assert response.status_code == 200
+                next(response.iter_content(1024))  # then hang up with most of the body unsent
+        assert requests.get(url, timeout=10).content == (root / "nycflights13" / "weather.csv").read_bytes()
+    assert "Traceback" not in capfd.readouterr().err
+
+
 def test_metadata_modified_follows_the_file_mtime(root: Path, tmp_path: Path) -> None:
     folder = tmp_path / "t"
     (folder / "org").mkdir(parents=True)

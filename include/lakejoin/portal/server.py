@@ -16,6 +16,7 @@ import io
 import json
 import random
 import re
+import sys
 import threading
 import time
 from collections import Counter
@@ -492,12 +493,25 @@ def _matches_q(package: dict[str, Any], q: str) -> bool:
     return all(word in text for word in q.lower().split())
 
 
+class PortalHTTPServer(ThreadingHTTPServer):
+    """The portal's threaded server; a client that hangs up mid-response is not an error of the portal."""
+
+    daemon_threads = True
+
+    @override
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that refuses a download (too large for its --max-bytes) closes the connection while the
+        # body is sent: a broken pipe here, not a traceback on the run's stderr.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
 def make_server(
     root: Path, host: str, port: int, faults: Faults, cache_dir: Path
 ) -> tuple[ThreadingHTTPServer, PortalState]:
     """A threaded HTTP server for the portal over ``root`` (not yet serving), and its state."""
     state = PortalState(catalog=Catalog(root), faults=faults, rows=RowIndexCache(cache_dir))
     handler = type("BoundPortalHandler", (PortalHandler,), {"state": state})
-    server = ThreadingHTTPServer((host, port), handler)
-    server.daemon_threads = True
+    server = PortalHTTPServer((host, port), handler)
     return server, state
