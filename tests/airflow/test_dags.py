@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from airflow_harness import prepare_airflow, run_dag_test
+from airflow_harness import prepare_airflow, run_dag_tests
 
 from lakejoin.config import LakeConfig
 from lakejoin.index import FAMILIES
@@ -51,8 +51,13 @@ def statuses(config):
 
 def test_pipeline_dag_ingests_builds_every_family_and_publishes(airflow, inputs, tmp_path):
     home = tmp_path / "lake"
-    result = run_dag_test(
-        airflow, "lakejoin_dags.py", "lakejoin_pipeline", {"home": str(home), "sources": [f"folder:{inputs}"]}
+    # then the graph DAG, as lakejoin-snapshot schedules it: nothing to do for a snapshot with its graph
+    result, graph = run_dag_tests(
+        airflow,
+        [
+            ("lakejoin_dags.py", "lakejoin_pipeline", {"home": str(home), "sources": [f"folder:{inputs}"]}),
+            ("lakejoin_dags.py", "lakejoin_graph", {"home": str(home)}),
+        ],
     )
     assert result["state"] == "success", result
     assert sum(1 for t in result["tasks"] if t.startswith("build_index[")) == len(FAMILIES)
@@ -67,9 +72,6 @@ def test_pipeline_dag_ingests_builds_every_family_and_publishes(airflow, inputs,
     assert statuses(config) == {"airlines.csv": "active", "airports.csv": "active"}
     assert any(t.startswith("index/") for t in snapshot.table_versions)
     assert {"graph/edges", "graph/tables", "graph/meta"} <= set(snapshot.table_versions)  # published with its graph
-    graph = run_dag_test(
-        airflow, "lakejoin_dags.py", "lakejoin_graph", {"home": str(home)}
-    )  # what lakejoin-snapshot schedules: nothing to do for a snapshot with its graph
     assert graph["state"] == "success", graph
     assert graph["returned"]["join_graph"] == {"snapshot_id": 1, "graph": "current", "published": None}
     assert snapshots.resolve(config).snapshot_id == 1
@@ -77,13 +79,24 @@ def test_pipeline_dag_ingests_builds_every_family_and_publishes(airflow, inputs,
 
 def _crawl_and_index(airflow, home: Path, folder: Path) -> tuple[dict, dict]:
     """The crawl DAG over ``folder`` (Variable ``lakejoin_sources``, from the environment variable Airflow reads
-    Variables from first: no CLI process per change), then the index DAG, into ``home``."""
+    Variables from first: no CLI process per change), then the index DAG, into ``home``, in one process."""
     env = {**airflow, "AIRFLOW_VAR_LAKEJOIN_SOURCES": json.dumps([f"folder:{folder}"])}
-    crawled = run_dag_test(env, "lakejoin_dags.py", "lakejoin_crawl", {"home": str(home)})
+    crawled, indexed = run_dag_tests(
+        env,
+        [
+            ("lakejoin_dags.py", "lakejoin_crawl", {"home": str(home)}),
+            ("lakejoin_dags.py", "lakejoin_index", {"home": str(home), "shards": 4}),
+        ],
+    )
     assert crawled["state"] == "success", crawled
-    published = snapshots.list_snapshots(LakeConfig.from_args(str(home)))
-    indexed = run_dag_test(env, "lakejoin_dags.py", "lakejoin_index", {"home": str(home), "shards": 4})
-    return {"crawled": crawled, "published_before_index": published}, indexed
+    return crawled, indexed
+
+
+def _published_by(home: Path) -> list[str | None]:
+    """The build id of each published snapshot of the lake, oldest first."""
+    return [
+        s.build_id for s in snapshots.list_snapshots(LakeConfig.from_args(str(home))) if s.status == snapshots.PUBLISHED
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -94,14 +107,15 @@ def first_crawl(airflow, inputs, tmp_path_factory):
     root = tmp_path_factory.mktemp("first-crawl")
     home, folder = root / "lake", root / "tables"
     shutil.copytree(inputs, folder)
-    crawl, indexed = _crawl_and_index(airflow, home, folder)
-    return home, folder, crawl, indexed
+    _, indexed = _crawl_and_index(airflow, home, folder)
+    return home, folder, indexed
 
 
 def test_crawl_dag_maps_over_configured_sources_and_its_asset_feeds_the_index_dag(first_crawl):
-    home, _, crawl, indexed = first_crawl
-    assert crawl["published_before_index"] == []  # crawling alone publishes nothing
+    home, _, indexed = first_crawl
     assert indexed["state"] == "success", indexed
+    # crawling alone publishes nothing: the lake's one snapshot is the index run's
+    assert _published_by(home) == [f"airflow:lakejoin_index:{indexed['run_id']}"]
     config = LakeConfig.from_args(str(home))
     assert statuses(config) == {"airlines.csv": "active", "airports.csv": "active"}
     first = [indexed["returned"][f"build_index[{i}]"] for i in range(len(FAMILIES))]
