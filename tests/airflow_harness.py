@@ -40,8 +40,8 @@ for dag_file, dag_id, conf in json.loads(sys.argv[1]):
     instances = run.get_task_instances()
     states = {name(ti): str(ti.state) for ti in instances}
     returned = {name(ti): ti.xcom_pull(task_ids=ti.task_id, map_indexes=ti.map_index) for ti in instances}
-    upstream = {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}
-    result = {"run_id": run.run_id, "state": str(run.state), "tasks": states, "returned": returned, "upstream": upstream}
+    result = {"run_id": run.run_id, "state": str(run.state), "tasks": states, "returned": returned}
+    result["upstream"] = {t.task_id: sorted(t.upstream_task_ids) for t in dag.tasks}
     print("DAGRUN_RESULT " + json.dumps(result, default=str), flush=True)
 """
 
