@@ -14,12 +14,9 @@ $(PY):
 # Bytecode is compiled at install (as pip does, uv does not by default): where the environment sets
 # PYTHONDONTWRITEBYTECODE no process ever writes it, and every Airflow task, CLI call and Spark
 # Python worker compiled its imports from source (importing GE and Airflow: 9.0 -> 3.8 CPU-s,
-# tests/benchmarks/bench_parts.py imports). `make test` lets Python write the bytecode of what it
-# imports instead (PYTHONDONTWRITEBYTECODE emptied): its processes import about a third of the
-# installed modules, and compiling all of them took half a minute of CPU on a fresh clone.
-COMPILE_BYTECODE ?= --compile-bytecode
+# tests/benchmarks/bench_parts.py imports).
 install: $(PY) system-deps
-	$(UV) pip install --python $(PY) --quiet $(COMPILE_BYTECODE) -r requirements.lock
+	$(UV) pip install --python $(PY) --quiet --compile-bytecode -r requirements.lock
 	$(UV) pip install --python $(PY) --quiet --no-deps -e .
 	$(PY) -m compileall -q -j 0 include plugins dags spark_jobs >/dev/null
 
@@ -38,8 +35,6 @@ demo: install
 # cache once (tests/testkit/warm_kernels.py: else every worker compiles them at once), then every test, test modules
 # spread over three worker processes (pytest-xdist; a module's tests stay in one worker, so its fixtures are built
 # once), the longest modules first (tests/testkit/schedule.py); the slowest and costliest tests are listed at the end.
-test: export COMPILE_BYTECODE :=
-test: export PYTHONDONTWRITEBYTECODE :=
 test: install
 	$(MAKE) --no-print-directory -j2 lint warm-kernels
 	$(VENV)/bin/pytest -q -n 3 --dist loadfile --durations=15
