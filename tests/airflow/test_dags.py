@@ -77,9 +77,10 @@ def test_pipeline_dag_ingests_builds_every_family_and_publishes(airflow, inputs,
     assert snapshots.resolve(config).snapshot_id == 1
 
 
-def _crawl_and_index(airflow, home: Path, folder: Path) -> tuple[dict, dict]:
+def _crawl_and_index(airflow, home: Path, folder: Path) -> dict:
     """The crawl DAG over ``folder`` (Variable ``lakejoin_sources``, from the environment variable Airflow reads
-    Variables from first: no CLI process per change), then the index DAG, into ``home``, in one process."""
+    Variables from first: no CLI process per change), then the index DAG, into ``home``, in one process; returns
+    the index run."""
     env = {**airflow, "AIRFLOW_VAR_LAKEJOIN_SOURCES": json.dumps([f"folder:{folder}"])}
     crawled, indexed = run_dag_tests(
         env,
@@ -89,7 +90,7 @@ def _crawl_and_index(airflow, home: Path, folder: Path) -> tuple[dict, dict]:
         ],
     )
     assert crawled["state"] == "success", crawled
-    return crawled, indexed
+    return indexed
 
 
 def _published_by(home: Path) -> list[str | None]:
@@ -107,8 +108,7 @@ def first_crawl(airflow, inputs, tmp_path_factory):
     root = tmp_path_factory.mktemp("first-crawl")
     home, folder = root / "lake", root / "tables"
     shutil.copytree(inputs, folder)
-    _, indexed = _crawl_and_index(airflow, home, folder)
-    return home, folder, indexed
+    return home, folder, _crawl_and_index(airflow, home, folder)
 
 
 def test_crawl_dag_maps_over_configured_sources_and_its_asset_feeds_the_index_dag(first_crawl):
@@ -128,7 +128,7 @@ def test_the_index_dag_rewrites_only_the_shards_a_crawl_changed(airflow, first_c
     airlines_csv = (folder / "airlines.csv").read_text()
     (folder / "airlines.csv").write_text(airlines_csv + "ZZ,Test Air\n")
     try:
-        _, indexed = _crawl_and_index(airflow, home, folder)
+        indexed = _crawl_and_index(airflow, home, folder)
     finally:
         (folder / "airlines.csv").write_text(airlines_csv)
     assert indexed["state"] == "success", indexed
