@@ -267,8 +267,7 @@ def in_process(config: LakeConfig, plan: FamilyPlan) -> bool:
         lake_cells = _lake_cells(config)
         if not 0 < lake_cells <= limit:
             return False
-        values = _indexed_cells(config, plan.family, None)["value"]
-        return values.null_count < len(values)
+        return _holds_indexed_value(config, plan.family)
     if plan.manifest is None:
         return False
     rows = sum(sum(plan.manifest.shard_rows.get(s, {}).values()) for s in plan.rewritten)
@@ -278,6 +277,15 @@ def in_process(config: LakeConfig, plan: FamilyPlan) -> bool:
         delta.row_count(config.table_path(CELLS), partitions={"dataset_id": plan.changed}) if plan.changed else 0
     )
     return changed_cells is not None and rows + changed_cells <= limit
+
+
+def _holds_indexed_value(config: LakeConfig, family: str) -> bool:
+    """Whether a column ``family`` indexes has a value, from the catalog's profiles (``count``: its
+    non-null cells), not from the cells, which the build then reads."""
+    columns = delta.read_arrow(config.table_path(COLUMNS), columns=["indexed_by", "count"])
+    indexed_by = columns["indexed_by"].combine_chunks()
+    rows = pc.list_parent_indices(indexed_by).filter(pc.equal(pc.list_flatten(indexed_by), family))
+    return bool(pc.any(pc.greater(columns["count"].take(rows), 0)).as_py())
 
 
 def _build_in_process(config: LakeConfig, plan: FamilyPlan, builder: SparkBuild) -> list[str]:
