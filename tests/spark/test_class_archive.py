@@ -18,10 +18,20 @@ pytestmark = [pytest.mark.spark]
 SESSION = "from lakejoin.spark.session import get_spark; print(get_spark('local[1]').range(10).count())"
 
 
-def test_a_built_archive_is_mapped_by_the_next_session_start(tmp_path: Path) -> None:
-    archive = class_archive.build(tmp_path / "spark.jsa")
-    assert archive.is_file()
-    assert [p.name for p in tmp_path.iterdir()] == ["spark.jsa"]  # no partial file left beside it
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The environment's archive, which `make test` writes before the tests (`make spark-archive`),
+    or, where there is none, one built for this module."""
+    installed = class_archive.archive_path()
+    if installed is not None and installed.is_file():
+        return installed
+    folder = tmp_path_factory.mktemp("class-archive")
+    built = class_archive.build(folder / "spark.jsa")
+    assert [p.name for p in folder.iterdir()] == ["spark.jsa"]  # no partial file left beside it
+    return built
+
+
+def test_a_built_archive_is_mapped_by_the_next_session_start(archive: Path, tmp_path: Path) -> None:
 
     loaded = tmp_path / "classes.log"
     options = " ".join(filter(None, [SPARK_JAVA_OPTIONS.read(), f"-Xlog:class+load=info:file={loaded}"]))
