@@ -22,6 +22,7 @@ from lakejoin.commands.search import FAMILY_FLAGS
 from lakejoin.lake import delta
 from lakejoin.query import read_table_file
 from lakejoin.query.join import write_table
+from lakejoin.spark import class_archive
 from lakejoin_airflow.hooks import LakeHook
 
 QUERY_FIELDS = ("method", "columns", "table_path", "dataset_id", "k", "method_params", "snapshot_id")
@@ -203,6 +204,7 @@ class LakeDiscoverOperator(SparkSubmitOperator):
             str(int(self.k)),
             *self._optional_arguments(),
         ]
+        self.conf = self.spark_conf()
         super().execute(context)
         table = delta.open_table(out)
         extra = {
@@ -216,6 +218,16 @@ class LakeDiscoverOperator(SparkSubmitOperator):
                 context["outlet_events"][outlet].extra = extra
         self.log.info("discover %s: %s rows -> %s (version %s)", self.method, extra["rows"], out, extra["version"])
         return extra
+
+    def spark_conf(self) -> dict[str, Any]:
+        """The job's Spark properties: the operator's ``conf``, and where it sets no driver JVM
+        options, the Spark class archive for the driver (in client mode it runs on this machine),
+        as ``get_spark``'s drivers map it."""
+        conf = dict(self.conf or {})
+        archive_options = class_archive.driver_options()
+        if archive_options:
+            conf.setdefault("spark.driver.extraJavaOptions", archive_options)
+        return conf
 
     def _optional_arguments(self) -> list[str]:
         columns = [self.columns] if isinstance(self.columns, str) else list(self.columns or [])

@@ -69,3 +69,18 @@ def test_the_driver_maps_an_archive_only_when_there_is_one(tmp_path: Path, monke
     assert class_archive.driver_options() == ""
     monkeypatch.delenv(SPARK_CLASS_ARCHIVE.name)
     assert class_archive.archive_path().parent == Path(sys.prefix) / "share" / "lakejoin"
+
+
+def test_the_discover_operator_hands_the_archive_to_its_driver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "plugins"))
+    from lakejoin_airflow.operators import LakeDiscoverOperator
+
+    archive = tmp_path / "spark.jsa"
+    archive.write_bytes(b"")
+    monkeypatch.setenv(SPARK_CLASS_ARCHIVE.name, str(archive))
+    plain = LakeDiscoverOperator(task_id="discover", method="mate", queries="all", out="answers")
+    assert plain.spark_conf() == {"spark.driver.extraJavaOptions": class_archive.driver_options()}
+    own = {"spark.driver.extraJavaOptions": "-Dmine=1", "spark.executor.cores": "1"}
+    assert LakeDiscoverOperator(task_id="own", method="mate", queries="all", out="o", conf=own).spark_conf() == own
+    monkeypatch.setenv(SPARK_CLASS_ARCHIVE.name, "off")
+    assert plain.spark_conf() == {}
