@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import shutil
 import tempfile
 import time
 from datetime import date
@@ -73,7 +74,7 @@ def main() -> None:
     config = LakeConfig.from_args(home, quiet=True)
     get_spark(config.spark_master)  # start Spark before timing: both runs pay for a warm session
     if args.lake == "wide":
-        folder = Path(home).with_name(f"{Path(home).name}-wide-tables")
+        folder = Path(f"{home}-wide-tables")
         wide_tables, wide_cells = write_wide_lake(folder)
         lake = f"wide-table lake, {wide_tables} tables, {wide_cells:,} cells"
         options = RunOptions(sources=[f"folder:{folder}"], families=families)
@@ -105,6 +106,8 @@ def main() -> None:
         cpu = first.get("stage_cpu_seconds", {}).get(stage)
         used = f"{cpu:>10.1f}{cpu / seconds if seconds else 0:>8.2f}" if cpu is not None else f"{'-':>10}{'-':>8}"
         print(f"{stage:<18}{seconds:>10.1f}{used}{cells / seconds if seconds else 0:>14,.0f}")
+    for temporary in (home, f"{home}-wide-tables"):  # the lake and the wide lake's tables: gigabytes for 'all'
+        shutil.rmtree(temporary, ignore_errors=True)
 
 
 if __name__ == "__main__":
